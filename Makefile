@@ -1,0 +1,31 @@
+# Two commands do all set-up on a fresh machine:
+#   make pipeline   install, then run the whole pipeline on the embedded synthetic cohort
+#   make test       install, then run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install pipeline test lint ui benchmarks
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+pipeline: $(STAMP)
+	$(BIN)/sphr pipeline
+
+test: $(STAMP)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m pytest -q -n 2
+
+lint: $(STAMP)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
+
+ui: $(STAMP)
+	$(BIN)/sphr ui

@@ -1,0 +1,54 @@
+"""The ``sphr`` command line. Each stage registers its own sub-command.
+
+Stage modules import their heavy dependencies inside the command handler, so
+``sphr --help`` stays fast and a GPU box without polars can still run
+``sphr train``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from sphr import __version__
+from sphr.errors import SphrError
+
+#: modules with a ``register(subparsers)`` function, in the order of the pipeline
+COMMAND_MODULES: tuple[str, ...] = (
+    "sphr.data.commands",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sphr",
+        description="Similarity-based patient health-risk modeling on UK Biobank-style data.",
+    )
+    parser.add_argument("--version", action="version", version=f"sphr {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if args.quiet:
+        import os
+
+        os.environ["SPHR_PROGRESS"] = "0"
+    try:
+        return int(args.func(args) or 0)
+    except SphrError as exc:
+        print(f"sphr {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

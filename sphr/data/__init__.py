@@ -1,0 +1,1 @@
+"""UK Biobank data layer: field catalog, synthetic cohort, ingest of real exports."""

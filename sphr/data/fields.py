@@ -1,0 +1,219 @@
+"""The UK Biobank fields this pipeline uses: one catalog for ingest, generator and reports.
+
+Each :class:`Field` says what a UKB Showcase field is (id, title, unit, value
+type, coding, special negative codes) and how it appears in an export (the
+instances and array indices that exist). Names are the snake_case column names
+used everywhere downstream (``baseline.parquet``, reports, embeddings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ValueType = Literal["continuous", "integer", "categorical", "categorical_multiple", "date"]
+Role = Literal["predictor", "sex", "date", "condition", "medication", "context"]
+Group = Literal[
+    "demographics", "blood_count", "biochemistry", "lifestyle", "health", "assessment"
+]
+
+#: Codes UK Biobank stores as ordinary values but that mean "no answer" (never a number).
+SPECIAL_CODES: dict[int, str] = {
+    -1: "Do not know",
+    -3: "Prefer not to answer",
+    -7: "None of the above",
+    -10: "Less than a year",  # time fields: "less than one"
+    -11: "Do not know (time)",
+    -13: "Prefer not to answer (time)",
+    -818: "Prefer not to answer (alcohol)",
+}
+
+YES_NO: dict[int, str] = {1: "Yes", 0: "No"}
+SEX_CODING: dict[int, str] = {0: "Female", 1: "Male"}
+#: Coding 100625 (6177, men) and 100626 (6153, women).
+MEDICATION_CODING: dict[int, str] = {
+    1: "Cholesterol lowering medication",
+    2: "Blood pressure medication",
+    3: "Insulin",
+    4: "Hormone replacement therapy",
+    5: "Oral contraceptive pill or minipill",
+}
+#: Medication codes that mean "treated for a condition" (SPEC 1.1); HRT and the pill do not.
+CONDITION_MEDICATION_CODES: frozenset[int] = frozenset({1, 2, 3})
+#: Coding 6 codes of 20002 that mean diabetes (1220 diabetes, 1222 type 1, 1223 type 2).
+DIABETES_ILLNESS_CODES: frozenset[int] = frozenset({1220, 1222, 1223})
+
+
+@dataclass(frozen=True)
+class Field:
+    id: int
+    name: str
+    title: str
+    unit: str
+    value_type: ValueType
+    role: Role
+    group: Group
+    instances: tuple[int, ...] = (0,)
+    arrays: int = 1
+    coding: dict[int, str] | None = None
+    #: negative codes that may occur in this field and mean "no usable answer"
+    special_codes: tuple[int, ...] = ()
+    #: only asked of one sex (6177 men, 6153 women)
+    sex: Literal["female", "male"] | None = None
+    #: for reports: decimals a value is stored with in the Showcase
+    decimals: int = 2
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label_to_code(self) -> dict[str, int]:
+        """Text label (RAP 'labels' coding) to numeric code, special codes included."""
+        out = {label.lower(): code for code, label in (self.coding or {}).items()}
+        for code in self.special_codes:
+            out[SPECIAL_CODES[code].lower()] = code
+        return out
+
+
+def _p(fid: int, name: str, title: str, unit: str, group: Group, decimals: int = 2,
+       instances: tuple[int, ...] = (0, 1), value_type: ValueType = "continuous",
+       special: tuple[int, ...] = ()) -> Field:
+    return Field(fid, name, title, unit, value_type, "predictor", group, instances,
+                 special_codes=special, decimals=decimals)
+
+
+_BLOOD_COUNT = (0, 1, 2)
+_BIOCHEM = (0, 1)
+_ALL = (0, 1, 2, 3)
+
+PREDICTORS: tuple[Field, ...] = (
+    # demographics
+    _p(21003, "age", "Age when attended assessment centre", "years", "demographics", 0,
+       _ALL, "integer"),
+    _p(21001, "bmi", "Body mass index (BMI)", "kg/m2", "demographics", 4, _ALL),
+    # blood counts
+    _p(30000, "wbc", "White blood cell (leukocyte) count", "10^9 cells/L", "blood_count", 2, _BLOOD_COUNT),
+    _p(30010, "rbc", "Red blood cell (erythrocyte) count", "10^12 cells/L", "blood_count", 3, _BLOOD_COUNT),
+    _p(30020, "haemoglobin", "Haemoglobin concentration", "g/dL", "blood_count", 2, _BLOOD_COUNT),
+    _p(30030, "haematocrit", "Haematocrit percentage", "%", "blood_count", 2, _BLOOD_COUNT),
+    _p(30040, "mcv", "Mean corpuscular volume", "fL", "blood_count", 2, _BLOOD_COUNT),
+    _p(30050, "mch", "Mean corpuscular haemoglobin", "pg", "blood_count", 2, _BLOOD_COUNT),
+    _p(30060, "mchc", "Mean corpuscular haemoglobin concentration", "g/dL", "blood_count", 2, _BLOOD_COUNT),
+    _p(30070, "rdw", "Red blood cell (erythrocyte) distribution width", "%", "blood_count", 2, _BLOOD_COUNT),
+    _p(30080, "platelets", "Platelet count", "10^9 cells/L", "blood_count", 1, _BLOOD_COUNT),
+    _p(30090, "plateletcrit", "Platelet crit", "%", "blood_count", 3, _BLOOD_COUNT),
+    _p(30100, "mpv", "Mean platelet (thrombocyte) volume", "fL", "blood_count", 2, _BLOOD_COUNT),
+    _p(30110, "pdw", "Platelet distribution width", "%", "blood_count", 2, _BLOOD_COUNT),
+    _p(30120, "lymphocytes", "Lymphocyte count", "10^9 cells/L", "blood_count", 2, _BLOOD_COUNT),
+    _p(30130, "monocytes", "Monocyte count", "10^9 cells/L", "blood_count", 2, _BLOOD_COUNT),
+    _p(30140, "neutrophils", "Neutrophill count", "10^9 cells/L", "blood_count", 2, _BLOOD_COUNT),
+    _p(30150, "eosinophils", "Eosinophill count", "10^9 cells/L", "blood_count", 2, _BLOOD_COUNT),
+    _p(30160, "basophils", "Basophill count", "10^9 cells/L", "blood_count", 2, _BLOOD_COUNT),
+    _p(30180, "lymphocyte_pct", "Lymphocyte percentage", "%", "blood_count", 2, _BLOOD_COUNT),
+    _p(30190, "monocyte_pct", "Monocyte percentage", "%", "blood_count", 2, _BLOOD_COUNT),
+    _p(30200, "neutrophil_pct", "Neutrophill percentage", "%", "blood_count", 2, _BLOOD_COUNT),
+    _p(30210, "eosinophil_pct", "Eosinophill percentage", "%", "blood_count", 2, _BLOOD_COUNT),
+    _p(30220, "basophil_pct", "Basophill percentage", "%", "blood_count", 2, _BLOOD_COUNT),
+    _p(30240, "reticulocyte_pct", "Reticulocyte percentage", "%", "blood_count", 3, _BLOOD_COUNT),
+    _p(30250, "reticulocytes", "Reticulocyte count", "10^12 cells/L", "blood_count", 4, _BLOOD_COUNT),
+    _p(30260, "mean_reticulocyte_volume", "Mean reticulocyte volume", "fL", "blood_count", 2, _BLOOD_COUNT),
+    _p(30270, "mean_sphered_cell_volume", "Mean sphered cell volume", "fL", "blood_count", 2, _BLOOD_COUNT),
+    _p(30280, "immature_reticulocyte_fraction", "Immature reticulocyte fraction", "ratio", "blood_count", 3, _BLOOD_COUNT),
+    _p(30290, "hls_reticulocyte_pct", "High light scatter reticulocyte percentage", "%", "blood_count", 3, _BLOOD_COUNT),
+    _p(30300, "hls_reticulocytes", "High light scatter reticulocyte count", "10^12 cells/L", "blood_count", 4, _BLOOD_COUNT),
+    # blood biochemistry
+    _p(30600, "albumin", "Albumin", "g/L", "biochemistry", 2, _BIOCHEM),
+    _p(30610, "alp", "Alkaline phosphatase", "U/L", "biochemistry", 1, _BIOCHEM),
+    _p(30620, "alt", "Alanine aminotransferase", "U/L", "biochemistry", 2, _BIOCHEM),
+    _p(30630, "apoa", "Apolipoprotein A", "g/L", "biochemistry", 3, _BIOCHEM),
+    _p(30640, "apob", "Apolipoprotein B", "g/L", "biochemistry", 3, _BIOCHEM),
+    _p(30650, "ast", "Aspartate aminotransferase", "U/L", "biochemistry", 1, _BIOCHEM),
+    _p(30670, "urea", "Urea", "mmol/L", "biochemistry", 2, _BIOCHEM),
+    _p(30680, "calcium", "Calcium", "mmol/L", "biochemistry", 3, _BIOCHEM),
+    _p(30690, "cholesterol", "Cholesterol", "mmol/L", "biochemistry", 3, _BIOCHEM),
+    _p(30700, "creatinine", "Creatinine", "umol/L", "biochemistry", 1, _BIOCHEM),
+    _p(30710, "crp", "C-reactive protein", "mg/L", "biochemistry", 2, _BIOCHEM),
+    _p(30720, "cystatin_c", "Cystatin C", "mg/L", "biochemistry", 3, _BIOCHEM),
+    _p(30730, "ggt", "Gamma glutamyltransferase", "U/L", "biochemistry", 1, _BIOCHEM),
+    _p(30740, "glucose", "Glucose", "mmol/L", "biochemistry", 3, _BIOCHEM),
+    _p(30750, "hba1c", "Glycated haemoglobin (HbA1c)", "mmol/mol", "biochemistry", 1, _BIOCHEM),
+    _p(30760, "hdl", "HDL cholesterol", "mmol/L", "biochemistry", 3, _BIOCHEM),
+    _p(30770, "igf1", "IGF-1", "nmol/L", "biochemistry", 2, _BIOCHEM),
+    _p(30780, "ldl", "LDL direct", "mmol/L", "biochemistry", 3, _BIOCHEM),
+    _p(30810, "phosphate", "Phosphate", "mmol/L", "biochemistry", 3, _BIOCHEM),
+    _p(30830, "shbg", "SHBG", "nmol/L", "biochemistry", 2, _BIOCHEM),
+    _p(30840, "bilirubin", "Total bilirubin", "umol/L", "biochemistry", 2, _BIOCHEM),
+    _p(30850, "testosterone", "Testosterone", "nmol/L", "biochemistry", 3, _BIOCHEM),
+    _p(30860, "total_protein", "Total protein", "g/L", "biochemistry", 2, _BIOCHEM),
+    _p(30870, "triglycerides", "Triglycerides", "mmol/L", "biochemistry", 3, _BIOCHEM),
+    _p(30880, "urate", "Urate", "umol/L", "biochemistry", 1, _BIOCHEM),
+    _p(30890, "vitamin_d", "Vitamin D", "nmol/L", "biochemistry", 1, _BIOCHEM),
+    # lifestyle
+    _p(1160, "sleep_duration", "Sleep duration", "hours/day", "lifestyle", 0, _ALL, "integer",
+       special=(-1, -3)),
+    _p(22033, "activity_days", "Summed days activity", "days", "lifestyle", 0, _ALL, "integer"),
+    _p(22034, "activity_minutes", "Summed minutes activity", "minutes", "lifestyle", 0, _ALL, "integer"),
+    _p(22037, "met_walking", "MET minutes per week for walking", "MET-min/week", "lifestyle", 1, _ALL),
+    _p(22038, "met_moderate", "MET minutes per week for moderate activity", "MET-min/week", "lifestyle", 1, _ALL),
+    _p(22039, "met_vigorous", "MET minutes per week for vigorous activity", "MET-min/week", "lifestyle", 1, _ALL),
+    _p(22040, "met_total", "Summed MET minutes per week for all activity", "MET-min/week", "lifestyle", 1, _ALL),
+)
+
+SEX = Field(31, "sex", "Sex", "", "categorical", "sex", "demographics", (0,), coding=SEX_CODING,
+            decimals=0)
+ASSESSMENT_DATE = Field(53, "assessment_date", "Date of attending assessment centre", "date",
+                        "date", "date", "assessment", _ALL, decimals=0)
+DIABETES = Field(2443, "diabetes", "Diabetes diagnosed by doctor", "", "categorical", "condition",
+                 "health", _ALL, coding=YES_NO, special_codes=(-1, -3), decimals=0)
+CANCER = Field(2453, "cancer", "Cancer diagnosed by doctor", "", "categorical", "condition",
+               "health", _ALL, coding=YES_NO, special_codes=(-1, -3), decimals=0)
+OTHER_SERIOUS = Field(2473, "other_serious", "Other serious medical condition/disability diagnosed by doctor",
+                      "", "categorical", "condition", "health", _ALL, coding=YES_NO,
+                      special_codes=(-1, -3), decimals=0)
+MEDICATION_MEN = Field(6177, "medication_men", "Medication for cholesterol, blood pressure or diabetes",
+                       "", "categorical_multiple", "medication", "health", _ALL, arrays=3,
+                       coding={k: MEDICATION_CODING[k] for k in (1, 2, 3)},
+                       special_codes=(-7, -1, -3), sex="male", decimals=0)
+MEDICATION_WOMEN = Field(6153, "medication_women",
+                         "Medication for cholesterol, blood pressure, diabetes, or take exogenous hormones",
+                         "", "categorical_multiple", "medication", "health", _ALL, arrays=4,
+                         coding=dict(MEDICATION_CODING), special_codes=(-7, -1, -3), sex="female",
+                         decimals=0)
+CANCER_CODE = Field(20001, "cancer_code", "Cancer code, self-reported", "", "categorical_multiple",
+                    "context", "health", _ALL, arrays=6, decimals=0,
+                    coding={1001: "lung cancer", 1002: "breast cancer", 1044: "prostate cancer",
+                            1022: "colon cancer", 1060: "non-melanoma skin cancer"})
+ILLNESS_CODE = Field(20002, "illness_code", "Non-cancer illness code, self-reported", "",
+                     "categorical_multiple", "context", "health", _ALL, arrays=34, decimals=0,
+                     coding={1065: "hypertension", 1220: "diabetes", 1222: "type 1 diabetes",
+                             1223: "type 2 diabetes", 1075: "heart attack/myocardial infarction",
+                             1081: "stroke", 1473: "high cholesterol", 1111: "asthma",
+                             99999: "unclassifiable"})
+MEDICATION_CODE = Field(20003, "medication_code", "Treatment/medication code", "",
+                        "categorical_multiple", "context", "health", _ALL, arrays=48, decimals=0,
+                        coding={1140861958: "simvastatin", 1141146234: "atorvastatin",
+                                1140884600: "metformin", 1140866738: "amlodipine",
+                                1140860806: "ramipril", 1140883066: "insulin product",
+                                1140868226: "aspirin", 1140852976: "multivitamin"})
+FASTING_TIME = Field(74, "fasting_time", "Fasting time", "hours", "integer", "context",
+                     "assessment", _ALL, decimals=0)
+
+NON_PREDICTORS: tuple[Field, ...] = (
+    SEX, ASSESSMENT_DATE, DIABETES, CANCER, OTHER_SERIOUS, MEDICATION_MEN, MEDICATION_WOMEN,
+    CANCER_CODE, ILLNESS_CODE, MEDICATION_CODE, FASTING_TIME,
+)
+CATALOG: tuple[Field, ...] = PREDICTORS + NON_PREDICTORS
+BY_ID: dict[int, Field] = {f.id: f for f in CATALOG}
+BY_NAME: dict[str, Field] = {f.name: f for f in CATALOG}
+PREDICTOR_NAMES: tuple[str, ...] = tuple(f.name for f in PREDICTORS)
+CONDITIONS: tuple[Field, ...] = (DIABETES, CANCER, OTHER_SERIOUS)
+
+#: The seven markers that define bona fide healthy (SPEC 1.3); bounds live in sphr.cohorts.
+P0_MARKERS: tuple[str, ...] = (
+    "cholesterol", "hdl", "ldl", "triglycerides", "glucose", "hba1c", "crp",
+)
+
+
+def field_by_id(fid: int) -> Field:
+    try:
+        return BY_ID[fid]
+    except KeyError:
+        raise KeyError(f"field {fid} is not in the sphr field catalog") from None

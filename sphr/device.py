@@ -1,0 +1,43 @@
+"""Where torch work runs: one rule for SPHR, DeepPatient, NN for EHR and retrieval."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+
+def resolve_device(spec: str | torch.device = "auto") -> torch.device:
+    """``auto`` picks CUDA when present, else CPU; ``cuda`` without a GPU is an error."""
+    if isinstance(spec, torch.device):
+        return spec
+    spec = str(spec).lower()
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if spec.startswith("cuda") and not torch.cuda.is_available():
+        from sphr.errors import ConfigError
+
+        raise ConfigError(f"device {spec!r} asked for, but torch sees no CUDA device")
+    if spec not in {"cpu"} and not spec.startswith("cuda"):
+        from sphr.errors import ConfigError
+
+        raise ConfigError(f"unknown device {spec!r}: use auto, cpu or cuda[:N]")
+    return torch.device(spec)
+
+
+def configure_threads(threads: int | None = None) -> int:
+    """Set torch's intra-op threads; ``None`` uses the cores this process may run on."""
+    if threads is None or threads <= 0:
+        try:
+            threads = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            threads = os.cpu_count() or 1
+    torch.set_num_threads(int(threads))
+    return int(threads)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch's CPU and CUDA generators (numpy code takes explicit Generators)."""
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)

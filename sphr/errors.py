@@ -1,0 +1,45 @@
+"""Errors a user sees: each names the file, the field and the row it is about."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SphrError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+class InputError(SphrError):
+    """Bad input data: one clear message naming where the problem is.
+
+    ``row`` is the 1-based data row (the header is row 0), as a person counts
+    rows in a spreadsheet without its header.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        field: str | None = None,
+        row: int | None = None,
+    ) -> None:
+        self.message = message
+        self.file = None if file is None else str(file)
+        self.field = field
+        self.row = row
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.field is not None:
+            where.append(f"field {self.field}")
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        return f"{': '.join([', '.join(where), self.message]) if where else self.message}"
+
+
+class ConfigError(SphrError):
+    """A setting that cannot work (unknown option, impossible bound)."""
