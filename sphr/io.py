@@ -20,6 +20,16 @@ from typing import Any
 import numpy as np
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: mkstemp creates files 0600; finished outputs get the usual 0666 & ~umask
+_FILE_MODE = 0o666 & ~_umask()
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it to ``path`` on success."""
@@ -30,6 +40,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        if tmp_path.exists():
+            os.chmod(tmp_path, _FILE_MODE)
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():

@@ -3,7 +3,51 @@
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # filled in below as stages land
-    pass
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("synth", help="write a synthetic cohort as a UK Biobank export",
+                       description="Generate a synthetic cohort in true UKB export format. The "
+                       "latent ground truth goes to NAME.truth.parquet next to the export.")
+    p.add_argument("--participants", type=int, default=20_000, help="default: 20000")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--format", default="ukbconv",
+                   choices=("ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet"))
+    p.add_argument("--decoys", type=int, default=40,
+                   help="columns of fields the pipeline does not use (default: 40)")
+    p.add_argument("--out", type=Path, required=True, help="export file to write")
+    p.set_defaults(func=_synth)
+
+    p = sub.add_parser("ingest", help="read a UKB export into baseline/followup parquet",
+                       description="Read a UK Biobank main-dataset export (ukbconv CSV, TSV, R "
+                       ".tab, RAP CSV with codes or labels, parquet; detected from the header), "
+                       "reading only the columns sphr uses.")
+    p.add_argument("export", type=Path)
+    p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--drop-truncated-last-row", action="store_true",
+                   help="go on (with a warning) when the file's last line is cut off")
+    p.set_defaults(func=_ingest)
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from sphr.data.export import write_export
+    from sphr.data.synth import generate_cohort
+
+    cohort = generate_cohort(args.participants, args.seed)
+    path = write_export(cohort, args.out, args.format, decoys=args.decoys, seed=args.seed)
+    print(f"wrote {path} ({args.participants} participants, {args.format})")
+    return 0
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from sphr.data.ingest import run_ingest
+
+    result = run_ingest(args.export, args.out, drop_truncated_last_row=args.drop_truncated_last_row)
+    r = result.report
+    print(f"read {r['rows_read']} rows ({r['format']}, {r['columns_read']} of "
+          f"{r['columns_in_file']} columns) in {r['seconds']} s")
+    print("labels by sex: " + json.dumps(r["labels_by_sex"]))
+    print(f"wrote {args.out}/baseline.parquet, followup.parquet, ingest_report.json")
+    return 0

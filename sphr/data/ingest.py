@@ -1,0 +1,316 @@
+"""``sphr ingest``: a UK Biobank export in, ``baseline.parquet`` + ``followup.parquet`` out.
+
+Baseline values are instance 0 only. A later visit never fills a baseline gap
+(taking "the last non-null instance" silently mixes visits). Special negative
+codes become null and are counted per column; an unknown code or label, a
+non-numeric value, a duplicate eid, a ragged or cut-off row each stop the
+ingest with one message naming the file, field and row.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from sphr.data.fields import (
+    ASSESSMENT_DATE,
+    CONDITIONS,
+    MEDICATION_MEN,
+    MEDICATION_WOMEN,
+    PREDICTORS,
+    SEX,
+    SPECIAL_CODES,
+    FASTING_TIME,
+    Field,
+)
+from sphr.data.headers import ColumnKey
+from sphr.data.reader import ExportLayout, inspect_export, read_columns
+from sphr.errors import InputError
+from sphr.io import staged_outputs, write_json, write_parquet
+
+log = logging.getLogger(__name__)
+
+LABELS = ("unhealthy", "apparently_healthy", "unknown")
+#: fields without which no label or split can be made
+REQUIRED: tuple[Field, ...] = (SEX, ASSESSMENT_DATE, *CONDITIONS)
+AGE = next(f for f in PREDICTORS if f.name == "age")
+_MEDICATION_FLAGS = {1: "cholesterol_medication", 2: "blood_pressure_medication", 3: "insulin"}
+#: -7 "none of the above" answers a multiple-choice question; the other special codes do not
+ANSWERED_NONE = -7
+
+
+@dataclass
+class IngestResult:
+    baseline: pl.DataFrame
+    followup: pl.DataFrame
+    report: dict
+
+
+def _col(key: ColumnKey) -> str:
+    return f"{key.field}-{key.instance}.{key.array}"
+
+
+def _plan(layout: ExportLayout, warnings: list[str]) -> list[ColumnKey]:
+    """The columns to read; errors for missing required fields and baseline-less fields."""
+    keys: list[ColumnKey] = []
+    for f in (*REQUIRED, AGE):
+        if ColumnKey(f.id, 0, 0) not in layout.columns:
+            later = [i for i in layout.instances(f.id) if i > 0]
+            why = (f"only instance {later} is in the export; sphr takes baseline values from "
+                   "instance 0 and never mixes visits") if later else "not in the export"
+            raise InputError(f"required field {f.id} ({f.title}) missing: {why}",
+                             file=layout.path, field=f"{f.id}-0.0", row=0)
+    for f in PREDICTORS:
+        key = ColumnKey(f.id, 0, 0)
+        if key in layout.columns:
+            keys.append(key)
+            continue
+        later = [i for i in layout.instances(f.id) if i > 0]
+        if later:
+            raise InputError(
+                f"predictor {f.id} ({f.name}) has instance {later} columns but no instance 0: "
+                "sphr uses baseline (instance 0) values only and never fills them from a later "
+                "visit; re-export with instance 0", file=layout.path, field=f"{f.id}-0.0", row=0)
+        warnings.append(f"predictor {f.id} ({f.name}) is not in the export: its column is empty "
+                        "and the completeness filter will drop it")
+    keys.append(ColumnKey(SEX.id, 0, 0))
+    for f in (ASSESSMENT_DATE, *CONDITIONS):
+        keys += [ColumnKey(f.id, i, 0) for i in layout.instances(f.id)]
+    for f in (MEDICATION_MEN, MEDICATION_WOMEN):
+        arrays = layout.arrays(f.id, 0)
+        if not arrays:
+            warnings.append(f"medication field {f.id} ({f.sex}) is not in the export: "
+                            f"{f.sex} participants without a condition get label 'unknown'")
+        keys += [ColumnKey(f.id, 0, a) for a in arrays]
+    if ColumnKey(FASTING_TIME.id, 0, 0) in layout.columns:
+        keys.append(ColumnKey(FASTING_TIME.id, 0, 0))
+    return keys
+
+
+def _decode_coded(layout: ExportLayout, table: pl.DataFrame, key: ColumnKey, f: Field) -> pl.Series:
+    """Numbers or text labels to integer codes; an unknown label or code is an error."""
+    name = layout.columns[key]
+    text = table[name].str.strip_chars()
+    number = text.cast(pl.Float64, strict=False)
+    lookup = f.label_to_code
+    label = text.str.to_lowercase().replace_strict(lookup, default=None, return_dtype=pl.Int64)
+    code = pl.select(pl.coalesce(number.round(0).cast(pl.Int64), label)).to_series()
+    unreadable = text.is_not_null() & code.is_null()
+    fractional = number.is_not_null() & (number != number.round(0))
+    valid = set(f.coding or {}) | set(f.special_codes)
+    unknown = code.is_not_null() & ~code.is_in(pl.Series(sorted(valid), dtype=pl.Int64))
+    if f.value_type == "integer":  # any count is fine; only negative codes must be known
+        unknown = unknown & (code < 0)
+    bad = unreadable | fractional | unknown
+    if bad.any():
+        row = int(bad.arg_true()[0])
+        shown = "; ".join(f"{c} {lbl}" for c, lbl in {**(f.coding or {}),
+                          **{c: SPECIAL_CODES[c] for c in f.special_codes}}.items())
+        kind = "label" if number[row] is None else "code"
+        raise InputError(
+            f"unknown {kind} {text[row]!r} for {f.title} (known: {shown})",
+            file=layout.path, field=f"{name} ({f.name})", row=row + 1)
+    return code.alias(_col(key))
+
+
+def _decode(layout: ExportLayout, raw: pa.Table, keys: list[ColumnKey],
+            special_counts: dict[str, dict[str, int]]) -> pl.DataFrame:
+    """Typed columns named ``field-instance.array``; special codes counted, then null."""
+    from sphr.data.fields import BY_ID
+
+    table = pl.from_arrow(raw)
+    eid_text = table[layout.eid_column]
+    eid = eid_text.cast(pl.Int64, strict=False)
+    bad = eid.is_null()
+    if bad.any():
+        row = int(bad.arg_true()[0])
+        raise InputError(f"participant id {eid_text[row]!r} is not an integer", file=layout.path,
+                         field=layout.eid_column, row=row + 1)
+    out = [eid.alias("eid")]
+    for key in keys:
+        f, name = BY_ID[key.field], layout.columns[key]
+        if f.value_type == "date":
+            text = table[name].str.strip_chars()
+            date = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
+            bad = text.is_not_null() & date.is_null()
+            if bad.any():
+                row = int(bad.arg_true()[0])
+                raise InputError(f"{text[row]!r} is not a date (YYYY-MM-DD)", file=layout.path,
+                                 field=f"{name} ({f.name})", row=row + 1)
+            out.append(date.alias(_col(key)))
+            continue
+        values = (_decode_coded(layout, table, key, f) if table[name].dtype == pl.Utf8
+                  else table[name])
+        # labs are never negative: UKB's special codes in a numeric column mean "no answer"
+        specials = list(f.special_codes) if f.special_codes else list(SPECIAL_CODES)
+        hit = values.is_in(pl.Series(specials, dtype=values.dtype))
+        if hit.any():
+            counts = values.filter(hit).value_counts()
+            special_counts[f"{name} ({f.name})"] = {
+                str(int(c)): int(n) for c, n in counts.iter_rows()}
+            no_answer = hit & (values != ANSWERED_NONE)
+            values = pl.select(pl.when(~no_answer).then(values)).to_series()
+        out.append(values.alias(_col(key)))
+    return pl.DataFrame(out)
+
+
+def _check_duplicates(layout: ExportLayout, frame: pl.DataFrame) -> None:
+    dup = frame["eid"].is_duplicated()
+    if dup.any():
+        rows = (dup.arg_true() + 1).to_list()
+        eid = frame["eid"][rows[0] - 1]
+        same = [r for r in rows if frame["eid"][r - 1] == eid]
+        raise InputError(f"participant id {eid} appears more than once (rows {same[:5]}); "
+                         f"{len(rows)} rows share an id with another", file=layout.path,
+                         field=layout.eid_column, row=same[1] if len(same) > 1 else same[0])
+
+
+def _medication(frame: pl.DataFrame, layout: ExportLayout) -> pl.DataFrame:
+    """Answered?, and the three condition-medication flags, from the participant's sex's field.
+
+    6177 is asked of men, 6153 of women. -7 "none of the above" is an answer; -1 and -3
+    were already nulled, so a participant with no code left did not answer.
+    """
+    def columns(f: Field) -> list[pl.Expr]:
+        return [pl.col(_col(ColumnKey(f.id, 0, a))) for a in layout.arrays(f.id, 0)]
+
+    def any_of(cols: list[pl.Expr], test) -> pl.Expr:
+        return pl.any_horizontal([test(c) for c in cols]) if cols else pl.lit(False)
+
+    men, women = columns(MEDICATION_MEN), columns(MEDICATION_WOMEN)
+    male = pl.col("sex") == 1
+    answered = pl.when(male).then(any_of(men, lambda c: c.is_not_null())).otherwise(
+        any_of(women, lambda c: c.is_not_null()))
+    flags = {
+        name: pl.when(answered).then(
+            pl.when(male).then(any_of(men, lambda c, k=code: (c == k).fill_null(False)))
+            .otherwise(any_of(women, lambda c, k=code: (c == k).fill_null(False))))
+        for code, name in _MEDICATION_FLAGS.items()
+    }
+    return frame.with_columns(medication_answered=answered, **flags)
+
+
+def build_baseline(frame: pl.DataFrame, layout: ExportLayout) -> pl.DataFrame:
+    cond = {f.name: pl.col(_col(ColumnKey(f.id, 0, 0))).cast(pl.Int8) for f in CONDITIONS}
+    base = frame.select(
+        "eid",
+        pl.col(_col(ColumnKey(SEX.id, 0, 0))).cast(pl.Int8).alias("sex"),
+        pl.col(_col(ColumnKey(ASSESSMENT_DATE.id, 0, 0))).alias("assessment_date"),
+        *[(pl.col(_col(ColumnKey(f.id, 0, 0))) if ColumnKey(f.id, 0, 0) in layout.columns
+           else pl.lit(None, pl.Float64)).cast(pl.Float64).alias(f.name) for f in PREDICTORS],
+        *[expr.alias(name) for name, expr in cond.items()],
+        *[pl.col(c) for c in frame.columns if c.startswith(("6177-0.", "6153-0."))],
+        (pl.col(_col(ColumnKey(FASTING_TIME.id, 0, 0))).cast(pl.Float64)
+         if ColumnKey(FASTING_TIME.id, 0, 0) in layout.columns
+         else pl.lit(None, pl.Float64)).alias("fasting_time"),
+    )
+    base = _medication(base, layout)
+    any_condition = pl.any_horizontal([pl.col(n) == 1 for n in cond])
+    medicated = pl.any_horizontal([pl.col(v).fill_null(False) for v in _MEDICATION_FLAGS.values()])
+    all_answered = pl.all_horizontal([pl.col(n).is_not_null() for n in cond]) & pl.col(
+        "medication_answered")
+    label = (pl.when(any_condition.fill_null(False) | medicated).then(pl.lit("unhealthy"))
+             .when(all_answered).then(pl.lit("apparently_healthy"))
+             .otherwise(pl.lit("unknown")))
+    base = base.with_columns(label=label)
+    return base.select(
+        "eid", "sex", "assessment_date", *[f.name for f in PREDICTORS], *cond,
+        *_MEDICATION_FLAGS.values(), "fasting_time", "label", "medication_answered")
+
+
+def build_followup(frame: pl.DataFrame, layout: ExportLayout) -> pl.DataFrame:
+    parts = []
+    date0 = pl.col(_col(ColumnKey(ASSESSMENT_DATE.id, 0, 0)))
+    for inst in (i for i in layout.instances(ASSESSMENT_DATE.id) if i > 0):
+        date = pl.col(_col(ColumnKey(ASSESSMENT_DATE.id, inst, 0)))
+        exprs = [pl.col("eid"), pl.col(_col(ColumnKey(SEX.id, 0, 0))).cast(pl.Int8).alias("sex"),
+                 pl.lit(inst, pl.Int8).alias("instance"), date.alias("assessment_date"),
+                 ((date - date0).dt.total_days() / 365.25).alias("years_since_baseline")]
+        for f in CONDITIONS:
+            now_key = ColumnKey(f.id, inst, 0)
+            now = (pl.col(_col(now_key)) if now_key in layout.columns
+                   else pl.lit(None, pl.Int64)).cast(pl.Int8)
+            before = pl.col(_col(ColumnKey(f.id, 0, 0)))
+            exprs += [now.alias(f.name),
+                      pl.when(now.is_not_null() & before.is_not_null())
+                      .then((now == 1) & (before == 0)).alias(f"new_{f.name}")]
+        parts.append(frame.filter(date.is_not_null()).select(exprs))
+    if not parts:
+        return pl.DataFrame(schema={"eid": pl.Int64, "sex": pl.Int8, "instance": pl.Int8,
+                                    "assessment_date": pl.Date, "years_since_baseline": pl.Float64,
+                                    **{f.name: pl.Int8 for f in CONDITIONS},
+                                    **{f"new_{f.name}": pl.Boolean for f in CONDITIONS}})
+    return pl.concat(parts).sort("eid", "instance")
+
+
+def _report(layout: ExportLayout, frame: pl.DataFrame, baseline: pl.DataFrame,
+            followup: pl.DataFrame, special: dict, warnings: list[str], seconds: float,
+            dropped_no_sex: int) -> dict:
+    n = baseline.height
+    completeness = {f.name: round(1 - baseline[f.name].null_count() / n, 4) if n else 0.0
+                    for f in PREDICTORS}
+    labels = {}
+    for sex, name in ((0, "female"), (1, "male")):
+        sub = baseline.filter(pl.col("sex") == sex)
+        counts = dict(sub["label"].value_counts().iter_rows())
+        labels[name] = {lbl: int(counts.get(lbl, 0)) for lbl in LABELS}
+    unknown = baseline.filter(pl.col("label") == "unknown")
+    reasons = {
+        "condition_unanswered": int(unknown.select(pl.any_horizontal(
+            [pl.col(f.name).is_null() for f in CONDITIONS])).to_series().sum()),
+        "medication_unanswered": int((~unknown["medication_answered"]).sum()),
+    }
+    return {
+        "source": str(layout.path), "format": layout.describe(),
+        "columns_in_file": len(layout.header), "columns_read": frame.width,
+        "rows_read": frame.height + dropped_no_sex, "participants": n,
+        "dropped_without_sex": dropped_no_sex,
+        "followup_visits": {str(k): int(v) for k, v in
+                            followup["instance"].value_counts().sort("instance").iter_rows()},
+        "completeness": completeness, "special_codes": special,
+        "labels_by_sex": labels, "unknown_label_reasons": reasons,
+        "warnings": warnings, "seconds": round(seconds, 2),
+    }
+
+
+def ingest(export: str | Path, *, drop_truncated_last_row: bool = False) -> IngestResult:
+    """Read an export and build baseline, follow-up and the ingest report (no files written)."""
+    start = time.perf_counter()
+    layout = inspect_export(export)
+    warnings: list[str] = []
+    keys = _plan(layout, warnings)
+    raw = read_columns(layout, keys, drop_truncated_last_row=drop_truncated_last_row,
+                       warnings=warnings)
+    if raw.num_rows == 0:
+        raise InputError("the export has a header but no participants", file=layout.path, row=1)
+    special: dict[str, dict[str, int]] = {}
+    frame = _decode(layout, raw, keys, special)
+    _check_duplicates(layout, frame)
+    sex_col = _col(ColumnKey(SEX.id, 0, 0))
+    no_sex = int(frame[sex_col].null_count())
+    if no_sex:
+        warnings.append(f"{no_sex} participants without sex (31) were left out")
+        frame = frame.filter(pl.col(sex_col).is_not_null())
+    baseline = build_baseline(frame, layout)
+    followup = build_followup(frame, layout)
+    for w in warnings:
+        log.warning("%s: %s", layout.path, w)
+    report = _report(layout, frame, baseline, followup, special, warnings,
+                     time.perf_counter() - start, no_sex)
+    return IngestResult(baseline.drop("medication_answered"), followup, report)
+
+
+def run_ingest(export: str | Path, out_dir: str | Path, *,
+               drop_truncated_last_row: bool = False) -> IngestResult:
+    """``sphr ingest``: write baseline.parquet, followup.parquet, ingest_report.json atomically."""
+    result = ingest(export, drop_truncated_last_row=drop_truncated_last_row)
+    with staged_outputs(out_dir) as stage:
+        write_parquet(result.baseline, stage / "baseline.parquet")
+        write_parquet(result.followup, stage / "followup.parquet")
+        write_json(result.report, stage / "ingest_report.json")
+    return result

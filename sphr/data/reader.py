@@ -1,0 +1,297 @@
+"""Read the catalog's columns out of a UK Biobank export of any form, and nothing else.
+
+A real main dataset is 10+ GB with thousands of columns. We read the header,
+pick the columns we need, and stream the file in blocks with pyarrow's CSV
+reader, which parses only the included columns and converts numbers in C++.
+pyarrow counts fields properly inside quotes, so a row with too few or too
+many fields is caught (polars pads or drops them silently). A last line cut
+off mid-row is caught by looking at the file's tail before parsing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from sphr.data.fields import BY_ID, Field
+from sphr.data.headers import ColumnKey, Style, parse_column
+from sphr.errors import InputError
+from sphr.progress import progress
+
+log = logging.getLogger(__name__)
+
+_ID_NAMES = {"eid", "f.eid", "participant.eid"}
+_NULLS = ["", "NA"]
+_TAIL_BYTES = 1 << 20
+_BLOCK_BYTES = 16 << 20
+
+
+@dataclass
+class ExportLayout:
+    """What the header of an export says: its form and where each field column is."""
+
+    path: Path
+    format: str  # csv | tsv | parquet
+    style: Style
+    delimiter: str | None
+    header: list[str]
+    eid_column: str
+    columns: dict[ColumnKey, str]
+    ignored: list[str] = field(default_factory=list)
+
+    def instances(self, field_id: int) -> list[int]:
+        return sorted({k.instance for k in self.columns if k.field == field_id})
+
+    def arrays(self, field_id: int, instance: int) -> list[int]:
+        return sorted(k.array for k in self.columns if k.field == field_id and k.instance == instance)
+
+    def describe(self) -> str:
+        kind = {"legacy": "legacy ukbconv", "tab": "R .tab", "rap": "RAP"}[self.style]
+        return f"{kind} {self.format}"
+
+
+def _read_header_line(path: Path) -> str:
+    with open(path, "rb") as fh:
+        first = fh.readline()
+    if not first.strip():
+        raise InputError("empty file: no header line", file=path, row=0)
+    try:
+        return first.decode("utf-8-sig").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"header is not UTF-8 text ({exc.reason})", file=path, row=0) from None
+
+
+def inspect_export(path: str | Path) -> ExportLayout:
+    """Detect the export's form from its header; raise a clear error if it is not UKB's."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file", file=path)
+    if path.stat().st_size == 0:
+        raise InputError("empty file: no header line", file=path, row=0)
+    with open(path, "rb") as fh:
+        is_parquet = fh.read(4) == b"PAR1"
+    if is_parquet:
+        import pyarrow.parquet as pq
+
+        header = pq.read_schema(path).names
+        fmt, delimiter = "parquet", None
+    else:
+        line = _read_header_line(path)
+        delimiter = "\t" if line.count("\t") > line.count(",") else ","
+        header = next(csv.reader([line], delimiter=delimiter))
+        fmt = "tsv" if delimiter == "\t" else "csv"
+
+    styles: dict[str, list[str]] = {}
+    columns: dict[ColumnKey, str] = {}
+    eid_col, ignored = None, []
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise InputError(f"column {name!r} appears twice in the header", file=path,
+                             field=name, row=0)
+        seen.add(name)
+        if name in _ID_NAMES:
+            eid_col = name
+            continue
+        parsed = parse_column(name)
+        if parsed is None or parsed[1] is None:
+            ignored.append(name)
+            continue
+        style, key = parsed
+        styles.setdefault(style, []).append(name)
+        columns[key] = name
+    if not styles:
+        shown = ", ".join(repr(h) for h in header[:4])
+        raise InputError(
+            f"unknown header style (first columns {shown}): expected UK Biobank names such as "
+            "'21003-0.0' (ukbconv), 'f.21003.0.0' (R .tab) or 'p21003_i0' (RAP)",
+            file=path, row=0)
+    if len(styles) > 1:
+        examples = "; ".join(f"{s}: {v[0]!r}" for s, v in styles.items())
+        raise InputError(f"header mixes column naming styles ({examples}); export with one style",
+                         file=path, row=0)
+    if eid_col is None:
+        raise InputError("no participant id column (eid, f.eid or participant.eid) in the header",
+                         file=path, field="eid", row=0)
+    style = next(iter(styles))
+    return ExportLayout(path, fmt, style, delimiter, header, eid_col, columns, ignored)
+
+
+def _arrow_type(f: Field) -> pa.DataType:
+    # Coded fields arrive as numbers or as text labels ("Yes", "Do not know"): read as text.
+    if f.value_type == "date":
+        return pa.string()
+    if f.coding is not None or f.special_codes:
+        return pa.string()
+    return pa.float64()
+
+
+def _count_lines(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(64 << 20):
+            count += chunk.count(b"\n")
+    return count
+
+
+def check_tail(layout: ExportLayout) -> int | None:
+    """The data row number of a last line cut off mid-row, or None if the file ends cleanly."""
+    path = layout.path
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        fh.seek(max(0, size - _TAIL_BYTES))
+        tail = fh.read()
+    if tail.endswith(b"\n"):
+        return None
+    last = tail.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
+    try:
+        fields = next(csv.reader(io.StringIO(last), delimiter=layout.delimiter or ",", strict=True))
+        complete = len(fields) == len(layout.header) and last.count('"') % 2 == 0
+    except (csv.Error, StopIteration):
+        complete = False
+    if complete:
+        return None
+    return _count_lines(path)  # lines before the cut one = header + data rows, so its data row number
+
+
+def _find_row(path: Path, text: str) -> int | None:
+    """The data row (1-based) whose line starts with ``text`` (error path only)."""
+    needle = text.rstrip("\r\n")[:200]
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        next(fh, None)
+        for i, line in enumerate(fh, start=1):
+            if line.startswith(needle):
+                return i
+    return None
+
+
+def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_last_row: bool = False,
+                 warnings: list[str] | None = None) -> pa.Table:
+    """Stream the export and return eid plus the requested columns (named as in the file).
+
+    Numeric fields are float64, dates and coded fields text (decoded by the caller).
+    """
+    warnings = warnings if warnings is not None else []
+    names = [layout.eid_column] + [layout.columns[k] for k in keys]
+    types = {layout.eid_column: pa.string()}
+    for k in keys:
+        types[layout.columns[k]] = _arrow_type(BY_ID[k.field])
+    if layout.format == "parquet":
+        return _read_parquet(layout, names, types)
+
+    truncated_row = check_tail(layout)
+    if truncated_row is not None and not drop_truncated_last_row:
+        raise InputError(
+            "the last line is cut off mid-row (an incomplete download or copy?); re-export the "
+            "file, or pass --drop-truncated-last-row to ingest without that participant",
+            file=layout.path, row=truncated_row)
+
+    import pyarrow.csv as pc
+
+    invalid: list = []
+
+    def on_invalid(row) -> str:
+        invalid.append(row)
+        return "skip"
+
+    reader = pc.open_csv(
+        layout.path,
+        read_options=pc.ReadOptions(block_size=_BLOCK_BYTES, use_threads=True),
+        parse_options=pc.ParseOptions(delimiter=layout.delimiter, invalid_row_handler=on_invalid,
+                                      newlines_in_values=False),
+        convert_options=pc.ConvertOptions(include_columns=names, column_types=types,
+                                          null_values=_NULLS, strings_can_be_null=True,
+                                          quoted_strings_can_be_null=True),
+    )
+    batches = []
+    size = layout.path.stat().st_size
+    bar = progress(desc=f"reading {layout.path.name}", total=size, unit="B", unit_scale=True)
+    try:
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                break
+            except pa.ArrowInvalid as exc:
+                raise _conversion_error(layout, str(exc)) from None
+            batches.append(batch)
+            bar.update(min(_BLOCK_BYTES, size - bar.n))
+            # the cut-off last line is the one ragged row we may meet (and skip) at the end
+            if len(invalid) > (truncated_row is not None):
+                break
+    finally:
+        bar.close()
+    table = pa.Table.from_batches(batches, schema=reader.schema)
+    ragged = invalid[: len(invalid) - (truncated_row is not None)] if invalid else []
+    if ragged:
+        bad = ragged[0]
+        row = _find_row(layout.path, bad.text)
+        more = "fewer" if bad.actual_columns < bad.expected_columns else "more"
+        raise InputError(
+            f"row has {bad.actual_columns} fields, {more} than the header's "
+            f"{bad.expected_columns} (a stray delimiter or a broken line?)",
+            file=layout.path, row=row)
+    if truncated_row is not None:
+        if not invalid:  # the cut line still had every field (cut inside the last value)
+            table = table.slice(0, table.num_rows - 1)
+        warnings.append(f"dropped the cut-off last row {truncated_row} (--drop-truncated-last-row)")
+    return table
+
+
+def _conversion_error(layout: ExportLayout, message: str) -> InputError:
+    """Turn pyarrow's 'In CSV column #12: Row #7: ... invalid value 'x'' into our error."""
+    import re
+
+    col = re.search(r"column #(\d+)", message)
+    row = re.search(r"Row #(\d+)", message)
+    value = re.search(r"invalid value '(.*)'", message)
+    name = layout.header[int(col[1])] if col else None
+    key = parse_column(name)[1] if name and parse_column(name) else None
+    fld = f"{name} ({BY_ID[key.field].name})" if key is not None and key.field in BY_ID else name
+    shown = f" {value[1]!r}" if value else ""
+    return InputError(f"non-numeric value{shown} in a numeric field", file=layout.path, field=fld,
+                      row=int(row[1]) - 1 if row else None)
+
+
+def _read_parquet(layout: ExportLayout, names: list[str], types: dict[str, pa.DataType]) -> pa.Table:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(layout.path, columns=names)
+    if table.num_rows == 0:
+        return table
+    cols = []
+    for name in names:
+        col = table.column(name)
+        want = types[name]
+        if col.type != want:
+            if pa.types.is_date(col.type) or pa.types.is_timestamp(col.type):
+                col = pc.strftime(col, format="%Y-%m-%d")
+            elif want == pa.string() and (pa.types.is_floating(col.type)):
+                # 1.0 -> "1": codes stored as floats decode like their integer text
+                as_int = pc.cast(col, pa.int64(), safe=False)
+                col = pc.cast(as_int, pa.string())
+            else:
+                try:
+                    col = pc.cast(col, want)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    raise _locate_bad_value(layout, table, name) from None
+        cols.append(col)
+    return pa.table(cols, names=names)
+
+
+def _locate_bad_value(layout: ExportLayout, table: pa.Table, name: str) -> InputError:
+    import polars as pl
+
+    s = pl.from_arrow(table.column(name)).cast(pl.Utf8)
+    num = s.cast(pl.Float64, strict=False)
+    bad = (s.is_not_null() & num.is_null()).arg_true()
+    row = int(bad[0]) + 1 if len(bad) else None
+    value = s[row - 1] if row else None
+    return InputError(f"non-numeric value {value!r} in a numeric field", file=layout.path,
+                      field=name, row=row)
