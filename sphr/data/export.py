@@ -163,7 +163,7 @@ def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = "ukbconv",
     columns.sort(key=lambda c: c[0])
 
     def name(key: ColumnKey, f: Field | None) -> str:
-        single_i = f is not None and len(f.instances) == 1 or key.field == 31
+        single_i = (f is not None and len(f.instances) == 1) or key.field == 31
         single_a = f is None or f.arrays == 1
         return format_column(key, style, single_instance=single_i, single_array=single_a,
                              prefix=prefix)

@@ -20,12 +20,12 @@ import pyarrow as pa
 from sphr.data.fields import (
     ASSESSMENT_DATE,
     CONDITIONS,
+    FASTING_TIME,
     MEDICATION_MEN,
     MEDICATION_WOMEN,
     PREDICTORS,
     SEX,
     SPECIAL_CODES,
-    FASTING_TIME,
     Field,
 )
 from sphr.data.headers import ColumnKey
@@ -103,7 +103,7 @@ def _decode_coded(layout: ExportLayout, table: pl.DataFrame, key: ColumnKey, f: 
     unreadable = text.is_not_null() & code.is_null()
     fractional = number.is_not_null() & (number != number.round(0))
     valid = set(f.coding or {}) | set(f.special_codes)
-    unknown = code.is_not_null() & ~code.is_in(pl.Series(sorted(valid), dtype=pl.Int64))
+    unknown = code.is_not_null() & ~code.is_in(sorted(valid))
     if f.value_type == "integer":  # any count is fine; only negative codes must be known
         unknown = unknown & (code < 0)
     bad = unreadable | fractional | unknown
@@ -148,7 +148,7 @@ def _decode(layout: ExportLayout, raw: pa.Table, keys: list[ColumnKey],
                   else table[name])
         # labs are never negative: UKB's special codes in a numeric column mean "no answer"
         specials = list(f.special_codes) if f.special_codes else list(SPECIAL_CODES)
-        hit = values.is_in(pl.Series(specials, dtype=values.dtype))
+        hit = values.is_in([values.dtype.to_python()(c) for c in specials])
         if hit.any():
             counts = values.filter(hit).value_counts()
             special_counts[f"{name} ({f.name})"] = {

@@ -199,15 +199,18 @@ def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_
         invalid.append(row)
         return "skip"
 
-    reader = pc.open_csv(
-        layout.path,
-        read_options=pc.ReadOptions(block_size=_BLOCK_BYTES, use_threads=True),
-        parse_options=pc.ParseOptions(delimiter=layout.delimiter, invalid_row_handler=on_invalid,
-                                      newlines_in_values=False),
-        convert_options=pc.ConvertOptions(include_columns=names, column_types=types,
-                                          null_values=_NULLS, strings_can_be_null=True,
-                                          quoted_strings_can_be_null=True),
-    )
+    try:
+        reader = pc.open_csv(
+            layout.path,
+            read_options=pc.ReadOptions(block_size=_BLOCK_BYTES, use_threads=True),
+            parse_options=pc.ParseOptions(delimiter=layout.delimiter,
+                                          invalid_row_handler=on_invalid),
+            convert_options=pc.ConvertOptions(include_columns=names, column_types=types,
+                                              null_values=_NULLS, strings_can_be_null=True,
+                                              quoted_strings_can_be_null=True),
+        )
+    except pa.ArrowInvalid as exc:  # the first block is parsed on open
+        raise _conversion_error(layout, str(exc)) from None
     batches = []
     size = layout.path.stat().st_size
     bar = progress(desc=f"reading {layout.path.name}", total=size, unit="B", unit_scale=True)
@@ -244,18 +247,23 @@ def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_
 
 
 def _conversion_error(layout: ExportLayout, message: str) -> InputError:
-    """Turn pyarrow's 'In CSV column #12: Row #7: ... invalid value 'x'' into our error."""
+    """pyarrow says which column held a non-number (not always which row): find the row."""
     import re
 
+    import pyarrow.csv as pc
+
     col = re.search(r"column #(\d+)", message)
-    row = re.search(r"Row #(\d+)", message)
-    value = re.search(r"invalid value '(.*)'", message)
-    name = layout.header[int(col[1])] if col else None
-    key = parse_column(name)[1] if name and parse_column(name) else None
-    fld = f"{name} ({BY_ID[key.field].name})" if key is not None and key.field in BY_ID else name
-    shown = f" {value[1]!r}" if value else ""
-    return InputError(f"non-numeric value{shown} in a numeric field", file=layout.path, field=fld,
-                      row=int(row[1]) - 1 if row else None)
+    if col is None:
+        return InputError(f"could not read the file: {message}", file=layout.path)
+    name = layout.header[int(col[1])]
+    text = pc.read_csv(
+        layout.path,
+        parse_options=pc.ParseOptions(delimiter=layout.delimiter, invalid_row_handler=lambda r: "skip"),
+        convert_options=pc.ConvertOptions(include_columns=[name], column_types={name: pa.string()},
+                                          null_values=_NULLS, strings_can_be_null=True,
+                                          quoted_strings_can_be_null=True),
+    )
+    return _locate_bad_value(layout, text, name)
 
 
 def _read_parquet(layout: ExportLayout, names: list[str], types: dict[str, pa.DataType]) -> pa.Table:
@@ -288,10 +296,13 @@ def _read_parquet(layout: ExportLayout, names: list[str], types: dict[str, pa.Da
 def _locate_bad_value(layout: ExportLayout, table: pa.Table, name: str) -> InputError:
     import polars as pl
 
-    s = pl.from_arrow(table.column(name)).cast(pl.Utf8)
+    s = pl.from_arrow(table.column(name)).cast(pl.Utf8).str.strip_chars()
     num = s.cast(pl.Float64, strict=False)
     bad = (s.is_not_null() & num.is_null()).arg_true()
     row = int(bad[0]) + 1 if len(bad) else None
     value = s[row - 1] if row else None
+    parsed = parse_column(name)
+    key = parsed[1] if parsed else None
+    fld = f"{name} ({BY_ID[key.field].name})" if key is not None and key.field in BY_ID else name
     return InputError(f"non-numeric value {value!r} in a numeric field", file=layout.path,
-                      field=name, row=row)
+                      field=fld, row=row)

@@ -1,0 +1,97 @@
+"""The synthetic cohort looks like UK Biobank and its health is structured, not noise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sphr.data.synth import generate_cohort
+
+
+@pytest.fixture(scope="module")
+def cohort():
+    return generate_cohort(20_000, seed=3)
+
+
+@pytest.fixture(scope="module")
+def baseline(cohort):
+    v = cohort.visits
+    return v[v["instance"] == 0].reset_index(drop=True)
+
+
+@pytest.mark.parametrize(("marker", "mean", "sd", "tol"), [
+    ("age", 56.5, 8.1, 1.5), ("bmi", 27.4, 4.8, 0.8), ("cholesterol", 5.69, 1.19, 0.3),
+    ("hdl", 1.45, 0.40, 0.1), ("ldl", 3.56, 0.89, 0.25), ("triglycerides", 1.75, 0.93, 0.2),
+    ("glucose", 5.12, 1.06, 0.2), ("hba1c", 36.1, 5.8, 1.5), ("crp", 2.6, 4.1, 0.6),
+    ("creatinine", 72, 18, 4), ("haemoglobin", 14.2, 1.2, 0.4), ("wbc", 6.9, 2.0, 0.3),
+    ("platelets", 252, 56, 8), ("vitamin_d", 47.7, 22, 4), ("urate", 310, 79, 15),
+])
+def test_marginals_match_ukb(baseline, marker, mean, sd, tol):
+    x = baseline[marker].dropna()
+    assert abs(x.mean() - mean) < tol, (marker, x.mean())
+    assert 0.6 * sd < x.std() < 1.45 * sd, (marker, x.std())
+
+
+def test_sex_differences(baseline):
+    male = baseline["sex"] == 1
+    assert 0.42 < male.mean() < 0.49
+    for marker, higher_in_men in [("haemoglobin", True), ("creatinine", True), ("hdl", False),
+                                  ("urate", True), ("shbg", False), ("testosterone", True)]:
+        m, f = baseline.loc[male, marker].median(), baseline.loc[~male, marker].median()
+        assert (m > f) == higher_in_men, marker
+
+
+def test_blood_count_identities(baseline):
+    b = baseline.dropna(subset=["wbc", "rbc", "mcv", "haematocrit", "lymphocyte_pct"])
+    pct = b[["lymphocyte_pct", "monocyte_pct", "neutrophil_pct", "eosinophil_pct",
+             "basophil_pct"]].sum(axis=1)
+    np.testing.assert_allclose(pct, 100, atol=1e-6)
+    np.testing.assert_allclose(b["lymphocytes"], b["lymphocyte_pct"] / 100 * b["wbc"], rtol=1e-9)
+    np.testing.assert_allclose(b["haematocrit"], b["rbc"] * b["mcv"] / 10, rtol=0.05)
+    # cholesterol is made of its fractions, so they correlate as in real lipid panels
+    assert np.corrcoef(baseline.dropna(subset=["ldl", "cholesterol"])[["ldl", "cholesterol"]].T)[0, 1] > 0.7
+
+
+def test_missingness_is_block_structured(baseline):
+    # the MET panel goes missing together (UKB ~20%)
+    met = baseline[["met_walking", "met_moderate", "met_vigorous", "met_total"]].isna()
+    assert 0.15 < met["met_total"].mean() < 0.25
+    assert (met.all(axis=1) == met.any(axis=1)).mean() > 0.99
+
+
+def test_visits(cohort):
+    v = cohort.visits
+    n = (v["instance"] == 0).sum()
+    assert 0.03 < (v["instance"] == 1).sum() / n < 0.05  # repeat assessment ~4%
+
+
+def test_medicated_values_are_treated(cohort):
+    t = cohort.truth
+    v = cohort.visits
+    b = v[v["instance"] == 0].set_index("eid").loc[t["eid"]]
+    lipid_high = t["lipid"].to_numpy() > 1
+    statin = t["baseline_statin"].to_numpy()
+    ldl = b["ldl"].to_numpy()
+    # at the same latent lipid risk, people on statins have lower LDL
+    assert np.nanmean(ldl[lipid_high & statin]) < np.nanmean(ldl[lipid_high & ~statin]) - 0.6
+
+
+def test_new_diagnoses_follow_baseline_risk(cohort):
+    t = cohort.truth
+    healthy = t["onset_years_diabetes"].to_numpy() > 0
+    high = t["metabolic"].to_numpy() > np.quantile(t["metabolic"], 0.75)
+    within5 = t["onset_years_diabetes"].to_numpy() < 5
+    # top-quartile metabolic risk develops diabetes far more often within 5 years
+    assert within5[healthy & high].mean() > 3 * within5[healthy & ~high].mean()
+
+
+def test_same_seed_same_cohort():
+    a, b = generate_cohort(500, seed=9), generate_cohort(500, seed=9)
+    assert a.visits.equals(b.visits) and a.truth.equals(b.truth)
+
+
+def test_rejects_empty_cohort():
+    from sphr.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="at least 1"):
+        generate_cohort(0)
