@@ -1,0 +1,292 @@
+"""``sphr cohorts``: from ``baseline.parquet`` to per-sex training data.
+
+Per SPEC 1.2-1.4: completeness filter and complete cases (all participants),
+drop unknown labels, then per sex: classes (unhealthy / apparently healthy /
+bona fide healthy on raw P0 values), a stratified 70/30 split, a quantile
+normalizer fitted on the real training rows, rejection-sampled augmentation
+of the training partition only (raw units, then normalized), and offline
+triplets as row indices into the training matrix.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
+from sphr.cohorts.augment import rejection_sample
+from sphr.cohorts.filtering import CompletenessFilter, constant_features
+from sphr.cohorts.normalize import QuantileNormalizer
+from sphr.cohorts.ranges import P0_RANGES, ClinicalRange, bona_fide_mask, ranges_for, with_overrides
+from sphr.cohorts.triplets import mine_triplets
+from sphr.data.fields import BY_NAME, PREDICTOR_NAMES
+from sphr.errors import ConfigError, InputError
+from sphr.io import staged_outputs, write_json, write_npz, write_parquet
+from sphr.labels import APPARENTLY_HEALTHY, BONA_FIDE_HEALTHY, CLASS_NAMES, SEX_CODE, UNHEALTHY
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CohortConfig:
+    """Settings of the cohort step; defaults are the paper's (SPEC 1.2-1.4)."""
+
+    completeness: float = 0.75
+    test_size: float = 0.3
+    seed: int = 0
+    #: extra rows per real training row, by class name (0 = none); paper: BFH 3x
+    augment_fold: dict[str, int] = field(default_factory=lambda: {"bona_fide_healthy": 3})
+    n_triplets: int = 100_000
+    balanced_triplets: bool = False
+    age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS
+    #: overrides of the P0 clinical ranges, e.g. {"glucose": {"low": 4.0}}
+    ranges: dict | None = None
+    n_quantiles: int = 1000
+    sexes: tuple[str, ...] = ("female", "male")
+
+    @classmethod
+    def profile(cls, name: str, **overrides) -> CohortConfig:
+        """``paper``: SPEC values. ``demo``: 20,000 triplets so the demo trains in seconds."""
+        if name == "paper":
+            return cls(**overrides)
+        if name == "demo":
+            return cls(**{"n_triplets": 20_000, **overrides})
+        raise ConfigError(f"unknown profile {name!r}: use demo or paper")
+
+    def clinical_ranges(self) -> tuple[ClinicalRange, ...]:
+        return with_overrides(self.ranges, P0_RANGES)
+
+
+@dataclass
+class SexCohort:
+    sex: str
+    features: list[str]
+    train: pd.DataFrame  # eid, age_years, age_group, label, augmented, features (normalized)
+    test: pd.DataFrame
+    train_raw: pd.DataFrame
+    test_raw: pd.DataFrame
+    triplets: np.ndarray
+    normalizer: QuantileNormalizer
+    report: dict
+
+
+def _classes(frame: pd.DataFrame, sex: str, ranges: tuple[ClinicalRange, ...]) -> np.ndarray:
+    healthy = (frame["label"] == "apparently_healthy").to_numpy()
+    bfh = healthy & bona_fide_mask(frame, sex, ranges)
+    labels = np.full(len(frame), UNHEALTHY, dtype=np.int8)
+    labels[healthy] = APPARENTLY_HEALTHY
+    labels[bfh] = BONA_FIDE_HEALTHY
+    return labels
+
+
+def _split(labels: np.ndarray, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stratified split; a class too small to stratify stays in training (documented)."""
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(labels.size)
+    classes, counts = np.unique(labels, return_counts=True)
+    small = np.isin(labels, classes[counts < 2])
+    train, test = train_test_split(idx[~small], test_size=test_size, random_state=seed,
+                                   stratify=labels[~small])
+    return np.sort(np.concatenate([train, idx[small]])), np.sort(test)
+
+
+def _bounds(raw: np.ndarray, features: list[str], class_name: str, sex: str,
+            ranges: tuple[ClinicalRange, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The class's observed min/max; for BFH the P0 ranges replace them where defined."""
+    low, high = raw.min(axis=0), raw.max(axis=0)
+    if class_name == "bona_fide_healthy":
+        for r in ranges_for(sex, ranges):
+            if r.marker not in features:
+                continue
+            j = features.index(r.marker)
+            if r.low is not None:
+                low[j] = r.low if r.low_inclusive else np.nextafter(r.low, np.inf)
+            if r.high is not None:
+                high[j] = r.high if r.high_inclusive else np.nextafter(r.high, -np.inf)
+    return low, high
+
+
+def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
+                     config: CohortConfig) -> SexCohort:
+    """Everything for one sex; ``frame`` holds that sex's labeled complete cases."""
+    ranges = config.clinical_ranges()
+    n = len(frame)
+    if n == 0:
+        raise InputError(f"no {sex} participants left after the completeness filter and "
+                         "dropping unknown labels")
+    seeds = np.random.SeedSequence([config.seed, SEX_CODE[sex]]).generate_state(4)
+    labels = _classes(frame, sex, ranges)
+    counts = np.bincount(labels, minlength=3)
+    if counts[BONA_FIDE_HEALTHY] == 0:
+        raise InputError(
+            f"no bona fide healthy {sex} participants among {counts[APPARENTLY_HEALTHY]} "
+            "apparently healthy: check that the P0 markers are in UKB units (glucose mmol/L, "
+            "HbA1c mmol/mol, CRP mg/L) or relax the ranges (--ranges)")
+    if (counts > 0).sum() < 2:
+        raise InputError(f"{sex} participants fall in a single class {dict(enumerate(counts))}")
+    train_idx, test_idx = _split(labels, config.test_size, int(seeds[0]))
+
+    raw = frame[features].to_numpy(dtype=np.float64)
+    constant = constant_features(frame.iloc[train_idx], features)
+    if constant:
+        log.warning("%s: dropping features constant in the training partition: %s", sex, constant)
+        keep = [j for j, f in enumerate(features) if f not in constant]
+        features = [features[j] for j in keep]
+        raw = raw[:, keep]
+
+    normalizer = QuantileNormalizer(config.n_quantiles).fit(raw[train_idx], features)
+
+    ages = frame["age"].to_numpy(dtype=float)
+    age_group, outside = assign_age_groups(ages, config.age_groups)
+    eids = frame["eid"].to_numpy(dtype=np.int64)
+
+    # augmentation: training rows of each class, in raw units, then normalized
+    rng = np.random.default_rng(seeds[1])
+    aug_raw, aug_labels, aug_report = [], [], {}
+    integer = np.array([BY_NAME[f].value_type == "integer" if f in BY_NAME else False
+                        for f in features])
+    for class_name, fold in sorted(config.augment_fold.items()):
+        if class_name not in CLASS_NAMES:
+            raise ConfigError(f"augment_fold names unknown class {class_name!r}")
+        if fold < 0:
+            raise ConfigError(f"augmentation fold must be >= 0, got {fold} for {class_name}")
+        c = CLASS_NAMES.index(class_name)
+        members = train_idx[labels[train_idx] == c]
+        if fold == 0 or members.size == 0:
+            continue
+        low, high = _bounds(raw[members], features, class_name, sex, ranges)
+        result = rejection_sample(raw[members], fold * members.size, low, high, rng, features,
+                                  integer, label=f"{sex} {class_name}")
+        aug_raw.append(result.samples)
+        aug_labels.append(np.full(result.samples.shape[0], c, dtype=np.int8))
+        aug_report[class_name] = {
+            "fold": fold, "source_rows": int(members.size), "new_rows": int(result.samples.shape[0]),
+            "rounds": result.rounds,
+            "mean_source": dict(zip(features, np.round(result.mean, 4).tolist(), strict=True)),
+            "mean_augmented": dict(zip(features, np.round(result.samples.mean(0), 4).tolist(), strict=True)),
+            "sd_source": dict(zip(features, np.round(result.sd, 4).tolist(), strict=True)),
+            "sd_augmented": dict(zip(features, np.round(result.samples.std(0, ddof=1), 4).tolist(), strict=True)),
+        }
+    aug_raw_all = np.concatenate(aug_raw) if aug_raw else np.empty((0, len(features)))
+    aug_lab_all = np.concatenate(aug_labels) if aug_labels else np.empty(0, dtype=np.int8)
+    n_aug = aug_raw_all.shape[0]
+    age_j = features.index("age") if "age" in features else None
+    aug_ages = aug_raw_all[:, age_j] if age_j is not None else np.full(n_aug, np.nan)
+    aug_groups = (assign_age_groups(aug_ages, config.age_groups)[0] if age_j is not None
+                  else np.full(n_aug, None, dtype=object))
+
+    def table(rows_raw, rows_eid, rows_age, rows_group, rows_label, augmented):
+        meta = pd.DataFrame({"eid": rows_eid, "age_years": rows_age, "age_group": rows_group,
+                             "label": rows_label.astype(np.int8), "augmented": augmented})
+        norm = pd.DataFrame(normalizer.transform(rows_raw), columns=features)
+        rawf = pd.DataFrame(rows_raw, columns=features)
+        return (pd.concat([meta, norm], axis=1),
+                pd.concat([meta[["eid", "augmented"]], rawf], axis=1))
+
+    aug_eid = -np.arange(1, n_aug + 1, dtype=np.int64)
+    train, train_raw = table(
+        np.concatenate([raw[train_idx], aug_raw_all]), np.concatenate([eids[train_idx], aug_eid]),
+        np.concatenate([ages[train_idx], aug_ages]), np.concatenate([age_group[train_idx], aug_groups]),
+        np.concatenate([labels[train_idx], aug_lab_all]),
+        np.concatenate([np.zeros(train_idx.size, bool), np.ones(n_aug, bool)]))
+    test, test_raw = table(raw[test_idx], eids[test_idx], ages[test_idx], age_group[test_idx],
+                           labels[test_idx], np.zeros(test_idx.size, bool))
+
+    t0 = time.perf_counter()
+    triplets = mine_triplets(train["label"].to_numpy(), config.n_triplets, seed=int(seeds[2]),
+                             balanced=config.balanced_triplets)
+    triplet_s = time.perf_counter() - t0
+
+    def by_class(lab: np.ndarray) -> dict[str, int]:
+        return {name: int((lab == i).sum()) for i, name in enumerate(CLASS_NAMES)}
+
+    groups = group_names(config.age_groups)
+    report = {
+        "sex": sex, "participants": n, "features": features, "dropped_constant": constant,
+        "classes": by_class(labels), "train": by_class(labels[train_idx]),
+        "test": by_class(labels[test_idx]), "augmented": by_class(aug_lab_all),
+        "bfh_share": round(float(counts[BONA_FIDE_HEALTHY] / n), 4),
+        "bfh_share_of_apparently_healthy": round(
+            float(counts[BONA_FIDE_HEALTHY] / max(1, counts[1] + counts[2])), 4),
+        "age_groups": {g: by_class(labels[age_group == g]) for g in groups},
+        "ages_outside_groups": outside,
+        "augmentation": aug_report,
+        "triplets": {"n": int(triplets.shape[0]), "balanced": config.balanced_triplets,
+                     "anchor_classes": by_class(train["label"].to_numpy()[triplets[:, 0]]),
+                     "seconds": round(triplet_s, 4)},
+        "clinical_ranges": [asdict(r) for r in ranges_for(sex, ranges)],
+    }
+    return SexCohort(sex, features, train, test, train_raw, test_raw, triplets, normalizer, report)
+
+
+def prepare(baseline: pd.DataFrame, config: CohortConfig) -> tuple[pd.DataFrame, list[str], dict]:
+    """Completeness filter and complete cases over everyone; unknown labels out."""
+    missing = [c for c in ("eid", "sex", "label", "age") if c not in baseline.columns]
+    if missing:
+        raise InputError(f"baseline has no column(s) {missing}: was it written by sphr ingest?")
+    features = [f for f in PREDICTOR_NAMES if f in baseline.columns]
+    filt = CompletenessFilter(config.completeness).fit(baseline, features)
+    if "age" not in filt.kept_:
+        raise InputError("age is less complete than the threshold; it is needed for age groups")
+    complete = filt.complete_cases(baseline)
+    known = (baseline["label"] != "unknown").to_numpy()
+    frame = baseline.loc[complete & known].reset_index(drop=True)
+    report = {
+        "participants": len(baseline), "complete_cases": int(complete.sum()),
+        "unknown_label": int((~known).sum()), "kept": len(frame),
+        "completeness_threshold": config.completeness, "completeness": filt.completeness_,
+        "dropped_features": filt.dropped_,
+    }
+    return frame, filt.kept_, report
+
+
+def build_cohorts(baseline: pd.DataFrame, config: CohortConfig | None = None
+                  ) -> tuple[dict[str, SexCohort], dict]:
+    config = config or CohortConfig()
+    start = time.perf_counter()
+    frame, features, report = prepare(baseline, config)
+    cohorts = {}
+    for sex in config.sexes:
+        if sex not in SEX_CODE:
+            raise ConfigError(f"unknown sex {sex!r}: use female and/or male")
+        sub = frame.loc[frame["sex"] == SEX_CODE[sex]].reset_index(drop=True)
+        cohorts[sex] = build_sex_cohort(sub, sex, features, config)
+    report["sexes"] = {s: c.report for s, c in cohorts.items()}
+    report["config"] = {k: v for k, v in asdict(config).items()}
+    report["seconds"] = round(time.perf_counter() - start, 2)
+    return cohorts, report
+
+
+def write_sex_cohort(cohort: SexCohort, out: Path) -> None:
+    """The files of the run-directory contract for one sex (into a staging folder)."""
+    write_parquet(cohort.train, out / "train.parquet")
+    write_parquet(cohort.test, out / "test.parquet")
+    write_parquet(cohort.train_raw, out / "train_raw.parquet")
+    write_parquet(cohort.test_raw, out / "test_raw.parquet")
+    write_npz(out / "triplets.npz", triplets=cohort.triplets)
+    cohort.normalizer.save(out / "normalizer.json")
+    write_json(cohort.features, out / "features.json")
+    write_json(cohort.report, out / "cohort_report.json")
+
+
+def run_cohorts(baseline_path: str | Path, out_dir: str | Path,
+                config: CohortConfig | None = None) -> tuple[dict[str, SexCohort], dict]:
+    """``sphr cohorts``: read baseline.parquet, write ``out_dir/<sex>/...`` atomically."""
+    baseline_path = Path(baseline_path)
+    try:
+        baseline = pd.read_parquet(baseline_path)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read baseline: {exc}", file=baseline_path) from None
+    cohorts, report = build_cohorts(baseline, config)
+    report["baseline"] = str(baseline_path)
+    with staged_outputs(out_dir) as stage:
+        for sex, cohort in cohorts.items():
+            write_sex_cohort(cohort, stage / sex)
+        write_json(report, stage / "cohort_report.json")
+    return cohorts, report

@@ -1,0 +1,46 @@
+"""Offline random triplets (anchor, positive of its class, negative of another class).
+
+Triplets are integer row indices into the training matrix, never copies of
+rows. Sampling is vectorized per class: a positive is drawn from the anchor's
+class without the anchor itself (draw from n_c - 1 slots and skip the
+anchor's), a negative from the concatenation of the other classes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sphr.errors import InputError
+
+
+def mine_triplets(labels: np.ndarray, n: int = 100_000, *, seed: int = 0,
+                  balanced: bool = False) -> np.ndarray:
+    """``(n, 3)`` int64 indices. ``balanced`` draws anchor classes uniformly, else rows uniformly.
+
+    A class with a single member cannot give a positive: it never anchors, but its
+    member still serves as a negative (documented fallback).
+    """
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    classes, counts = np.unique(labels, return_counts=True)
+    can_anchor = counts >= 2
+    if can_anchor.sum() < 1 or classes.size < 2:
+        raise InputError(f"triplets need two classes and one with 2+ members; got counts "
+                         f"{dict(zip(classes.tolist(), counts.tolist(), strict=True))}")
+    order = np.argsort(labels, kind="stable")  # rows grouped by class
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    anchor_classes = np.flatnonzero(can_anchor)
+    if balanced:
+        cls = rng.choice(anchor_classes, size=n)
+    else:
+        weights = counts[anchor_classes] / counts[anchor_classes].sum()
+        cls = rng.choice(anchor_classes, size=n, p=weights)
+    a_pos = rng.integers(0, counts[cls])
+    p_pos = rng.integers(0, counts[cls] - 1)
+    p_pos = p_pos + (p_pos >= a_pos)  # skip the anchor's own slot
+    n_other = labels.size - counts[cls]
+    q = rng.integers(0, n_other)
+    # other classes' rows are the grouped array minus this class's block
+    q = q + (q >= starts[cls]) * counts[cls]
+    triplets = np.stack([order[starts[cls] + a_pos], order[starts[cls] + p_pos], order[q]], axis=1)
+    return triplets.astype(np.int64)
