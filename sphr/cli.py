@@ -18,6 +18,10 @@ from sphr.errors import SphrError
 #: modules with a ``register(subparsers)`` function, in the order of the pipeline
 COMMAND_MODULES: tuple[str, ...] = (
     "sphr.data.commands",
+    "sphr.cohorts.commands",
+    "sphr.baselines.commands",
+    "sphr.evaluate.commands",
+    "sphr.retrieval.commands",
 )
 
 
