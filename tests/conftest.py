@@ -32,3 +32,13 @@ def ingest_dir(tmp_path_factory, ukb_export):
     out = tmp_path_factory.mktemp("ingest")
     run_ingest(ukb_export, out)
     return out
+
+
+@pytest.fixture(scope="session")
+def cohorts_dir(tmp_path_factory, ingest_dir):
+    """Per-sex cohort folders (RUN/cohorts/<sex>) built from the 2,000-participant export."""
+    from sphr.cohorts import CohortConfig, run_cohorts
+
+    out = tmp_path_factory.mktemp("cohorts")
+    run_cohorts(ingest_dir / "baseline.parquet", out, CohortConfig(n_triplets=5_000, seed=11))
+    return out
