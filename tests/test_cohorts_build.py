@@ -84,14 +84,14 @@ def test_same_seed_same_cohorts(baseline):
 
 def test_no_bona_fide_healthy_is_a_clear_error(baseline):
     config = CohortConfig(n_triplets=100, ranges={"crp": {"high": 0.0001}})
-    with pytest.raises(InputError, match="no bona fide healthy female participants.*units"):
+    with pytest.raises(InputError, match=r"no bona fide healthy female participants.*units"):
         build_cohorts(baseline, config)
 
 
 def test_constant_feature_is_dropped_and_reported(baseline):
     frame = baseline.copy()
     frame["pdw"] = 16.6
-    cohorts, report = build_cohorts(frame, CohortConfig(n_triplets=100))
+    cohorts, _ = build_cohorts(frame, CohortConfig(n_triplets=100))
     for c in cohorts.values():
         assert "pdw" not in c.features and c.report["dropped_constant"] == ["pdw"]
 

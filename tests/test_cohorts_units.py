@@ -124,7 +124,7 @@ def test_augmentation_keeps_mean_and_sd_with_wide_bounds():
 def test_augmentation_refuses_unreachable_bound():
     rng = np.random.default_rng(3)
     X = rng.normal(100, 1, size=(100, 1))  # e.g. glucose in mg/dL against a mmol/L range
-    with pytest.raises(InputError, match="'glucose'.*check the bound and its unit"):
+    with pytest.raises(InputError, match=r"'glucose'.*check the bound and its unit"):
         rejection_sample(X, 10, np.array([3.9]), np.array([5.6]), rng, ["glucose"])
     with pytest.raises(InputError, match="1 member"):
         rejection_sample(X[:1], 10, np.array([0.0]), np.array([200.0]), rng, ["glucose"])
