@@ -1,0 +1,61 @@
+"""``sphr baselines COHORT_DIR --out DIR``: fit raw / PCA / ICA / DiffMap / DeepPatient."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from sphr.baselines import BASELINES
+
+    p = sub.add_parser(
+        "baselines",
+        help="fit the baseline representations on a cohort and write their embeddings",
+        description="Fit the baseline representations (fitted on the real training rows only, "
+                    "applied to train and test) and write OUT/<name>/embeddings_{train,test}"
+                    ".parquet, model.joblib and representation.json. COHORT_DIR is one sex's "
+                    "folder (RUN/cohorts/female) or RUN/cohorts (then OUT/<sex>/ for each).",
+    )
+    p.add_argument("cohort_dir", metavar="COHORT_DIR")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="output folder, e.g. RUN/baselines/female")
+    p.add_argument("--representations", type=_csv, default=list(BASELINES),
+                   help=f"comma-separated subset of {','.join(BASELINES)} (default: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="DeepPatient's torch device: auto, cpu, cuda")
+    p.add_argument("--landmarks", type=int, default=10_000,
+                   help="DiffMap landmark subsample size (default 10000)")
+    p.add_argument("--dp-epochs", type=int, default=30, help="DeepPatient epochs per layer")
+    p.add_argument("--use-augmented", action="store_true",
+                   help="fit on real + augmented training rows (default: real rows only)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from sphr.baselines.pipeline import run_baselines
+    from sphr.errors import InputError
+
+    params = {"diffmap": {"n_landmarks": args.landmarks},
+              "deep_patient": {"epochs": args.dp_epochs}}
+    src = Path(args.cohort_dir)
+    if (src / "train.parquet").exists():
+        pairs = [(src, Path(args.out))]
+    else:
+        pairs = [(src / s, Path(args.out) / s) for s in ("female", "male")
+                 if (src / s / "train.parquet").exists()]
+        if not pairs:
+            raise InputError("no train.parquet here or in female/ or male/", file=src)
+    for cohort_dir, out in pairs:
+        report = run_baselines(cohort_dir, out, args.representations, seed=args.seed,
+                               device=args.device, params=params,
+                               use_augmented=args.use_augmented)
+        times = {k: v["fit_s"] for k, v in report["representations"].items()}
+        print(json.dumps({"cohort": str(cohort_dir), "out": str(out), "fit_s": times}))
+    return 0
