@@ -1,0 +1,135 @@
+"""Loss comparison (Table 3 / A2): train SPHR once per loss, same data, seeds and epochs.
+
+Every loss gets the same cohort, the same offline triplets, the same
+``TrainConfig`` (profile, epochs, batch size, seed, device) except ``loss``; the
+models are trained together with ``sphr.train.train_many``. Their test
+embeddings go through the same protocol (default: XGBoost, as in the paper's
+tables) on the same splits.
+
+Embeddings are written to ``OUT/<sex>/losses/<loss>/embeddings_{train,test}.parquet``
+with the exact config in ``train_config.json``; a rerun with an identical
+config reuses them instead of retraining.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sphr.baselines.pipeline import Cohort, embedding_frame, read_embeddings
+from sphr.errors import ConfigError, InputError
+from sphr.evaluate.paper import LOSSES
+from sphr.evaluate.protocol import EvalConfig, EvalResult, evaluate_embeddings
+from sphr.io import write_json, write_parquet
+
+log = logging.getLogger(__name__)
+
+
+def _trainer():
+    try:
+        import sphr.train as trainer
+    except ImportError as exc:  # the training stage is a separate module
+        raise ConfigError(f"the loss comparison needs sphr.train ({exc})") from exc
+    return trainer
+
+
+def _config_json(cfg: Any) -> dict[str, Any]:
+    d = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(vars(cfg))
+    return json.loads(json.dumps(d, default=str))
+
+
+def load_triplets(cohort: Cohort) -> np.ndarray:
+    path = cohort.directory / "triplets.npz"
+    if not path.exists():
+        raise InputError("missing triplets.npz (run `sphr cohorts` first)", file=path)
+    with np.load(path) as z:
+        if "triplets" not in z:
+            raise InputError("no array named 'triplets'", file=path)
+        t = np.asarray(z["triplets"], dtype=np.int64)
+    if t.ndim != 2 or t.shape[1] != 3 or t.min() < 0 or t.max() >= len(cohort.train):
+        raise InputError(f"triplets must be (m, 3) row indices into train.parquet, got {t.shape}",
+                         file=path)
+    return t
+
+
+def loss_configs(losses: Sequence[str], *, profile: str = "demo", seed: int = 0,
+                 device: str = "auto", overrides: Mapping[str, Any] | None = None,
+                 trainer: Any = None) -> dict[str, Any]:
+    """One TrainConfig per loss, identical except ``loss``."""
+    trainer = trainer or _trainer()
+    unknown = [x for x in losses if x not in LOSSES]
+    if unknown:
+        raise ConfigError(f"unknown loss(es) {unknown}: choose from {', '.join(LOSSES)}")
+    base = trainer.TrainConfig.profile(profile)
+    fields = {f.name for f in dataclasses.fields(base)}
+    extra = {"seed": seed, "device": device, **dict(overrides or {})}
+    bad = [k for k in extra if k not in fields]
+    if bad:
+        raise ConfigError(f"TrainConfig has no field(s) {bad}")
+    return {loss: dataclasses.replace(base, loss=loss, **extra) for loss in losses}
+
+
+def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | Path, *,
+                          profile: str = "demo", seed: int = 0, device: str = "auto",
+                          overrides: Mapping[str, Any] | None = None, reuse: bool = True,
+                          trainer: Any = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Train (or reuse) one SPHR model per loss; return test embeddings by loss and info."""
+    trainer = trainer or _trainer()
+    out_dir = Path(out_dir)
+    cfgs = loss_configs(losses, profile=profile, seed=seed, device=device, overrides=overrides,
+                        trainer=trainer)
+    Z_test: dict[str, np.ndarray] = {}
+    todo = []
+    for loss, cfg in cfgs.items():
+        d = out_dir / loss
+        cfg_path = d / "train_config.json"
+        if reuse and cfg_path.exists() and (d / "embeddings_test.parquet").exists():
+            if json.loads(cfg_path.read_text()) == _config_json(cfg):
+                meta, Z = read_embeddings(d / "embeddings_test.parquet")
+                if np.array_equal(meta["eid"].to_numpy(), cohort.test["eid"].to_numpy()):
+                    Z_test[loss] = Z
+                    continue
+        todo.append(loss)
+    info: dict[str, Any] = {"profile": profile, "reused": sorted(set(cfgs) - set(todo)),
+                            "trained": todo, "config": _config_json(next(iter(cfgs.values())))}
+    info["config"].pop("loss", None)
+    if todo:
+        X = cohort.matrix("train")
+        X_test = cohort.matrix("test")
+        triplets = load_triplets(cohort)
+        labels = cohort.train["label"].to_numpy(np.int64)
+        t0 = time.perf_counter()
+        results = trainer.train_many(X, triplets, [cfgs[x] for x in todo], labels=labels)
+        info["train_s"] = round(time.perf_counter() - t0, 2)
+        for loss, res in zip(todo, results, strict=True):
+            Zt = np.asarray(trainer.embed(res.model, X_test, device=device), dtype=np.float32)
+            Ztr = np.asarray(trainer.embed(res.model, X, device=device), dtype=np.float32)
+            d = out_dir / loss
+            write_parquet(embedding_frame(cohort.train, Ztr), d / "embeddings_train.parquet")
+            write_parquet(embedding_frame(cohort.test, Zt), d / "embeddings_test.parquet")
+            write_json(_config_json(cfgs[loss]), d / "train_config.json")
+            Z_test[loss] = Zt
+    return {x: Z_test[x] for x in losses}, info
+
+
+def compare_losses(cohort: Cohort, losses: Sequence[str], out_dir: str | Path, *,
+                   eval_config: EvalConfig, profile: str = "demo", seed: int = 0,
+                   device: str = "auto", overrides: Mapping[str, Any] | None = None,
+                   reuse: bool = True, trainer: Any = None
+                   ) -> tuple[pd.DataFrame, EvalResult, dict[str, Any]]:
+    """Scores (column ``loss``) of each loss's embedding under the protocol."""
+    Z, info = train_loss_embeddings(cohort, losses, out_dir, profile=profile, seed=seed,
+                                    device=device, overrides=overrides, reuse=reuse,
+                                    trainer=trainer)
+    labels = cohort.test["label"].to_numpy(np.int64)
+    result = evaluate_embeddings(Z, labels, eval_config)
+    scores = result.scores.rename(columns={"representation": "loss"})
+    return scores, result, info

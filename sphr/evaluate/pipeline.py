@@ -1,0 +1,261 @@
+"""``sphr evaluate``: from a run directory's earlier outputs to the paper's tables.
+
+Per sex found under ``RUN/cohorts``:
+
+1. baselines: read ``RUN/baselines/<sex>/<name>/embeddings_test.parquet``; any
+   that are missing are fitted now (on the real training rows) and written
+   there, as ``sphr baselines`` would;
+2. SPHR: ``RUN/train/<sex>/nplb/embeddings_test.parquet`` (skipped, and said so
+   in the report and the tables, when the training stage has not run);
+3. the protocol on the real test participants (:mod:`sphr.evaluate.protocol`);
+4. the loss comparison (:mod:`sphr.evaluate.losses`), unless switched off;
+5. ``OUT/<sex>/``: ``scores.parquet`` (every split), ``representations.parquet``
+   + ``.md`` (with the paper's numbers), ``losses_scores.parquet``,
+   ``losses.parquet`` + ``.md``, ``plots/<representation>.png`` and
+   ``plots/representations.png``, ``splits.parquet`` (which eids were held out
+   in which split), ``evaluate_report.json``; and for all sexes together
+   ``OUT/tables.md``, ``OUT/representations.parquet``, ``OUT/losses.parquet``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sphr.baselines import BASELINES, REPRESENTATIONS
+from sphr.baselines.pipeline import (
+    Cohort,
+    fit_baselines,
+    load_cohort,
+    read_embeddings,
+    write_baselines,
+)
+from sphr.errors import ConfigError, InputError
+from sphr.evaluate.paper import LOSSES
+from sphr.evaluate.protocol import EvalConfig, EvalResult, evaluate_embeddings, summarize
+from sphr.evaluate.tables import (
+    SEX_NAMES,
+    loss_markdown,
+    loss_table,
+    representation_markdown,
+    representation_table,
+)
+from sphr.io import staged_outputs, write_bytes, write_json, write_parquet, write_text
+from sphr.labels import SEXES
+
+log = logging.getLogger(__name__)
+
+
+def _aligned(meta: pd.DataFrame, Z: np.ndarray, cohort: Cohort, path: Path) -> np.ndarray:
+    """Rows of ``Z`` in the order of the cohort's test participants (matched on eid)."""
+    want = cohort.test["eid"].to_numpy()
+    have = meta["eid"].to_numpy()
+    if len(have) == len(want) and np.array_equal(have, want):
+        return Z
+    pos = pd.Index(have)
+    if not pos.is_unique:
+        raise InputError("duplicate eid in embeddings", file=path, field="eid")
+    idx = pos.get_indexer(want)
+    if (idx < 0).any() or len(have) != len(want):
+        missing = want[idx < 0]
+        raise InputError(
+            f"embeddings do not cover the cohort's test participants ({len(have)} rows vs "
+            f"{len(want)}; e.g. eid {missing[0] if len(missing) else '?'} missing): "
+            "were they made from another cohort?", file=path, field="eid")
+    return Z[idx]
+
+
+def collect_embeddings(run_dir: Path, cohort: Cohort, representations: Sequence[str], *,
+                       refit: bool = False, fit_missing: bool = True, seed: int = 0,
+                       device: str = "auto",
+                       baseline_params: Mapping[str, Mapping[str, Any]] | None = None
+                       ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Test embeddings by representation (cohort test order) and what was done to get them."""
+    sex = cohort.sex
+    base_dir = run_dir / "baselines" / sex
+    wanted = [r for r in representations if r in BASELINES]
+    missing = [r for r in wanted
+               if refit or not (base_dir / r / "embeddings_test.parquet").exists()]
+    info: dict[str, Any] = {"fitted_now": [], "read": [], "missing": []}
+    if missing:
+        if not fit_missing:
+            raise InputError(f"missing baseline embeddings for {', '.join(missing)} "
+                             "(run `sphr baselines`)", file=base_dir)
+        fitted = fit_baselines(cohort, missing, seed=seed, device=device, params=baseline_params)
+        write_baselines(fitted, base_dir)
+        info["fitted_now"] = missing
+        info["baseline_fit_s"] = {n: fb.info["fit_s"] for n, fb in fitted.items()}
+    out: dict[str, np.ndarray] = {}
+    for rep in representations:
+        if rep in BASELINES:
+            path = base_dir / rep / "embeddings_test.parquet"
+        elif rep == "sphr":
+            path = run_dir / "train" / sex / "nplb" / "embeddings_test.parquet"
+            if not path.exists():
+                log.warning("%s: no SPHR embeddings at %s (run `sphr train`); SPHR is left out",
+                            sex, path)
+                info["missing"].append(rep)
+                continue
+        else:
+            raise ConfigError(f"unknown representation {rep!r}")
+        meta, Z = read_embeddings(path)
+        out[rep] = _aligned(meta, Z, cohort, path)
+        if rep not in info["fitted_now"]:
+            info["read"].append(rep)
+    return out, info
+
+
+def _splits_frame(result: EvalResult, eids: np.ndarray) -> pd.DataFrame:
+    rows = []
+    for s, (_, te) in enumerate(result.splits):
+        held = np.zeros(len(eids), dtype=bool)
+        held[te] = True
+        rows.append(pd.DataFrame({"split": s, "eid": eids, "held_out": held}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations: Sequence[str],
+                 eval_config: EvalConfig, losses: Sequence[str], loss_profile: str,
+                 loss_overrides: Mapping[str, Any] | None, loss_classifiers: Sequence[str],
+                 loss_dir: Path, refit_baselines: bool, fit_missing_baselines: bool,
+                 baseline_params: Mapping[str, Mapping[str, Any]] | None, seed: int,
+                 device: str, trainer: Any = None) -> dict[str, Any]:
+    """Everything for one sex, written into ``stage`` (moved into place by the caller)."""
+    from sphr.evaluate.plots import representation_grid, representation_scatter
+
+    sex = cohort.sex
+    report: dict[str, Any] = {"sex": sex, "cohort": str(cohort.directory),
+                              "n_test": len(cohort.test), "features": len(cohort.features)}
+    t0 = time.perf_counter()
+    Z, info = collect_embeddings(run_dir, cohort, representations, refit=refit_baselines,
+                                 fit_missing=fit_missing_baselines, seed=seed, device=device,
+                                 baseline_params=baseline_params)
+    report["embeddings"] = info
+    report["embeddings_s"] = round(time.perf_counter() - t0, 2)
+    labels = cohort.test["label"].to_numpy(np.int64)
+    result = evaluate_embeddings(Z, labels, eval_config)
+    report["evaluation_s"] = round(result.wall_s, 2)
+    report["protocol"] = result.settings
+    table = representation_table(summarize(result.scores), sex)
+    write_parquet(result.scores, stage / "scores.parquet")
+    write_parquet(table, stage / "representations.parquet")
+    write_parquet(_splits_frame(result, cohort.test["eid"].to_numpy()), stage / "splits.parquet")
+
+    md = [f"### {SEX_NAMES.get(sex, sex)}: representations x classifiers\n",
+          f"{len(labels)} real test participants, {result.settings['n_splits']} stratified "
+          f"80/20 splits (seeds {result.settings['split_seeds']}); mean ± SD over splits.\n"]
+    if info["missing"]:
+        md.append(f"Not available (earlier stage not run): {', '.join(info['missing'])}.\n")
+    md.append(representation_markdown(table, list(Z)))
+    write_text("\n".join(md), stage / "representations.md")
+
+    plots = {}
+    for name, Zr in Z.items():
+        png = representation_scatter(name, Zr, labels, seed=seed)
+        write_bytes(png, stage / "plots" / f"{name}.png")
+        plots[name] = f"plots/{name}.png"
+    write_bytes(representation_grid(Z, labels, seed=seed,
+                                    title=f"{SEX_NAMES.get(sex, sex)}: test participants, PCA of each representation"),
+                stage / "plots" / "representations.png")
+    report["plots"] = {**plots, "grid": "plots/representations.png"}
+
+    loss_tab = None
+    if losses:
+        from sphr.evaluate.losses import compare_losses
+
+        loss_cfg = dataclasses.replace(eval_config, classifiers=tuple(loss_classifiers))
+        try:
+            scores, lres, linfo = compare_losses(
+                cohort, losses, loss_dir, eval_config=loss_cfg, profile=loss_profile, seed=seed,
+                device=device, overrides=loss_overrides, trainer=trainer)
+        except ConfigError as exc:
+            if trainer is not None:
+                raise
+            log.warning("%s: loss comparison skipped: %s", sex, exc)
+            report["losses"] = {"skipped": str(exc)}
+        else:
+            loss_tab = loss_table(summarize(scores, by=("loss", "classifier", "task")), sex)
+            write_parquet(scores, stage / "losses_scores.parquet")
+            write_parquet(loss_tab, stage / "losses.parquet")
+            md = [f"### {SEX_NAMES.get(sex, sex)}: loss comparison\n",
+                  f"Each loss trained with the same data, triplets and config "
+                  f"(profile {loss_profile}: {linfo['config']}).\n"]
+            for clf in loss_classifiers:
+                md.append(loss_markdown(loss_tab, classifier=clf))
+            write_text("\n".join(md), stage / "losses.md")
+            report["losses"] = {**linfo, "evaluation_s": round(lres.wall_s, 2),
+                                "classifiers": list(loss_classifiers)}
+    write_json(report, stage / "evaluate_report.json")
+    return {"report": report, "table": table, "loss_table": loss_tab}
+
+
+def run_evaluate(run_dir: str | Path, out_dir: str | Path | None = None, *,
+                 sexes: Sequence[str] | None = None,
+                 representations: Sequence[str] = REPRESENTATIONS,
+                 eval_config: EvalConfig | None = None, losses: Sequence[str] = LOSSES,
+                 loss_profile: str = "demo", loss_overrides: Mapping[str, Any] | None = None,
+                 loss_classifiers: Sequence[str] = ("xgboost",), refit_baselines: bool = False,
+                 fit_missing_baselines: bool = True,
+                 baseline_params: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
+                 device: str = "auto", trainer: Any = None) -> dict[str, Any]:
+    """Evaluate every sex under ``RUN/cohorts``; write tables to ``out_dir`` (default RUN/evaluate)."""
+    run_dir = Path(run_dir)
+    out_dir = Path(out_dir) if out_dir is not None else run_dir / "evaluate"
+    eval_config = eval_config or EvalConfig(seed=seed, device=device)
+    cohorts_dir = run_dir / "cohorts"
+    found = [s for s in SEXES if (cohorts_dir / s / "test.parquet").exists()]
+    if sexes:
+        bad = [s for s in sexes if s not in SEXES]
+        if bad:
+            raise ConfigError(f"unknown sex {bad}: use {', '.join(SEXES)}")
+        absent = [s for s in sexes if s not in found]
+        if absent:
+            raise InputError(f"no cohort for {', '.join(absent)} (run `sphr cohorts`)",
+                             file=cohorts_dir)
+        found = list(sexes)
+    if not found:
+        raise InputError("no cohort folders (female/, male/) with test.parquet", file=cohorts_dir)
+
+    t0 = time.perf_counter()
+    reports, tables, loss_tables = {}, [], []
+    for sex in found:
+        cohort = load_cohort(cohorts_dir / sex)
+        with staged_outputs(out_dir / sex) as stage:
+            res = evaluate_sex(
+                run_dir, cohort, stage, representations=representations,
+                eval_config=eval_config, losses=losses, loss_profile=loss_profile,
+                loss_overrides=loss_overrides, loss_classifiers=loss_classifiers,
+                loss_dir=out_dir / sex / "losses", refit_baselines=refit_baselines,
+                fit_missing_baselines=fit_missing_baselines, baseline_params=baseline_params,
+                seed=seed, device=device, trainer=trainer)
+        reports[sex] = res["report"]
+        tables.append(res["table"])
+        if res["loss_table"] is not None:
+            loss_tables.append(res["loss_table"])
+
+    table = pd.concat(tables, ignore_index=True)
+    write_parquet(table, out_dir / "representations.parquet")
+    md = ["# Downstream evaluation: ours beside the paper's published numbers\n",
+          "Cells: mean ± SD over the splits; '(paper)' columns: the paper's Tables 2, A3-A6 "
+          "(and 3 / A2 for losses); '-' where the paper has no number.\n"]
+    for sex in found:
+        md.append((out_dir / sex / "representations.md").read_text())
+        md.append(f"![{sex}]({sex}/plots/representations.png)\n")
+    if loss_tables:
+        lt = pd.concat(loss_tables, ignore_index=True)
+        write_parquet(lt, out_dir / "losses.parquet")
+        md.append("## Loss comparison\n")
+        for clf in loss_classifiers:
+            md.append(loss_markdown(lt, classifier=clf))
+    write_text("\n".join(md), out_dir / "tables.md")
+    summary = {"run_dir": str(run_dir), "out_dir": str(out_dir), "sexes": found,
+               "total_s": round(time.perf_counter() - t0, 2), "per_sex": reports}
+    write_json(summary, out_dir / "evaluate_report.json")
+    return summary

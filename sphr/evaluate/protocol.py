@@ -1,0 +1,303 @@
+"""The paper's protocol: five seeded 80/20 splits of the embedded *test* participants.
+
+For each representation, classifier, task (binary: unhealthy vs healthy;
+multi: unhealthy / apparently healthy / BFH) and split, the classifier is
+fitted on the split's 80% and scored on its 20% with weighted F1 and micro F1.
+
+**Decision**: splits are stratified by the three-class label (the paper says
+"randomly split"; stratifying keeps the small BFH class in every held-out
+part and lowers the split-to-split SD without favouring any representation).
+Split i uses seed ``seed + i``; the same five splits serve every
+representation, classifier and task, so the columns of a table are paired.
+
+Independent fits run in parallel across cores (joblib, one thread each, so
+workers do not oversubscribe the cores); the longest jobs start first. KNN
+does one neighbour search per split and votes for both tasks; NN for EHR trains
+its 5 splits x 2 tasks as one stacked model (:mod:`sphr.evaluate.nn_ehr`). On
+CUDA, NN for EHR and XGBoost run in this process on the GPU while KNN and LDA
+use the CPU workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import f1_score
+from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
+
+from sphr.errors import ConfigError, InputError
+from sphr.evaluate.classifiers import (
+    CLASSIFIERS,
+    N_CLASSES,
+    NN_EHR_CONFIG,
+    TASKS,
+    knn_vote,
+    make_classifier,
+)
+from sphr.evaluate.nn_ehr import NNForEHRConfig
+from sphr.labels import to_binary
+from sphr.progress import progress
+
+log = logging.getLogger(__name__)
+
+Split = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    n_splits: int = 5
+    test_size: float = 0.2
+    seed: int = 0
+    stratify: bool = True
+    classifiers: tuple[str, ...] = CLASSIFIERS
+    tasks: tuple[str, ...] = TASKS
+    n_jobs: int | None = None  # None: every core this process may use
+    device: str = "auto"
+    nn: NNForEHRConfig = field(default_factory=lambda: NN_EHR_CONFIG)
+
+    def __post_init__(self) -> None:
+        bad = [c for c in self.classifiers if c not in CLASSIFIERS]
+        if bad:
+            raise ConfigError(f"unknown classifier(s) {bad}: choose from {', '.join(CLASSIFIERS)}")
+        bad = [t for t in self.tasks if t not in TASKS]
+        if bad:
+            raise ConfigError(f"unknown task(s) {bad}: use binary, multi")
+        if not 0 < self.test_size < 1 or self.n_splits < 1:
+            raise ConfigError("need n_splits >= 1 and 0 < test_size < 1")
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def task_labels(labels: np.ndarray, task: str) -> np.ndarray:
+    labels = np.asarray(labels)
+    return to_binary(labels).astype(np.int64) if task == "binary" else labels.astype(np.int64)
+
+
+def make_splits(labels: np.ndarray, *, n_splits: int = 5, test_size: float = 0.2, seed: int = 0,
+                stratify: bool = True) -> list[Split]:
+    """``n_splits`` (train, held-out) index pairs; split i is seeded with ``seed + i``."""
+    labels = np.asarray(labels)
+    out = []
+    for i in range(n_splits):
+        cls = StratifiedShuffleSplit if stratify else ShuffleSplit
+        splitter = cls(n_splits=1, test_size=test_size, random_state=seed + i)
+        try:
+            tr, te = next(splitter.split(np.zeros((len(labels), 1)), labels))
+        except ValueError as exc:  # e.g. a class with a single member
+            raise InputError(f"cannot make a stratified split of the test participants: {exc}") from exc
+        out.append((np.sort(tr), np.sort(te)))
+    return out
+
+
+@dataclass(frozen=True)
+class _Job:
+    representation: str
+    classifier: str
+    splits: tuple[int, ...]
+    tasks: tuple[str, ...]
+    cost: float
+    on_device: bool = False
+
+
+def _plan(shapes: Mapping[str, tuple[int, int]], splits: Sequence[Split], cfg: EvalConfig,
+          gpu: bool) -> list[_Job]:
+    n_tr, n_te = len(splits[0][0]), len(splits[0][1])
+    S = tuple(range(len(splits)))
+    jobs = []
+    for rep, (_, d) in shapes.items():
+        for clf in cfg.classifiers:
+            if clf == "nn_ehr":  # all splits and tasks, stacked (cost: rough seconds on 1 core)
+                nn = cfg.nn
+                per = 2 * d * nn.attention_hidden + d * nn.hidden[0] + sum(
+                    a * b for a, b in itertools.pairwise(nn.hidden))
+                cost = 2e-10 * n_tr * len(S) * len(cfg.tasks) * nn.epochs * per
+                jobs.append(_Job(rep, clf, S, cfg.tasks, cost, on_device=gpu))
+            elif clf == "lda":
+                jobs.append(_Job(rep, clf, S, cfg.tasks, 1e-8 * n_tr * d * d * len(S)))
+            elif clf == "knn":
+                for s in S:
+                    jobs.append(_Job(rep, clf, (s,), cfg.tasks, 1.2e-10 * n_tr * n_te * d))
+            else:  # xgboost: one job per split and task (the multi-class fit grows 3 trees a round)
+                for s in S:
+                    for t in cfg.tasks:
+                        jobs.append(_Job(rep, clf, (s,), (t,),
+                                         1e-7 * n_tr * d * N_CLASSES[t] if t == "multi"
+                                         else 1e-7 * n_tr * d, on_device=gpu))
+    return sorted(jobs, key=lambda j: -j.cost)
+
+
+def _scores(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
+    return {
+        "weighted_f1": float(f1_score(y_true, y_pred, average="weighted", zero_division=0)),
+        "micro_f1": float(f1_score(y_true, y_pred, average="micro", zero_division=0)),
+    }
+
+
+def _run_job(job: _Job, X: np.ndarray, labels: np.ndarray, splits: Sequence[Split],
+             cfg: EvalConfig, threads: int, device: str) -> list[dict[str, Any]]:
+    """Fit and score one job; returns one record per (task, split) with its predictions."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads):
+            return _run_job_inner(job, X, labels, splits, cfg, threads, device)
+    finally:
+        torch.set_num_threads(prev)
+
+
+def _record(job: _Job, task: str, s: int, y_true: np.ndarray, y_pred: np.ndarray,
+            fit_s: float, n_train: int) -> dict[str, Any]:
+    return {"representation": job.representation, "classifier": job.classifier, "task": task,
+            "split": s, **_scores(y_true, y_pred), "n_train": n_train, "n_test": len(y_true),
+            "fit_s": fit_s, "predictions": np.asarray(y_pred, dtype=np.int8)}
+
+
+def _run_job_inner(job: _Job, X: np.ndarray, labels: np.ndarray, splits: Sequence[Split],
+                   cfg: EvalConfig, threads: int, device: str) -> list[dict[str, Any]]:
+    y = {t: task_labels(labels, t) for t in job.tasks}
+    out = []
+    if job.classifier == "nn_ehr":
+        from sphr.evaluate.nn_ehr import fit_predict_many
+
+        pairs = [(t, s) for t in job.tasks for s in job.splits]
+        t0 = time.perf_counter()
+        preds = fit_predict_many(
+            X, [y[t] for t, _ in pairs], [splits[s][0] for _, s in pairs],
+            [splits[s][1] for _, s in pairs], n_classes=[N_CLASSES[t] for t, _ in pairs],
+            config=cfg.nn, seed=cfg.seed, device=device)
+        fit_s = (time.perf_counter() - t0) / len(pairs)
+        for (t, s), p in zip(pairs, preds, strict=True):
+            tr, te = splits[s]
+            out.append(_record(job, t, s, y[t][te], p, fit_s, len(tr)))
+        return out
+    for s in job.splits:
+        tr, te = splits[s]
+        if job.classifier == "knn":
+            # one neighbour search, a vote per task (same rule as KNeighborsClassifier.predict)
+            t0 = time.perf_counter()
+            knn = make_classifier("knn", "multi", n_jobs=threads).fit(X[tr], labels[tr])
+            neigh = knn.kneighbors(X[te], return_distance=False)
+            fit_s = (time.perf_counter() - t0) / len(job.tasks)
+            for t in job.tasks:
+                out.append(_record(job, t, s, y[t][te], knn_vote(neigh, y[t][tr], N_CLASSES[t]),
+                                   fit_s, len(tr)))
+            continue
+        for t in job.tasks:
+            t0 = time.perf_counter()
+            model = make_classifier(job.classifier, t, seed=cfg.seed, device=device,
+                                    n_jobs=threads, nn_config=cfg.nn)
+            model.fit(X[tr], y[t][tr])
+            pred = np.asarray(model.predict(X[te])).astype(np.int64).ravel()
+            out.append(_record(job, t, s, y[t][te], pred, time.perf_counter() - t0, len(tr)))
+    return out
+
+
+@dataclass
+class EvalResult:
+    scores: pd.DataFrame  # one row per representation, classifier, task, split
+    splits: list[Split]
+    predictions: dict[tuple[str, str, str, int], np.ndarray]
+    wall_s: float
+    settings: dict[str, Any]
+
+
+def evaluate_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray,
+                        config: EvalConfig | None = None, *,
+                        splits: Sequence[Split] | None = None) -> EvalResult:
+    """Run the protocol on each representation's embedding of the same participants.
+
+    ``embeddings[name]`` is (n, d_name), rows aligned with ``labels`` (0/1/2).
+    """
+    from joblib import Parallel, delayed
+
+    from sphr.device import resolve_device
+    from sphr.evaluate.classifiers import classifier_settings
+
+    cfg = config or EvalConfig()
+    labels = np.asarray(labels).astype(np.int64)
+    if not embeddings:
+        raise ConfigError("no representations to evaluate")
+    for name, Z in embeddings.items():
+        if Z.ndim != 2 or Z.shape[0] != len(labels):
+            raise InputError(f"representation {name}: {Z.shape} rows vs {len(labels)} labels")
+        if not np.isfinite(Z).all():
+            raise InputError(f"representation {name} has non-finite values")
+    if splits is None:
+        splits = make_splits(labels, n_splits=cfg.n_splits, test_size=cfg.test_size,
+                             seed=cfg.seed, stratify=cfg.stratify)
+    splits = list(splits)
+    dev = resolve_device(cfg.device)
+    gpu = dev.type == "cuda"
+    n_jobs = cfg.n_jobs or available_cores()
+    jobs = _plan({k: v.shape for k, v in embeddings.items()}, splits, cfg, gpu)
+    cpu_jobs = [j for j in jobs if not j.on_device]
+    dev_jobs = [j for j in jobs if j.on_device]
+    X = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in embeddings.items()}
+
+    t0 = time.perf_counter()
+    records: list[dict[str, Any]] = []
+    bar = progress(desc="evaluate", total=len(jobs), unit="job")
+    # one thread per fit, always: OpenMP fits (XGBoost, BLAS) that share busy cores spin
+    # and slow down many-fold (an XGBoost fit took 20x longer with 2 threads on 2 loaded cores)
+    threads = 1
+    if cpu_jobs:
+        parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered",
+                            max_nbytes="1M")
+        for res in parallel(delayed(_run_job)(j, X[j.representation], labels, splits, cfg,
+                                              threads, "cpu") for j in cpu_jobs):
+            records.extend(res)
+            bar.update(1)
+    for j in dev_jobs:  # GPU work stays in this process, one job at a time
+        records.extend(_run_job(j, X[j.representation], labels, splits, cfg, 1, str(dev)))
+        bar.update(1)
+    bar.close()
+    wall = time.perf_counter() - t0
+
+    predictions = {(r["representation"], r["classifier"], r["task"], r["split"]): r.pop("predictions")
+                   for r in records}
+    scores = pd.DataFrame.from_records(records)
+    order = {n: i for i, n in enumerate(embeddings)}
+    scores = scores.assign(
+        _r=scores["representation"].map(order),
+        _c=scores["classifier"].map({c: i for i, c in enumerate(CLASSIFIERS)}),
+        _t=scores["task"].map({t: i for i, t in enumerate(TASKS)}),
+    ).sort_values(["_r", "_c", "_t", "split"]).drop(columns=["_r", "_c", "_t"]).reset_index(drop=True)
+    settings = {
+        "n_splits": len(splits), "test_size": cfg.test_size, "seed": cfg.seed,
+        "split_seeds": [cfg.seed + i for i in range(len(splits))], "stratified": cfg.stratify,
+        "n_participants": len(labels), "n_train_per_split": len(splits[0][0]),
+        "n_test_per_split": len(splits[0][1]), "n_jobs": n_jobs, "device": str(dev),
+        "class_counts": {int(c): int((labels == c).sum()) for c in np.unique(labels)},
+        "classifiers": classifier_settings(cfg.device, cfg.nn),
+        "sd": "sample SD over splits (ddof=1)",
+    }
+    return EvalResult(scores=scores, splits=splits, predictions=predictions, wall_s=wall,
+                      settings=settings)
+
+
+def summarize(scores: pd.DataFrame, by: Sequence[str] = ("representation", "classifier", "task")
+              ) -> pd.DataFrame:
+    """Mean and SD (ddof=1) over splits of each metric, long format (one row per metric)."""
+    by = list(by)
+    long = scores.melt(id_vars=[*by, "split"], value_vars=["weighted_f1", "micro_f1"],
+                       var_name="metric", value_name="value")
+    g = long.groupby([*by, "metric"], sort=False)["value"]
+    out = g.agg(mean="mean", sd=lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else float("nan"),
+                n_splits="count").reset_index()
+    return out
