@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 pipeline: $(STAMP)
-	$(BIN)/sphr pipeline
+	$(BIN)/python -m pipeline run
 
 test: $(STAMP)
 	$(BIN)/python -m ruff check .
@@ -28,4 +28,4 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff format --check .
 
 ui: $(STAMP)
-	$(BIN)/sphr ui
+	$(BIN)/python -m pipeline ui

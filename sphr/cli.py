@@ -19,8 +19,10 @@ from sphr.errors import SphrError
 COMMAND_MODULES: tuple[str, ...] = (
     "sphr.data.commands",
     "sphr.cohorts.commands",
+    "sphr.train.commands",
     "sphr.baselines.commands",
     "sphr.evaluate.commands",
+    "sphr.risk.commands",
     "sphr.retrieval.commands",
 )
 

@@ -224,7 +224,7 @@ def run_evaluate(run_dir: str | Path, out_dir: str | Path | None = None, *,
         raise InputError("no cohort folders (female/, male/) with test.parquet", file=cohorts_dir)
 
     t0 = time.perf_counter()
-    reports, tables, loss_tables = {}, [], []
+    reports = {}
     for sex in found:
         cohort = load_cohort(cohorts_dir / sex)
         with staged_outputs(out_dir / sex) as stage:
@@ -236,26 +236,42 @@ def run_evaluate(run_dir: str | Path, out_dir: str | Path | None = None, *,
                 fit_missing_baselines=fit_missing_baselines, baseline_params=baseline_params,
                 seed=seed, device=device, trainer=trainer)
         reports[sex] = res["report"]
-        tables.append(res["table"])
-        if res["loss_table"] is not None:
-            loss_tables.append(res["loss_table"])
 
-    table = pd.concat(tables, ignore_index=True)
-    write_parquet(table, out_dir / "representations.parquet")
-    md = ["# Downstream evaluation: ours beside the paper's published numbers\n",
-          "Cells: mean ± SD over the splits; '(paper)' columns: the paper's Tables 2, A3-A6 "
-          "(and 3 / A2 for losses); '-' where the paper has no number.\n"]
-    for sex in found:
-        md.append((out_dir / sex / "representations.md").read_text())
-        md.append(f"![{sex}]({sex}/plots/representations.png)\n")
-    if loss_tables:
-        lt = pd.concat(loss_tables, ignore_index=True)
-        write_parquet(lt, out_dir / "losses.parquet")
-        md.append("## Loss comparison\n")
-        for clf in loss_classifiers:
-            md.append(loss_markdown(lt, classifier=clf))
-    write_text("\n".join(md), out_dir / "tables.md")
+    write_combined(out_dir, loss_classifiers=loss_classifiers)
     summary = {"run_dir": str(run_dir), "out_dir": str(out_dir), "sexes": found,
                "total_s": round(time.perf_counter() - t0, 2), "per_sex": reports}
     write_json(summary, out_dir / "evaluate_report.json")
     return summary
+
+
+def write_combined(out_dir: str | Path, *, loss_classifiers: Sequence[str] = ("xgboost",)) -> Path:
+    """Both sexes' tables in one place (``representations.parquet``, ``tables.md``).
+
+    Reads whatever sex folders exist under ``out_dir``, so each sex can be
+    evaluated on its own (one Dagster partition at a time) and the combined
+    tables stay complete.
+    """
+    out_dir = Path(out_dir)
+    done = [s for s in SEXES if (out_dir / s / "representations.parquet").exists()]
+    if not done:
+        raise InputError("no evaluated sex folders", file=out_dir)
+    table = pd.concat([pd.read_parquet(out_dir / s / "representations.parquet") for s in done],
+                      ignore_index=True)
+    write_parquet(table, out_dir / "representations.parquet")
+    md = ["# Downstream evaluation: ours beside the paper's published numbers\n",
+          "Cells: mean ± SD over the splits; '(paper)' columns: the paper's Tables 2, A3-A6 "
+          "(and 3 / A2 for losses); '-' where the paper has no number.\n"]
+    for sex in done:
+        md.append((out_dir / sex / "representations.md").read_text())
+        md.append(f"![{sex}]({sex}/plots/representations.png)\n")
+    with_losses = [s for s in done if (out_dir / s / "losses.parquet").exists()]
+    if with_losses:
+        lt = pd.concat([pd.read_parquet(out_dir / s / "losses.parquet") for s in with_losses],
+                       ignore_index=True)
+        write_parquet(lt, out_dir / "losses.parquet")
+        md.append("## Loss comparison\n")
+        for clf in loss_classifiers:
+            md.append(loss_markdown(lt, classifier=clf))
+    path = out_dir / "tables.md"
+    write_text("\n".join(md), path)
+    return path

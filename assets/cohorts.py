@@ -1,0 +1,106 @@
+"""Per-sex cohort assets: splits, normalizer, augmentation and triplets from one step."""
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from pipeline import metadata as md
+from pipeline.partitions import sex_partitions
+from pipeline.resources import RunStorage
+from sphr import layout
+
+#: plausible BFH share of a sex's cohort: the paper has ~5-6%; outside this, suspect units
+BFH_SHARE_BOUNDS = (0.005, 0.30)
+
+
+class CohortConfig(dg.Config):
+    """Run configuration of the cohort step (defaults: the demo profile)."""
+
+    profile: str = "demo"
+    seed: int = 0
+    bfh_fold: int = 3
+    n_triplets: int | None = None
+    completeness: float = 0.75
+
+
+def _spec(name: str, description: str) -> dg.AssetSpec:
+    return dg.AssetSpec(["cohorts", name], group_name="cohorts", description=description,
+                        partitions_def=sex_partitions, deps=[["ingest", "baseline"]])
+
+
+@dg.multi_asset(
+    specs=[
+        _spec("cohort_splits", "Stratified 70/30 train/test split of complete cases with "
+              "classes unhealthy / apparently healthy / bona fide healthy."),
+        _spec("normalizer", "Quantile normalizer (to N(0,1)) fitted on real training rows."),
+        _spec("augmentation", "Rejection-sampled BFH rows for the training partition only."),
+        _spec("triplets", "Offline random triplets: int64 row indices into the training matrix."),
+    ],
+    check_specs=[
+        dg.AssetCheckSpec("bfh_share_plausible", asset=["cohorts", "cohort_splits"], blocking=True,
+                          description=f"BFH share of the cohort within {BFH_SHARE_BOUNDS}"),
+        dg.AssetCheckSpec("no_test_participant_in_training", asset=["cohorts", "cohort_splits"],
+                          blocking=True, description="Train and test share no participant; "
+                          "augmented rows are in training only."),
+    ],
+    partitions_def=sex_partitions,
+    ins={"baseline": dg.AssetIn(["ingest", "baseline"], input_manager_key="parquet_io")},
+)
+def cohorts(context: dg.AssetExecutionContext, config: CohortConfig, storage: RunStorage,
+            baseline: pd.DataFrame):
+    from sphr.cohorts import CohortConfig as Settings
+    from sphr.cohorts import build_cohorts
+    from sphr.cohorts.build import write_sex_cohort
+    from sphr.cohorts.plots import augmentation_check, classes_by_age_group
+    from sphr.io import staged_outputs
+
+    sex = context.partition_key
+    overrides = {"seed": config.seed, "completeness": config.completeness, "sexes": (sex,),
+                 "augment_fold": {"bona_fide_healthy": config.bfh_fold}}
+    if config.n_triplets is not None:
+        overrides["n_triplets"] = config.n_triplets
+    settings = Settings.profile(config.profile, **overrides)
+    built, report = build_cohorts(baseline, settings)
+    cohort = built[sex]
+    out = layout.cohort_dir(storage.run, sex)
+    with staged_outputs(out) as stage:
+        write_sex_cohort(cohort, stage)
+    r = cohort.report
+    labels = cohort.train["label"].to_numpy()
+
+    yield dg.MaterializeResult(asset_key=["cohorts", "cohort_splits"], metadata={
+        "path": md.path(out), "participants": r["participants"],
+        "train_rows": len(cohort.train), "test_rows": len(cohort.test),
+        "bfh_share": r["bfh_share"], "classes": md.table(pd.DataFrame(
+            {k: r[k] for k in ("classes", "train", "test", "augmented")})),
+        "dropped_features": dg.MetadataValue.json(report["dropped_features"]),
+        "classes_by_age_group": md.image(classes_by_age_group(r), "classes by age group"),
+    })
+    yield dg.MaterializeResult(asset_key=["cohorts", "normalizer"], metadata={
+        "path": md.path(out / "normalizer.json"), "features": len(cohort.features),
+        "dropped_constant": str(r["dropped_constant"]),
+    })
+    aug = r["augmentation"].get("bona_fide_healthy", {})
+    yield dg.MaterializeResult(asset_key=["cohorts", "augmentation"], metadata={
+        "new_rows": aug.get("new_rows", 0), "fold": aug.get("fold", 0),
+        "rounds": aug.get("rounds", 0),
+        "real_vs_augmented": md.image(augmentation_check(cohort.train_raw, labels),
+                                      "real vs augmented BFH"),
+    })
+    yield dg.MaterializeResult(asset_key=["cohorts", "triplets"], metadata={
+        "path": md.path(out / "triplets.npz"), "triplets": r["triplets"]["n"],
+        "anchor_classes": dg.MetadataValue.json(r["triplets"]["anchor_classes"]),
+        "seconds": r["triplets"]["seconds"],
+    })
+
+    lo, hi = BFH_SHARE_BOUNDS
+    yield dg.AssetCheckResult(
+        check_name="bfh_share_plausible", asset_key=["cohorts", "cohort_splits"],
+        passed=bool(lo <= r["bfh_share"] <= hi), severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"bfh_share": r["bfh_share"], "bounds": str(BFH_SHARE_BOUNDS)})
+    overlap = np.intersect1d(cohort.train["eid"], cohort.test["eid"]).size
+    aug_in_test = int(cohort.test["augmented"].sum())
+    yield dg.AssetCheckResult(
+        check_name="no_test_participant_in_training", asset_key=["cohorts", "cohort_splits"],
+        passed=overlap == 0 and aug_in_test == 0, severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"shared_participants": int(overlap), "augmented_rows_in_test": aug_in_test})

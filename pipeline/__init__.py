@@ -1,0 +1,1 @@
+"""The Dagster code location: Definitions, resources, IO manager, jobs, schedules, sensors."""

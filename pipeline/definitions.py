@@ -1,0 +1,32 @@
+"""The code location: every asset, check, job, schedule, sensor and resource in one place."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets import baselines, cohorts, evaluation, ingest, training
+from pipeline import checks
+from pipeline.automation import (
+    cohort_refresh,
+    new_export_sensor,
+    sphr_pipeline,
+    weekly_cohort_refresh,
+)
+from pipeline.resources import default_resources
+
+ASSET_MODULES = (ingest, cohorts, training, baselines, evaluation)
+#: asset groups partitioned by sex, and the groups that read both sexes (run after them)
+PER_SEX_GROUPS = ("cohorts", "training", "baselines", "evaluation", "risk")
+CROSS_SEX_GROUPS = ("risk_report", "retrieval")
+
+ASSETS = dg.load_assets_from_modules(ASSET_MODULES)
+CHECKS = dg.load_asset_checks_from_modules([checks])
+
+defs = dg.Definitions(
+    assets=ASSETS,
+    asset_checks=CHECKS,
+    jobs=[cohort_refresh, sphr_pipeline],
+    schedules=[weekly_cohort_refresh],
+    sensors=[new_export_sensor],
+    resources=default_resources(),
+)

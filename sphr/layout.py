@@ -1,0 +1,44 @@
+"""Where each stage's files live in a run directory (docs/ARCHITECTURE.md).
+
+The CLI, the Dagster assets and the stages that read earlier outputs all
+ask here, so a run made from the command line and one made from the UI are
+the same folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SYNTHETIC_EXPORT = "ukb_synthetic.csv"
+
+
+def export_dir(run: str | Path) -> Path:
+    return Path(run) / "export"
+
+
+def ingest_dir(run: str | Path) -> Path:
+    return Path(run) / "ingest"
+
+
+def cohort_dir(run: str | Path, sex: str) -> Path:
+    return Path(run) / "cohorts" / sex
+
+
+def train_dir(run: str | Path, sex: str, loss: str = "nplb") -> Path:
+    return Path(run) / "train" / sex / loss
+
+
+def baselines_dir(run: str | Path, sex: str) -> Path:
+    return Path(run) / "baselines" / sex
+
+
+def evaluate_dir(run: str | Path) -> Path:
+    return Path(run) / "evaluate"
+
+
+def risk_dir(run: str | Path) -> Path:
+    return Path(run) / "risk"
+
+
+def retrieval_dir(run: str | Path, dataset: str) -> Path:
+    return Path(run) / "retrieval" / dataset

@@ -1,0 +1,158 @@
+"""The Dagster code location: definitions, checks, schedule, sensor, one materialization."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import dagster as dg
+import pytest
+
+from pipeline.automation import SETTLE_SECONDS, new_export_sensor
+from pipeline.definitions import ASSETS, CHECKS, defs
+from pipeline.resources import DataSource, default_resources
+
+
+def test_definitions_load_and_validate():
+    dg.Definitions.validate_loadable(defs)
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    for key in ("export/ukb_export", "ingest/baseline", "ingest/followup", "cohorts/cohort_splits",
+                "cohorts/normalizer", "cohorts/augmentation", "cohorts/triplets",
+                "train/sphr_model", "train/embeddings", "baselines/representations",
+                "evaluate/tables"):
+        assert key in keys
+    assert {j.name for j in defs.resolve_all_job_defs()} >= {"cohort_refresh", "sphr_pipeline"}
+
+
+def test_schedule_targets_the_refresh_job_for_both_sexes():
+    schedule = defs.resolve_schedule_def("weekly_cohort_refresh")
+    assert schedule.job_name == "cohort_refresh"
+    assert schedule.cron_schedule == "0 3 * * 1"
+    import datetime
+
+    ctx = dg.build_schedule_context(scheduled_execution_time=datetime.datetime(2026, 11, 23, 3),
+                                    repository_def=defs.get_repository_def())
+    requests = schedule.evaluate_tick(ctx).run_requests
+    assert sorted(r.partition_key for r in requests) == ["female", "male"]
+    job = defs.resolve_job_def("cohort_refresh")
+    assert set(job.partitions_def.get_partition_keys()) == {"female", "male"}
+    selected = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
+    assert {"ingest/baseline", "cohorts/triplets"} <= selected
+    assert "train/sphr_model" not in selected
+
+
+def _sensor_requests(folder, cursor=None):
+    ctx = dg.build_sensor_context(cursor=cursor,
+                                  resources={"data_source": DataSource(watch_folder=str(folder))})
+    result = new_export_sensor(ctx)
+    if isinstance(result, dg.SkipReason):
+        return [], cursor
+    return result.run_requests, result.cursor
+
+
+def _age(path, seconds=SETTLE_SECONDS + 5):
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def test_sensor_requests_one_refresh_per_new_file(tmp_path):
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    requests, cursor = _sensor_requests(folder)
+    assert requests == []
+
+    (folder / "ukb_a.csv").write_text("eid,31-0.0\n1,0\n")
+    (folder / "notes.md").write_text("not an export")
+    _age(folder / "ukb_a.csv")
+    requests, cursor = _sensor_requests(folder, cursor)
+    # one refresh of the new file: a run per sex partition, keyed on the file version
+    assert sorted(r.partition_key for r in requests) == ["female", "male"]
+    assert len({r.run_key for r in requests}) == 2
+    assert all(r.run_config["resources"]["data_source"]["config"]["export_path"]
+               .endswith("ukb_a.csv") for r in requests)
+
+    again, _ = _sensor_requests(folder, cursor)
+    assert again == []  # unchanged file: nothing
+
+    (folder / "ukb_b.csv").write_text("eid,31-0.0\n2,1\n")
+    requests, cursor3 = _sensor_requests(folder, cursor)
+    assert requests == []  # still being written (too recent): wait
+    _age(folder / "ukb_b.csv")
+    requests, cursor3 = _sensor_requests(folder, cursor)
+    assert {r.run_config["resources"]["data_source"]["config"]["export_path"].rsplit("/", 1)[-1]
+            for r in requests} == {"ukb_b.csv"}
+
+    (folder / "ukb_a.csv").write_text("eid,31-0.0\n1,0\n3,1\n")  # changed content
+    _age(folder / "ukb_a.csv", SETTLE_SECONDS + 1)
+    requests, _ = _sensor_requests(folder, cursor3)
+    assert len(requests) == 2 and json.loads(_)
+
+
+def test_sensor_without_folder_skips(tmp_path):
+    ctx = dg.build_sensor_context(resources={"data_source": DataSource()})
+    assert isinstance(new_export_sensor(ctx), dg.SkipReason)
+
+
+def _resources(run_dir, export):
+    res = default_resources(str(run_dir))
+    res["data_source"] = DataSource(export_path=str(export))
+    return res
+
+
+def test_broken_export_blocks_downstream(tmp_path, synthetic_cohort):
+    """An export without men: the blocking label check fails and no cohort is built."""
+    from sphr.data.export import write_export
+    from sphr.data.synth import SyntheticCohort
+
+    visits = synthetic_cohort.visits
+    women = SyntheticCohort(visits=visits[visits["sex"] == 0], truth=synthetic_cohort.truth)
+    export = write_export(women, tmp_path / "women_only.csv", "ukbconv", decoys=0)
+    result = dg.materialize(
+        [*ASSETS, *CHECKS],
+        selection=dg.AssetSelection.groups("ingest", "cohorts"), partition_key="female",
+        resources=_resources(tmp_path / "run", export), raise_on_error=False)
+    assert not result.success
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["label_counts_nonzero"] is False
+    materialized = {k.to_user_string() for k in (
+        e.asset_key for e in result.get_asset_materialization_events())}
+    assert "ingest/baseline" in materialized
+    assert not any(k.startswith("cohorts/") for k in materialized)
+    assert not (tmp_path / "run" / "cohorts" / "female").exists()
+
+
+def test_library_never_imports_dagster():
+    code = ("import importlib, pkgutil, sys, sphr\n"
+            "for m in pkgutil.walk_packages(sphr.__path__, 'sphr.'):\n"
+            "    importlib.import_module(m.name)\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'dagster')\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.slow
+def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
+    """Export -> evaluation tables for women, small settings; every check passes."""
+    res = _resources(tmp_path / "run", ukb_export)
+    run_config = {"ops": {
+        "cohorts": {"config": {"n_triplets": 4000}},
+        "sphr_training": {"config": {"epochs": 3, "batch_size": 512}},
+        "baseline_representations": {"config": {"deep_patient_epochs": 2}},
+        "evaluation_tables": {"config": {"splits": 2, "nn_epochs": 5,
+                                         "losses": ["triplet", "nplb"]}},
+    }}
+    ingest = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups("ingest"),
+                            resources=res)
+    assert ingest.success
+    result = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups(
+        "cohorts", "training", "baselines", "evaluation", "risk"), partition_key="female",
+        resources=res, run_config=run_config)
+    assert result.success
+    evaluations = result.get_asset_check_evaluations()
+    assert len(evaluations) >= 5 and all(e.passed for e in evaluations)
+    run = tmp_path / "run"
+    assert (run / "train" / "female" / "nplb" / "model.pt").exists()
+    assert (run / "evaluate" / "tables.md").read_text().count("|") > 20
