@@ -1,0 +1,45 @@
+"""Single-visit health risk (SPEC 1.8; paper section 5.3, Appendix B and C).
+
+``sphr risk RUN_DIR [--out DIR]`` (default ``RUN/risk``) writes:
+
+``risk_groups.parquet`` / ``risk_groups.csv``
+    one row per real participant (training rows that are not augmented, and
+    test rows), method and mode. Stable columns, in this order:
+
+    ==============  ===========================================================
+    ``eid``         participant id (int64)
+    ``sex``         ``female`` / ``male``
+    ``age_group``   the age group whose reference was used, e.g. ``46-50``
+    ``method``      ``raw_euclidean``, ``mahalanobis``, ``p0_euclidean``,
+                    ``deep_patient``, ``sphr`` (:mod:`sphr.risk.spaces`)
+    ``mode``        ``paper`` or ``bfh-distance`` (:mod:`sphr.risk.intervals`)
+    ``distance``    health distance to the age group's BFH reference (float)
+    ``group``       ``Normal``, ``Lower Risk`` or ``Higher Risk``
+    ``normal_low``, ``normal_high``   the Normal interval used (closed)
+    ``lower_low``, ``lower_high``     the Lower Risk interval used (contains Normal)
+    ``partition``   ``train`` or ``test`` (cohort split)
+    ``label``       class at baseline: 0 unhealthy, 1 apparently healthy, 2 BFH
+    ==============  ===========================================================
+
+``thresholds.parquet`` / ``.csv``
+    per sex, method, mode and age group: BFH counts, pooled groups, the
+    intervals, the repairs applied, the distances of the percentile profiles.
+``validation.parquet`` / ``validation.md``, ``time_correlation.parquet``
+    Table 4 shape and Appendix C (:mod:`sphr.risk.validation`).
+``model/``
+    ``risk_model.json`` (references and intervals), per sex the normalizer,
+    features and the representation files, for ``sphr score``.
+``report.html``
+    self-contained report (inline CSS, PNG plots); ``risk_report.json`` summary.
+
+``sphr score RUN_DIR NEW_EXPORT --out DIR`` writes ``risk_groups.parquet`` /
+``.csv`` with the same columns (``partition`` = ``new``, ``label`` from the
+export's answers where known, else -1) for a new export (:mod:`sphr.risk.score`).
+"""
+
+from sphr.risk.intervals import GROUPS, MODES, Intervals, assign_groups, make_intervals
+from sphr.risk.model import RiskModel
+from sphr.risk.spaces import METHODS
+
+__all__ = ["GROUPS", "METHODS", "MODES", "Intervals", "RiskModel", "assign_groups",
+           "make_intervals"]

@@ -1,0 +1,182 @@
+"""``RiskModel``: references and intervals per age group of one sex, for one method and mode.
+
+``fit`` takes a cohort training frame (``cohorts/<sex>/train.parquet``) and uses
+only its bona fide healthy rows that are real (``label == 2`` and not
+``augmented``); it never sees test rows because it is never given them.
+
+**Decision (small groups)**: an age group with fewer than ``min_group_size`` real
+BFH training members borrows the members of its neighbouring age groups,
+nearest first (the lower neighbour first on a tie), until it has enough; the
+groups used are recorded as ``pooled_groups``. Each group keeps its own
+reference and intervals.
+
+**Age outside every group**: participants carry the ``age_group`` written by
+``sphr cohorts``; a frame with only ages is grouped with
+:func:`sphr.cohorts.age.assign_age_groups` (nearest-group rule: a 35-year-old
+joins 36-45, a 76-year-old 66-75). An ``age_group`` name the model does not know
+is an ``InputError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
+from sphr.errors import ConfigError, InputError
+from sphr.labels import BONA_FIDE_HEALTHY
+from sphr.risk.intervals import (
+    LOWER_Q,
+    MODES,
+    NORMAL_Q,
+    Intervals,
+    assign_groups,
+    bfh_distance_intervals,
+    euclidean,
+    paper_intervals,
+)
+from sphr.risk.spaces import METHODS, Space, build_space
+
+OUTPUT_COLUMNS: tuple[str, ...] = ("age_group", "distance", "group", "normal_low", "normal_high",
+                                   "lower_low", "lower_high")
+
+
+def pooled_windows(counts: list[int], min_size: int) -> list[list[int]]:
+    """For each group index, the group indices whose members form its BFH set."""
+    k = len(counts)
+    out = []
+    for i in range(k):
+        chosen, radius = [i], 1
+        while sum(counts[j] for j in chosen) < min_size and len(chosen) < k:
+            for j in (i - radius, i + radius):
+                if 0 <= j < k:
+                    chosen.append(j)
+            radius += 1
+        out.append(sorted(chosen))
+    return out
+
+
+def age_groups_of(frame: pd.DataFrame, age_groups: tuple[tuple[int, int], ...]) -> np.ndarray:
+    """The frame's ``age_group`` column, or groups from ``age_years`` / ``age``."""
+    if "age_group" in frame.columns and frame["age_group"].notna().all():
+        return frame["age_group"].astype(str).to_numpy(object)
+    for col in ("age_years", "age"):
+        if col in frame.columns:
+            return assign_age_groups(frame[col].to_numpy(float), age_groups)[0]
+    raise InputError("need an age_group, age_years or age column to pick the age reference",
+                     field="age_group")
+
+
+class RiskModel:
+    """Health distance to the age group's BFH reference, and its risk group (Appendix B)."""
+
+    def __init__(self, method: str, mode: str, features: list[str], *,
+                 age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS,
+                 min_group_size: int = 10, space: Space | None = None) -> None:
+        if method not in METHODS:
+            raise ConfigError(f"unknown risk method {method!r}: choose from {', '.join(METHODS)}")
+        if mode not in MODES:
+            raise ConfigError(f"unknown risk mode {mode!r}: choose from {', '.join(MODES)}")
+        if min_group_size < 2:
+            raise ConfigError("min_group_size must be at least 2")
+        self.method, self.mode = method, mode
+        self.features = list(features)
+        self.age_groups = tuple(tuple(g) for g in age_groups)
+        self.min_group_size = min_group_size
+        self.space = space if space is not None else build_space(method, self.features)
+        self.strata: dict[str, dict[str, Any]] = {}
+
+    def _matrix(self, frame: pd.DataFrame) -> np.ndarray:
+        missing = [f for f in self.features if f not in frame.columns]
+        if missing:
+            raise InputError(f"missing feature column(s) {missing[:5]}", field=missing[0])
+        return frame[self.features].to_numpy(np.float64)
+
+    def fit(self, train: pd.DataFrame) -> RiskModel:
+        """References and intervals from the real BFH rows of a training frame."""
+        for col in ("label", "augmented"):
+            if col not in train.columns:
+                raise InputError(f"training frame has no {col!r} column", field=col)
+        bfh = (train["label"].to_numpy() == BONA_FIDE_HEALTHY) & ~train["augmented"].to_numpy(bool)
+        if bfh.sum() < 2:
+            raise InputError(f"need at least 2 real bona fide healthy training rows, got {bfh.sum()}")
+        frame = train.loc[bfh]
+        X = self._matrix(frame)
+        groups = age_groups_of(frame, self.age_groups)
+        self.space.fit(X)
+        Z = self.space.transform(X)
+        names = group_names(self.age_groups)
+        unknown = sorted(set(groups) - set(names))
+        if unknown:
+            raise InputError(f"age groups {unknown} are not in the model's {names}", field="age_group")
+        counts = [int((groups == g).sum()) for g in names]
+        self.strata = {}
+        for name, window in zip(names, pooled_windows(counts, self.min_group_size), strict=True):
+            members = np.isin(groups, [names[j] for j in window])
+            self.strata[name] = self._stratum(X[members], Z[members], counts[names.index(name)],
+                                              [names[j] for j in window])
+        return self
+
+    def _stratum(self, X: np.ndarray, Z: np.ndarray, own: int, window: list[str]) -> dict[str, Any]:
+        qs = (50.0, *NORMAL_Q, *LOWER_Q)
+        profiles = dict(zip(qs, np.percentile(X, qs, axis=0), strict=True))
+        G = {q: self.space.transform(p[None, :])[0] for q, p in profiles.items()}
+        r = G[50.0]
+        pdist = {q: float(euclidean(G[q][None, :], r)[0]) for q in qs if q != 50.0}
+        own_d = euclidean(Z, r)
+        iv = paper_intervals(pdist.__getitem__) if self.mode == "paper" else bfh_distance_intervals(own_d)
+        return {"n_bfh": own, "n_reference": int(X.shape[0]), "pooled_groups": window,
+                "reference": r.tolist(), "percentile_distances": {str(q): d for q, d in pdist.items()},
+                "bfh_distance_percentiles": dict(zip(
+                    ("1", "2.5", "50", "97.5", "99"),
+                    np.percentile(own_d, (1, 2.5, 50, 97.5, 99)).tolist(), strict=True)),
+                "intervals": iv.as_dict()}
+
+    def intervals(self, age_group: str) -> Intervals:
+        d = self.strata[age_group]["intervals"]
+        return Intervals(d["normal_low"], d["normal_high"], d["lower_low"], d["lower_high"],
+                         tuple(d["repairs"]))
+
+    def distance(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(health distance, age group) of every row."""
+        if not self.strata:
+            raise ConfigError("RiskModel is not fitted")
+        groups = age_groups_of(frame, self.age_groups)
+        unknown = sorted(set(groups) - set(self.strata))
+        if unknown:
+            raise InputError(f"age groups {unknown} are not in the fitted model "
+                             f"({', '.join(self.strata)})", field="age_group")
+        Z = self.space.transform(self._matrix(frame))
+        refs = np.stack([np.asarray(self.strata[g]["reference"]) for g in groups]) if len(groups) \
+            else np.empty((0, Z.shape[1]))
+        return euclidean(Z, refs), groups
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """distance, group and the interval used, one row per input row (same order)."""
+        s, groups = self.distance(frame)
+        out = pd.DataFrame({"age_group": groups, "distance": s,
+                            "group": np.empty(len(s), dtype=object)})
+        for col in OUTPUT_COLUMNS[3:]:
+            out[col] = np.nan
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            iv = self.intervals(g)
+            out.loc[rows, "group"] = assign_groups(s[rows], iv)
+            for col in OUTPUT_COLUMNS[3:]:
+                out.loc[rows, col] = getattr(iv, col)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "mode": self.mode, "features": self.features,
+                "age_groups": [list(g) for g in self.age_groups],
+                "min_group_size": self.min_group_size, "strata": self.strata}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], space: Space) -> RiskModel:
+        model = cls(data["method"], data["mode"], data["features"],
+                    age_groups=tuple(tuple(g) for g in data["age_groups"]),
+                    min_group_size=data["min_group_size"], space=space)
+        model.strata = data["strata"]
+        return model

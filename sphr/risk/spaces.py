@@ -1,0 +1,217 @@
+"""The representation G of each risk method, applied to the normalized cohort features.
+
+Every method measures a Euclidean distance in some space Z = G(X), where X are
+the per-sex quantile-normalized features of ``cohorts/<sex>/*.parquet``:
+
+``raw_euclidean``
+    G = identity on all kept features. **Decision**: the *normalized* features,
+    not raw UKB units: the paper's "raw data (preprocessed but not transformed)"
+    is the preprocessed matrix, and in raw units the distance would be decided
+    by the fields with the largest numbers (MET minutes, platelet counts).
+``mahalanobis``
+    G(x) = x L with L L^T = Sigma^-1, so ||G(x) - G(y)|| is the Mahalanobis
+    distance. Sigma: Ledoit-Wolf shrunk covariance of the sex's real BFH
+    training rows, pooled over age groups (a group holds too few BFH members
+    for a 60-dimensional covariance; shrinkage keeps it invertible).
+``p0_euclidean``
+    G = the normalized P0 markers (cholesterol, HDL, LDL, triglycerides,
+    glucose, HbA1c, CRP), those the completeness filter kept.
+``deep_patient``
+    the fitted DeepPatient of ``RUN/baselines/<sex>/deep_patient/model.joblib``.
+``sphr``
+    the NPLB-trained SPHR network of ``RUN/train/<sex>/nplb/model.pt``, through
+    ``sphr.train.load_model`` / ``sphr.train.embed`` (imported lazily).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sphr.cohorts.ranges import P0_RANGES
+from sphr.errors import ConfigError, InputError
+
+METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "p0_euclidean", "deep_patient", "sphr")
+DISPLAY: dict[str, str] = {
+    "raw_euclidean": "Euclidean (raw)", "mahalanobis": "Mahalanobis",
+    "p0_euclidean": "P0 (Euclidean)", "deep_patient": "DeepPatient", "sphr": "SPHR",
+}
+P0_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(r.marker for r in P0_RANGES))
+
+
+def sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class Space:
+    """``fit`` on the BFH matrix (most spaces ignore it), ``transform`` any rows."""
+
+    kind = "space"
+
+    def fit(self, X: np.ndarray) -> Space:
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def save(self, directory: Path, method: str) -> dict[str, Any]:
+        return {"kind": self.kind}
+
+
+class Columns(Space):
+    """Identity on a subset of the features (all of them for ``raw_euclidean``)."""
+
+    kind = "columns"
+
+    def __init__(self, features: list[str], columns: list[str]) -> None:
+        missing = [c for c in columns if c not in features]
+        if missing or not columns:
+            raise ConfigError(f"columns {missing or columns} are not among the cohort features")
+        self.columns = list(columns)
+        self.index = np.array([features.index(c) for c in columns])
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(X, np.float64)[:, self.index]
+
+    def save(self, directory: Path, method: str) -> dict[str, Any]:
+        return {"kind": self.kind, "columns": self.columns}
+
+
+class Whitening(Space):
+    """Mahalanobis distance as a Euclidean distance after x -> x L."""
+
+    kind = "whitening"
+
+    def __init__(self, L: np.ndarray | None = None) -> None:
+        self.L = L
+
+    def fit(self, X: np.ndarray) -> Whitening:
+        from sklearn.covariance import LedoitWolf
+
+        X = np.asarray(X, np.float64)
+        if X.shape[0] < 2:
+            raise InputError(f"need at least 2 BFH rows for a covariance, got {X.shape[0]}")
+        lw = LedoitWolf().fit(X)
+        self.covariance, self.shrinkage = lw.covariance_, float(lw.shrinkage_)
+        self.L = np.linalg.cholesky(np.linalg.inv(self.covariance))
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(X, np.float64) @ self.L
+
+    def save(self, directory: Path, method: str) -> dict[str, Any]:
+        np.save(directory / f"{method}_whitening.npy", self.L)
+        return {"kind": self.kind, "file": f"{method}_whitening.npy",
+                "shrinkage": getattr(self, "shrinkage", None)}
+
+
+class Fitted(Space):
+    """A fitted ``sphr.baselines`` representation (``.transform``)."""
+
+    kind = "representation"
+
+    def __init__(self, model: Any, source: Path | None = None) -> None:
+        self.model, self.source = model, source
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(self.model.transform(np.asarray(X, np.float32)), np.float64)
+
+    def save(self, directory: Path, method: str) -> dict[str, Any]:
+        import joblib
+
+        joblib.dump(self.model, directory / f"{method}.joblib")
+        return {"kind": self.kind, "file": f"{method}.joblib", "source": str(self.source),
+                "sha256": sha256(directory / f"{method}.joblib")}
+
+
+class SphrNet(Space):
+    """The SPHR network via the training stage's ``load_model`` / ``embed`` contract."""
+
+    kind = "sphr"
+
+    def __init__(self, path: Path, features: list[str], device: str = "auto") -> None:
+        import torch
+
+        train = _sphr_train()
+        self.path, self.device = Path(path), device
+        ckpt = torch.load(self.path, map_location="cpu", weights_only=False)
+        names = list(ckpt.get("feature_names") or [])
+        if names and names != list(features):
+            raise InputError(f"SPHR was trained on other features than the cohort "
+                             f"({len(names)} vs {len(features)})", file=self.path,
+                             field="feature_names")
+        self.model = train.load_model(self.path)
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        Z = _sphr_train().embed(self.model, np.asarray(X, np.float32), device=self.device)
+        return np.asarray(Z, np.float64)
+
+    def save(self, directory: Path, method: str) -> dict[str, Any]:
+        shutil.copyfile(self.path, directory / "sphr.pt")
+        return {"kind": self.kind, "file": "sphr.pt", "source": str(self.path),
+                "sha256": sha256(directory / "sphr.pt")}
+
+
+def _sphr_train():
+    try:
+        import sphr.train as train
+    except ImportError as exc:
+        raise ConfigError(f"the SPHR method needs sphr.train ({exc})") from None
+    return train
+
+
+def p0_columns(features: list[str]) -> list[str]:
+    return [m for m in P0_MARKERS if m in features]
+
+
+def build_space(method: str, features: list[str], *, run: Path | None = None,
+                sex: str | None = None, device: str = "auto") -> Space:
+    """An unfitted space for ``method``; deep methods are read from the run directory."""
+    if method == "raw_euclidean":
+        return Columns(features, list(features))
+    if method == "p0_euclidean":
+        return Columns(features, p0_columns(features))
+    if method == "mahalanobis":
+        return Whitening()
+    if method in ("deep_patient", "sphr") and (run is None or sex is None):
+        raise ConfigError(f"method {method} needs the run directory and sex")
+    if method == "deep_patient":
+        from sphr.baselines.pipeline import load_representation
+        from sphr.layout import baselines_dir
+
+        rep = baselines_dir(run, sex) / "deep_patient"
+        return Fitted(load_representation(rep), rep / "model.joblib")
+    if method == "sphr":
+        from sphr.layout import train_dir
+
+        path = train_dir(run, sex) / "model.pt"
+        if not path.exists():
+            raise InputError("missing SPHR model (run `sphr train`)", file=path)
+        return SphrNet(path, features, device)
+    raise ConfigError(f"unknown risk method {method!r}: choose from {', '.join(METHODS)}")
+
+
+def load_space(spec: dict[str, Any], directory: Path, features: list[str],
+               device: str = "auto") -> Space:
+    """Rebuild a space saved by ``Space.save`` (for ``sphr score``), checking checksums."""
+    kind = spec["kind"]
+    if kind == "columns":
+        return Columns(features, spec["columns"])
+    path = directory / spec.get("file", "")
+    if not path.is_file():
+        raise InputError("missing risk model file", file=path)
+    if spec.get("sha256") and sha256(path) != spec["sha256"]:
+        raise InputError("file changed since the risk model was fitted (checksum)", file=path)
+    if kind == "whitening":
+        return Whitening(np.load(path))
+    if kind == "representation":
+        import joblib
+
+        return Fitted(joblib.load(path), path)
+    if kind == "sphr":
+        return SphrNet(path, features, device)
+    raise InputError(f"unknown space kind {kind!r}", file=directory)
