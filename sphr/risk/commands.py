@@ -1,0 +1,84 @@
+"""``sphr risk`` and ``sphr score`` (column definitions: :mod:`sphr.risk`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from sphr.risk.intervals import MODES
+    from sphr.risk.spaces import METHODS
+
+    p = sub.add_parser(
+        "risk", help="Normal / Lower Risk / Higher Risk groups, validation, HTML report",
+        description="Fit the single-visit risk references (BFH of the training partition, per "
+        "sex and age group) for each method and mode, group every real participant, validate "
+        "against the repeat visit and write OUT/risk_groups.{parquet,csv}, thresholds, "
+        "validation tables, model/ (for sphr score) and report.html.")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR/risk)")
+    p.add_argument("--methods", type=_csv, default=list(METHODS),
+                   help=f"comma-separated subset of {','.join(METHODS)} (default: all; a deep "
+                   "method whose model is missing is skipped with a warning)")
+    p.add_argument("--modes", type=_csv, default=list(MODES),
+                   help=f"comma-separated subset of {','.join(MODES)} (default: both)")
+    p.add_argument("--validate-on", choices=("test", "all"), default="test",
+                   help="validation population: test partition (default) or all real participants")
+    p.add_argument("--min-group-size", type=int, default=10,
+                   help="fewest real BFH members per age group before borrowing neighbours")
+    p.add_argument("--device", default="auto", help="torch device for the deep methods")
+    p.add_argument("--png", action="store_true",
+                   help="also render report.html to report.png with headless Chromium")
+    p.set_defaults(func=_risk)
+
+    p = sub.add_parser(
+        "score", help="risk groups for a new UKB export with a fitted risk model",
+        description="Ingest NEW_EXPORT, apply the saved normalizer, representations and "
+        "thresholds of RUN_DIR/risk/model (nothing is refitted) and write OUT/risk_groups."
+        "{parquet,csv} and score_report.json. Refuses an export whose fields or units do not "
+        "match the fitted model.")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
+                   help="run directory (or its risk/ or risk/model/ folder)")
+    p.add_argument("export", type=Path, metavar="NEW_EXPORT")
+    p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--allow-out-of-range", action="store_true",
+                   help="score even when most values of a field lie outside the fitted range")
+    p.add_argument("--device", default="auto")
+    p.set_defaults(func=_score)
+
+
+def _risk(args: argparse.Namespace) -> int:
+    from sphr.risk.pipeline import RiskConfig, run_risk
+
+    config = RiskConfig(methods=tuple(args.methods), modes=tuple(args.modes),
+                        validate_on=args.validate_on, min_group_size=args.min_group_size,
+                        device=args.device)
+    summary = run_risk(args.run_dir, args.out, config)
+    out = Path(summary["out"])
+    print(f"{summary['rows']} rows ({', '.join(summary['sexes'])}; methods "
+          f"{', '.join(summary['methods'])}; modes {', '.join(summary['modes'])})")
+    for what, why in summary["skipped"].items():
+        print(f"skipped {what}: {why}")
+    if args.png:
+        from sphr.risk.report import render_png
+
+        print(f"rendered {render_png(out / 'report.html', out / 'report.png')}")
+    print(f"wrote {out}/risk_groups.parquet, validation.md, report.html")
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from sphr.risk.score import run_score
+
+    report = run_score(args.run_dir, args.export, args.out,
+                       allow_out_of_range=args.allow_out_of_range, device=args.device)
+    for sex, r in report["sexes"].items():
+        print(f"{sex}: scored {r['scored']} of {r['participants']} "
+              f"({r['left_out_missing_values']} left out for missing values)")
+    print(f"wrote {args.out}/risk_groups.parquet ({report['rows']} rows)")
+    return 0
