@@ -1,0 +1,275 @@
+"""The loss comparison: train every (loss, seed), evaluate, summarize, write tables and figures.
+
+:func:`run_comparison` is the one entry point for ``sphr retrieval`` and for
+the Dagster assets. Per-(dataset, loss) partitions can call it with one loss
+each and merge the results with :func:`combine_results`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from sphr.errors import ConfigError
+from sphr.retrieval.data import RetrievalData, load_retrieval_data
+from sphr.retrieval.data.transforms import BatchTransform, to_display
+from sphr.retrieval.losses.registry import DEFAULT_LOSSES, LOSSES, build_loss, parse_loss_spec
+from sphr.retrieval.metrics import evaluate_embeddings
+from sphr.retrieval.profiles import Profile, get_profile
+from sphr.retrieval.train import embed, image_size_for, train_model
+
+log = logging.getLogger(__name__)
+
+#: columns of the markdown comparison table, in order (those a dataset has)
+TABLE_METRICS: tuple[str, ...] = ("mAP", "mAP@R", "CMC@1", "CMC@5", "CMC@10", "R@1", "R@2", "R@4", "R@8",
+                                  "AUC", "P@4", "P@10", "mAP_H16", "mAP_H64")
+
+
+@dataclass
+class ComparisonResult:
+    """Everything a comparison produced. Tables are pandas DataFrames (long format unless said)."""
+
+    dataset: str
+    #: loss, metric, mean, sem, n_seeds
+    table: pd.DataFrame
+    #: dataset, loss, seed, metric, value
+    per_seed: pd.DataFrame
+    #: loss, seed, year, metric, value, n_queries (datasets with visits)
+    per_year: pd.DataFrame
+    #: loss, seed, epoch, loss_value, margin, beta, easy_share, mean_delta, ... (one row per epoch)
+    margin_curves: pd.DataFrame
+    #: loss, seed, train_seconds, train_images_per_s, epochs
+    runs: pd.DataFrame
+    markdown: str
+    config: dict[str, Any] = field(default_factory=dict)
+    #: PNG figures by file name (margin_curves.png, strips/<loss>.png)
+    pngs: dict[str, bytes] = field(default_factory=dict)
+    #: files written, by name, when an output folder was given
+    files: dict[str, Path] = field(default_factory=dict)
+
+    def wide(self, stat: str = "mean") -> pd.DataFrame:
+        """loss x metric table of ``mean`` or ``sem``."""
+        return self.table.pivot(index="loss", columns="metric", values=stat)
+
+
+def summarize(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard error over seeds (SE = SD / sqrt(n), SD with n - 1; NaN for one seed)."""
+    g = per_seed.groupby(["loss", "metric"], sort=False)["value"]
+    out = g.agg(mean="mean", sd=lambda v: v.std(ddof=1), n_seeds="count").reset_index()
+    out["sem"] = out["sd"] / np.sqrt(out["n_seeds"])
+    return out[["loss", "metric", "mean", "sem", "n_seeds"]]
+
+
+def markdown_table(table: pd.DataFrame, metrics: Sequence[str] = TABLE_METRICS, *, digits: int = 3) -> str:
+    """loss x metric as 'mean ± se', best mean per column in bold."""
+    present = [m for m in metrics if m in set(table["metric"])]
+    losses = list(dict.fromkeys(table["loss"]))
+    mean = table.pivot(index="loss", columns="metric", values="mean").reindex(losses)
+    sem = table.pivot(index="loss", columns="metric", values="sem").reindex(losses)
+    lines = ["| loss | " + " | ".join(present) + " |", "| --- |" + " --- |" * len(present)]
+    for loss in losses:
+        cells = []
+        for m in present:
+            v, s = mean.loc[loss, m], sem.loc[loss, m]
+            text = f"{v:.{digits}f}" + (f" ± {s:.{digits}f}" if np.isfinite(s) else "")
+            best = mean[m].max()
+            cells.append(f"**{text}**" if np.isfinite(v) and v == best else text)
+        lines.append(f"| {loss} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def per_year_markdown(per_year: pd.DataFrame, metric: str = "CMC@1", *, digits: int = 3) -> str:
+    """loss x follow-up year for one metric, 'mean ± se' over seeds."""
+    if per_year.empty:
+        return ""
+    sub = per_year[per_year["metric"] == metric]
+    g = sub.groupby(["loss", "year"], sort=False)["value"]
+    stats = g.agg(mean="mean", sd=lambda v: v.std(ddof=1), n="count").reset_index()
+    stats["sem"] = stats["sd"] / np.sqrt(stats["n"])
+    years = sorted(stats["year"].unique())
+    lines = [f"| loss ({metric}) | " + " | ".join(f"year {y:g}" for y in years) + " |",
+             "| --- |" + " --- |" * len(years)]
+    for loss in dict.fromkeys(stats["loss"]):
+        row = stats[stats["loss"] == loss].set_index("year")
+        cells = [f"{row.loc[y, 'mean']:.{digits}f}" + (f" ± {row.loc[y, 'sem']:.{digits}f}"
+                                                       if np.isfinite(row.loc[y, "sem"]) else "")
+                 if y in row.index else "" for y in years]
+        lines.append(f"| {loss} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _p_at_z(profile: Profile, data: RetrievalData) -> tuple[int, ...]:
+    return tuple(profile.p_at_z.get(data.level, (10,)))
+
+
+def run_comparison(dataset: str | Path | RetrievalData = "digits",
+                   losses: Sequence[str] = DEFAULT_LOSSES,
+                   seeds: Sequence[int] = (0, 1, 2),
+                   out_dir: str | Path | None = None,
+                   device: str | torch.device = "auto",
+                   profile: str | Profile = "demo",
+                   *,
+                   data_options: dict[str, Any] | None = None,
+                   profile_overrides: dict[str, Any] | None = None,
+                   strips: bool = True) -> ComparisonResult:
+    """Train and evaluate every loss on ``dataset`` for every seed; optionally write the results.
+
+    ``dataset``: ``digits``, ``forensic``, a manifest path, or loaded
+    :class:`RetrievalData`. ``losses``: names or specs with overrides
+    (``triplet_dams:threshold=0.9``; see ``sphr.retrieval.losses.LOSSES``).
+    The data split is fixed (``split_seed`` in ``data_options``, default 0);
+    the seeds change model initialization, sampling and augmentation.
+
+    With ``out_dir``, writes (atomically, as one set): ``comparison.md``,
+    ``comparison.parquet`` (loss, metric, mean, sem, n_seeds),
+    ``per_seed.parquet``, ``per_year.parquet``, ``margin_curves.parquet``,
+    ``runs.parquet``, ``config.json``, ``margin_curves.png`` and
+    ``strips/<loss>.png``.
+    """
+    from sphr.device import resolve_device
+
+    if not losses:
+        raise ConfigError("no losses to compare")
+    if not seeds:
+        raise ConfigError("no seeds given")
+    for spec in losses:  # fail before hours of training, not after
+        build_loss(spec)
+    prof = get_profile(profile, **(profile_overrides or {}))
+    dev = resolve_device(device)
+    if isinstance(dataset, RetrievalData):
+        data = dataset
+    else:
+        kind = str(dataset) if str(dataset) in prof.data else "manifest"
+        data = load_retrieval_data(dataset, **{**prof.data.get(kind, {}), **(data_options or {})})
+    transform = BatchTransform(image_size_for(data, prof))
+    metric_rows: list[dict[str, Any]] = []
+    year_rows: list[pd.DataFrame] = []
+    curve_rows: list[dict[str, Any]] = []
+    run_rows: list[dict[str, Any]] = []
+    examples: dict[str, dict[str, np.ndarray]] = {}
+    start = time.perf_counter()
+    for spec in losses:
+        for seed in seeds:
+            loss = build_loss(spec)
+            tr = train_model(data, loss, prof, seed=int(seed), device=dev, desc=f"{spec} seed {seed}")
+            emb = embed(tr.model, data.test, transform, device=dev, batch_size=prof.eval_batch_size,
+                        workers=prof.workers)
+            ev = evaluate_embeddings(emb, data.test.labels, data.test.years, seed=int(seed),
+                                     p_at_z=_p_at_z(prof, data), hamming_bits=prof.hamming_bits)
+            for name, value in ev.metrics.items():
+                metric_rows.append({"dataset": data.name, "loss": spec, "seed": int(seed), "metric": name,
+                                    "value": float(value)})
+            if not ev.per_year.empty:
+                year_rows.append(ev.per_year.assign(loss=spec, seed=int(seed)))
+            for rec in tr.history:
+                curve_rows.append({"loss": spec, "seed": int(seed), **{("loss_value" if k == "loss" else k): v
+                                                                        for k, v in rec.items()}})
+            run_rows.append({"loss": spec, "seed": int(seed), "train_seconds": tr.seconds,
+                             "train_images_per_s": tr.images_per_s, "epochs": prof.epochs,
+                             "final_loss": tr.history[-1]["loss"] if tr.history else math.nan})
+            examples.setdefault(spec, ev.examples)
+            log.info("%s %s seed %s: mAP %.3f CMC@1 %.3f R@1 %.3f (%.0f s)", data.name, spec, seed,
+                     ev.metrics["mAP"], ev.metrics["CMC@1"], ev.metrics["R@1"], tr.seconds)
+            del tr, emb
+    per_seed = pd.DataFrame(metric_rows)
+    per_year = (pd.concat(year_rows, ignore_index=True)[["loss", "seed", "year", "metric", "value", "n_queries"]]
+                if year_rows else pd.DataFrame(columns=["loss", "seed", "year", "metric", "value", "n_queries"]))
+    config = {"dataset": data.name, "level": data.level, "data_info": data.info, "losses": list(losses),
+              "loss_descriptions": {s: LOSSES[parse_loss_spec(s)[0]].description for s in losses},
+              "seeds": [int(s) for s in seeds], "device": str(dev), "profile": prof.to_dict(),
+              "image_size": image_size_for(data, prof), "train_images": len(data.train),
+              "test_images": len(data.test), "seconds": time.perf_counter() - start,
+              "cmc": "first-match CMC (not the open-reid split-credit CMC of the AdaTriplet code)"}
+    result = _assemble(data.name, per_seed, per_year, pd.DataFrame(curve_rows), pd.DataFrame(run_rows), config)
+    if strips:
+        result.pngs.update(_strip_pngs(data, examples))
+    if out_dir is not None:
+        write_outputs(result, out_dir)
+    return result
+
+
+def _assemble(dataset: str, per_seed: pd.DataFrame, per_year: pd.DataFrame, curves: pd.DataFrame,
+              runs: pd.DataFrame, config: dict[str, Any]) -> ComparisonResult:
+    from sphr.retrieval.plots import margin_curves_png
+
+    table = summarize(per_seed)
+    md = [f"## {dataset}: loss x metric (mean ± standard error over {per_seed['seed'].nunique()} seeds)\n",
+          markdown_table(table)]
+    if not per_year.empty:
+        for metric in ("mAP", "CMC@1"):
+            md += [f"\n### {metric} by follow-up year (gallery = baseline images)\n", per_year_markdown(per_year, metric)]
+    result = ComparisonResult(dataset, table, per_seed, per_year, curves, runs, "".join(md), config)
+    families = {s: LOSSES[parse_loss_spec(s)[0]].scheduler for s in dict.fromkeys(per_seed["loss"])}
+    png = margin_curves_png(curves, families) if not curves.empty else None
+    if png is not None:
+        result.pngs["margin_curves.png"] = png
+    return result
+
+
+def _strip_pngs(data: RetrievalData, examples: dict[str, dict[str, np.ndarray]]) -> dict[str, bytes]:
+    from sphr.retrieval.plots import query_strips_png
+
+    out = {}
+    for spec, ex in examples.items():
+        if len(ex.get("queries", [])) == 0:
+            continue
+        needed = np.unique(np.concatenate([ex["queries"], ex["results"].ravel()]))
+        imgs = np.zeros((len(data.test),), dtype=object)
+        disp = to_display(data.test.batch(needed)).numpy()
+        for i, idx in enumerate(needed):
+            imgs[idx] = disp[i]
+        safe = spec.replace(":", "_").replace(",", "_").replace("=", "-")
+        out[f"strips/{safe}.png"] = query_strips_png(imgs, data.test.labels, data.test.years, ex["queries"],
+                                                     ex["results"], f"{data.name}: {spec} (seed of first run)")
+    return out
+
+
+def write_outputs(result: ComparisonResult, out_dir: str | Path) -> dict[str, Path]:
+    """Write the tables, config and PNGs of ``result`` into ``out_dir`` as one atomic set."""
+    from sphr.io import staged_outputs, write_bytes, write_json, write_parquet, write_text
+
+    out_dir = Path(out_dir)
+    names: list[str] = []
+    with staged_outputs(out_dir) as stage:
+        write_text(result.markdown, stage / "comparison.md")
+        write_parquet(result.table, stage / "comparison.parquet")
+        write_parquet(result.per_seed, stage / "per_seed.parquet")
+        write_parquet(result.per_year, stage / "per_year.parquet")
+        write_parquet(result.margin_curves, stage / "margin_curves.parquet")
+        write_parquet(result.runs, stage / "runs.parquet")
+        write_json(result.config, stage / "config.json")
+        for name, png in result.pngs.items():
+            write_bytes(png, stage / name)
+        names = [str(p.relative_to(stage)) for p in sorted(stage.rglob("*")) if p.is_file()]
+    result.files = {n: out_dir / n for n in names}
+    return result.files
+
+
+def combine_results(results: Sequence[ComparisonResult], out_dir: str | Path | None = None) -> ComparisonResult:
+    """Merge comparisons of the same dataset (e.g. one Dagster partition per loss) into one."""
+    if not results:
+        raise ConfigError("nothing to combine")
+    names = {r.dataset for r in results}
+    if len(names) != 1:
+        raise ConfigError(f"cannot combine different datasets: {sorted(names)}")
+    config = dict(results[0].config)
+    config["losses"] = [s for r in results for s in r.config.get("losses", [])]
+    config["seconds"] = sum(r.config.get("seconds", 0.0) for r in results)
+    out = _assemble(results[0].dataset, pd.concat([r.per_seed for r in results], ignore_index=True),
+                    pd.concat([r.per_year for r in results], ignore_index=True),
+                    pd.concat([r.margin_curves for r in results], ignore_index=True),
+                    pd.concat([r.runs for r in results], ignore_index=True), config)
+    for r in results:
+        out.pngs.update({k: v for k, v in r.pngs.items() if k.startswith("strips/")})
+    if out_dir is not None:
+        write_outputs(out, out_dir)
+    return out

@@ -1,0 +1,103 @@
+"""Build the losses named in :mod:`sphr.retrieval.catalog` (``--losses``, ``run_comparison``).
+
+A spec is a name, optionally with overrides: ``triplet_dams:threshold=0.9,swap=false``.
+Every default is an option; unknown options are an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sphr.errors import ConfigError
+from sphr.retrieval.catalog import DEFAULT_LOSSES, LOSS_CATALOG, loss_help, parse_value
+from sphr.retrieval.losses.base import RetrievalLoss
+from sphr.retrieval.losses.pairs import ContrastiveLoss, NPLBLoss, OCAMLoss
+from sphr.retrieval.losses.schedulers import AutoMargin, ConstantMargin, DAMSMargin, LinearMargin
+from sphr.retrieval.losses.triplet import AdaTripletLoss, TripletLoss
+
+__all__ = ["DEFAULT_LOSSES", "LOSSES", "LossSpec", "build_loss", "loss_help", "parse_loss_spec"]
+
+
+@dataclass(frozen=True)
+class LossSpec:
+    name: str
+    description: str
+    defaults: dict[str, Any]
+    build: Callable[[dict[str, Any]], RetrievalLoss]
+    #: the scheduler family, for grouping margin curves ("" when the loss has none)
+    scheduler: str = ""
+
+
+def _triplet_const(o: dict[str, Any], geometry: str) -> RetrievalLoss:
+    return TripletLoss(o["margin"], geometry=geometry, swap=o["swap"], selection=o["selection"],
+                       reduction=o["reduction"], scheduler=ConstantMargin(o["margin"]))
+
+
+def _dams_family(o: dict[str, Any], scheduler: Any) -> RetrievalLoss:
+    return TripletLoss(scheduler.margin, geometry="euclidean", swap=o["swap"], selection=o["selection"],
+                       reduction=o["reduction"], scheduler=scheduler)
+
+
+_BUILDERS: dict[str, Callable[[dict[str, Any]], RetrievalLoss]] = {
+    "triplet": lambda o: _triplet_const(o, "cosine"),
+    "triplet_euclidean": lambda o: _triplet_const(o, "euclidean"),
+    "triplet_automargin": lambda o: TripletLoss(
+        o["eps0"], geometry="cosine", selection=o["selection"], reduction=o["reduction"],
+        scheduler=AutoMargin(o["k_delta"], 2.0, o["eps0"], 0.0, o["per_batch"])),
+    "adatriplet": lambda o: AdaTripletLoss(
+        o["eps"], o["beta"], o["lam"], selection=o["selection"], reduction=o["reduction"],
+        scheduler=ConstantMargin(o["eps"])),
+    "adatriplet_automargin": lambda o: AdaTripletLoss(
+        o["eps0"], o["beta0"], o["lam"], selection=o["selection"], reduction=o["reduction"],
+        scheduler=AutoMargin(o["k_delta"], o["k_an"], o["eps0"], o["beta0"], o["per_batch"])),
+    "triplet_constant": lambda o: _triplet_const(o, "euclidean"),
+    "triplet_linear": lambda o: _dams_family(o, LinearMargin(o["mu0"], o["step"])),
+    "triplet_dams": lambda o: _dams_family(o, DAMSMargin(o["mu0"], o["step"], o["threshold"])),
+    "ocam": lambda o: OCAMLoss(selection=o["selection"], reduction=o["reduction"]),
+    "nplb": lambda o: NPLBLoss(o["margin"], o["p"], selection=o["selection"], reduction=o["reduction"],
+                               scheduler=ConstantMargin(o["margin"])),
+    "contrastive": lambda o: ContrastiveLoss(o["pos_margin"], o["neg_margin"], reduction=o["reduction"]),
+}
+
+LOSSES: dict[str, LossSpec] = {
+    name: LossSpec(name, e.description, e.defaults, _BUILDERS[name], e.scheduler)
+    for name, e in LOSS_CATALOG.items()
+}
+
+
+def parse_loss_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name:key=value,key=value"`` -> (name, overrides)."""
+    name, _, rest = spec.partition(":")
+    name = name.strip()
+    if name not in LOSSES:
+        raise ConfigError(f"unknown loss {name!r}: use one of {', '.join(LOSSES)}")
+    overrides: dict[str, Any] = {}
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ConfigError(f"loss option {item!r} in {spec!r} is not key=value")
+        overrides[key.strip()] = parse_value(value)
+    return name, overrides
+
+
+def build_loss(spec: str, **overrides: Any) -> RetrievalLoss:
+    """A fresh loss (with a fresh scheduler) for ``spec``; keyword overrides win over the spec's."""
+    name, opts = parse_loss_spec(spec)
+    entry = LOSSES[name]
+    opts.update(overrides)
+    unknown = set(opts) - set(entry.defaults)
+    if unknown:
+        raise ConfigError(f"loss {name!r} has no option(s) {', '.join(sorted(unknown))}; "
+                          f"options: {', '.join(entry.defaults)}")
+    merged = {**entry.defaults, **opts}
+    for key, default in entry.defaults.items():
+        value = merged[key]
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise ConfigError(f"loss {name!r} option {key} must be true or false, got {value!r}")
+        if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+            merged[key] = float(value)
+        elif isinstance(default, (int, float)) and not isinstance(merged[key], (int, float)):
+            raise ConfigError(f"loss {name!r} option {key} must be a number, got {value!r}")
+    return entry.build(merged)

@@ -1,0 +1,181 @@
+"""Margin schedulers: small objects a loss consults for its margin(s) each epoch.
+
+One protocol for all of them (constant, Linear and DAMS from the DAMS paper,
+AutoMargin from the AdaTriplet paper):
+
+* ``observe(stats)`` once per batch, before the loss is computed, with the
+  detached effective margins of *all* in-batch triplets and the similarities
+  of the de-duplicated negative pairs (:class:`~sphr.retrieval.losses.base.BatchStats`);
+* ``current()`` the margins in force (``{"margin": ...}``, AutoMargin also
+  ``"beta"``);
+* ``step_epoch()`` once at the end of each epoch: records the epoch in
+  ``history`` and updates the margin for the next epoch.
+
+Every scheduler counts the epoch's easy share online (delta > margin over all
+in-batch triplets), so margin curves and easy shares are logged the same way
+for all losses.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sphr.errors import ConfigError
+from sphr.retrieval.losses.base import BatchStats
+
+
+class MarginScheduler:
+    """Base: accumulates the epoch's statistics; subclasses decide the next margin."""
+
+    name = "scheduler"
+
+    def __init__(self, margin: float) -> None:
+        self.margin = float(margin)
+        self.epoch = 0
+        self.history: list[dict[str, float]] = []
+        self._reset_epoch()
+
+    def _reset_epoch(self) -> None:
+        self._n = 0
+        self._n_easy = 0
+        self._sum_delta = 0.0
+        self._n_neg = 0
+        self._sum_neg = 0.0
+
+    def current(self) -> dict[str, float]:
+        return {"margin": self.margin}
+
+    def observe(self, stats: BatchStats) -> None:
+        delta = stats.effective_margins.detach()
+        neg = stats.negative_similarities.detach()
+        # Easy means "zero loss at the margin in force" (DAMS paper, Sec. III).
+        self._n += int(delta.numel())
+        self._n_easy += int((delta > self.margin).sum())
+        self._sum_delta += float(delta.double().sum())
+        self._n_neg += int(neg.numel())
+        self._sum_neg += float(neg.double().sum())
+
+    @property
+    def easy_share(self) -> float:
+        return self._n_easy / self._n if self._n else math.nan
+
+    @property
+    def mean_delta(self) -> float:
+        return self._sum_delta / self._n if self._n else math.nan
+
+    @property
+    def mean_negative_similarity(self) -> float:
+        return self._sum_neg / self._n_neg if self._n_neg else math.nan
+
+    def _update(self) -> None:
+        """Set the next epoch's margin from this epoch's statistics (subclasses)."""
+
+    def step_epoch(self) -> None:
+        self.history.append({
+            "epoch": float(self.epoch),
+            **self.current(),
+            "easy_share": self.easy_share,
+            "mean_delta": self.mean_delta,
+            "mean_negative_similarity": self.mean_negative_similarity,
+        })
+        self._update()
+        self.epoch += 1
+        self._reset_epoch()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v:g}" for k, v in self.current().items())
+        return f"{type(self).__name__}({fields})"
+
+
+class ConstantMargin(MarginScheduler):
+    """A fixed margin (the DAMS paper's baseline uses mu = 0.3)."""
+
+    name = "constant"
+
+
+class LinearMargin(MarginScheduler):
+    """mu(t) = mu0 + step * t: the DAMS paper's Linear scheduler (mu0 0, step 0.01)."""
+
+    name = "linear"
+
+    def __init__(self, mu0: float = 0.0, step: float = 0.01, max_margin: float | None = None) -> None:
+        super().__init__(mu0)
+        self.step = float(step)
+        self.max_margin = max_margin
+
+    def _update(self) -> None:
+        self.margin += self.step
+        if self.max_margin is not None:
+            self.margin = min(self.margin, float(self.max_margin))
+
+
+class DAMSMargin(MarginScheduler):
+    """Difficulty Adaptive Margin Scheduler: mu += step after an epoch whose easy share exceeds t.
+
+    Paper values (Sec. IV-D): mu0 0, step 0.01, t 0.95. The easy share is
+    counted online over all in-batch triplets of the epoch, at the margin in
+    force during that epoch.
+    """
+
+    name = "dams"
+
+    def __init__(self, mu0: float = 0.0, step: float = 0.01, threshold: float = 0.95) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ConfigError(f"DAMS threshold must be in [0, 1], got {threshold}")
+        super().__init__(mu0)
+        self.step = float(step)
+        self.threshold = float(threshold)
+
+    def _update(self) -> None:
+        if self._n and self.easy_share > self.threshold:
+            self.margin += self.step
+
+
+class AutoMargin(MarginScheduler):
+    """AutoMargin (AdaTriplet paper, Eq. 7-8), as the authors' code runs it.
+
+    eps(t) = mean(delta) / K_delta over all in-batch triplets of the previous
+    epoch, clipped at >= 0; beta(t) = 1 + (mean(phi_an) - 1) / K_an over the
+    de-duplicated negative pairs, not clipped. Starts from eps0 = 0.25,
+    beta0 = 0. ``per_batch=True`` recomputes both from each batch before its
+    loss (the authors' "adaptive" mode) instead of once per epoch.
+    (K_delta, K_an) = (2, 2) for knees (OAI), (2, 4) for chest X-rays.
+    """
+
+    name = "automargin"
+
+    def __init__(self, k_delta: float = 2.0, k_an: float = 2.0, eps0: float = 0.25,
+                 beta0: float = 0.0, per_batch: bool = False) -> None:
+        if k_delta <= 0 or k_an <= 0:
+            raise ConfigError(f"AutoMargin K values must be > 0, got K_delta={k_delta}, K_an={k_an}")
+        super().__init__(eps0)
+        self.beta = float(beta0)
+        self.k_delta = float(k_delta)
+        self.k_an = float(k_an)
+        self.per_batch = per_batch
+
+    def current(self) -> dict[str, float]:
+        return {"margin": self.margin, "beta": self.beta}
+
+    def _set_from(self, mean_delta: float, mean_an: float) -> None:
+        if not math.isnan(mean_delta):
+            self.margin = max(0.0, mean_delta / self.k_delta)
+        if not math.isnan(mean_an):
+            self.beta = 1.0 + (mean_an - 1.0) / self.k_an
+
+    def observe(self, stats: BatchStats) -> None:
+        if self.per_batch:
+            delta = stats.effective_margins.detach()
+            neg = stats.negative_similarities.detach()
+            self._set_from(float(delta.double().mean()) if delta.numel() else math.nan,
+                           float(neg.double().mean()) if neg.numel() else math.nan)
+        super().observe(stats)
+
+    def _update(self) -> None:
+        if not self.per_batch:
+            self._set_from(self.mean_delta, self.mean_negative_similarity)
+
+
+def margin_history(scheduler: MarginScheduler | None) -> list[dict[str, float]]:
+    """The per-epoch records of a scheduler (empty for a loss without one)."""
+    return [] if scheduler is None else list(scheduler.history)

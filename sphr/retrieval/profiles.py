@@ -1,0 +1,68 @@
+"""Run profiles: ``demo`` (small CNN, CPU-minutes), ``paper`` (the AdaTriplet protocol), ``smoke`` (tests)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from sphr.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    backbone: str = "small_cnn"
+    width: int = 32
+    dim: int = 128
+    dropout: float = 0.0
+    #: local ResNet-18 state-dict file (ImageNet weights in the paper); None trains from scratch
+    weights: str | None = None
+    epochs: int = 20
+    batch_size: int = 128
+    m_per_class: int = 4
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    augment: bool = True
+    #: model input size per dataset kind; manifests use ``manifest``
+    image_size: dict[str, int] = field(default_factory=lambda: {"digits": 32, "forensic": 64, "manifest": 256})
+    #: loader options per dataset kind (see ``sphr.retrieval.data.load_retrieval_data``)
+    data: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hamming_bits: tuple[int, ...] = (16, 64)
+    #: P@Z cut-offs by retrieval level (subjects have ~5 images, digit classes ~90)
+    p_at_z: dict[str, tuple[int, ...]] = field(default_factory=lambda: {"class": (10,), "subject": (4,)})
+    batches_per_epoch: int | None = None
+    eval_batch_size: int = 512
+    #: DataLoader workers for manifests that do not fit in memory
+    workers: int = 2
+
+    def with_overrides(self, **overrides: Any) -> Profile:
+        unknown = set(overrides) - set(self.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"profile has no setting(s) {', '.join(sorted(unknown))}")
+        return replace(self, **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+PROFILES: dict[str, Profile] = {
+    # Minutes on 2 CPU cores per (loss, seed): small CNN, 20 epochs, Adam 1e-3.
+    "demo": Profile("demo"),
+    # The AdaTriplet protocol (Sec. 3.2): ResNet-18, D 128, Adam lr 1e-4 / wd 1e-4, batch 128 =
+    # 32 subjects x 4 images, 100 epochs, 256x256 inputs (manifests). ImageNet weights: pass
+    # weights=PATH (a local torchvision resnet18 state dict).
+    "paper": Profile("paper", backbone="resnet18", epochs=100, lr=1e-4, weight_decay=1e-4,
+                     image_size={"digits": 64, "forensic": 128, "manifest": 256}),
+    # For tests: one tiny epoch.
+    "smoke": Profile("smoke", width=8, dim=32, epochs=1, batch_size=40, m_per_class=4,
+                     data={"digits": {"limit": 200}, "forensic": {"n_subjects": 24}},
+                     hamming_bits=(16,), eval_batch_size=256),
+}
+
+
+def get_profile(profile: str | Profile, **overrides: Any) -> Profile:
+    if isinstance(profile, Profile):
+        return profile.with_overrides(**overrides) if overrides else profile
+    if profile not in PROFILES:
+        raise ConfigError(f"unknown profile {profile!r}: use one of {', '.join(PROFILES)}")
+    return PROFILES[profile].with_overrides(**overrides) if overrides else PROFILES[profile]
