@@ -38,6 +38,8 @@ def wilson(k: int | np.ndarray, n: int | np.ndarray, z: float = 1.95996398454005
         centre = (p + z * z / (2 * n)) / denom
         half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     lo, hi = np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+    # exact ends at k = 0 and k = n (rounding would leave 1e-17 above 0)
+    lo, hi = np.where(k == 0, 0.0, lo), np.where(k == n, 1.0, hi)
     return np.where(n > 0, lo, np.nan), np.where(n > 0, hi, np.nan)
 
 

@@ -1,0 +1,373 @@
+"""Single-visit risk: intervals, modes on hand-made examples, validation, CLI, score, report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sphr.errors import InputError
+from sphr.risk import GROUPS, RiskModel, assign_groups, make_intervals
+from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
+from sphr.risk.model import pooled_windows
+from sphr.risk.pipeline import COLUMNS
+from sphr.risk.validation import time_correlation, validation_table, wilson
+
+# ----------------------------------------------------------------------------- intervals
+
+finite = st.floats(0, 1e6, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(finite, finite, finite, finite)
+def test_normal_inside_lower_risk_after_repairs(a, b, c, d):
+    iv = make_intervals((a, b), (c, d))
+    assert iv.normal_low <= iv.normal_high
+    assert iv.lower_low <= iv.normal_low <= iv.normal_high <= iv.lower_high
+
+
+def test_degenerate_intervals_take_min_max():
+    iv = make_intervals((5.0, 3.0), (6.0, 2.0))
+    assert (iv.normal_low, iv.normal_high, iv.lower_low, iv.lower_high) == (3.0, 5.0, 2.0, 6.0)
+    assert iv.repairs == ("normal_swapped", "lower_swapped")
+    # LR lower end above N's (the identity case): LR widened to the hull
+    iv = make_intervals((1.0, 4.0), (1.5, 5.0))
+    assert (iv.lower_low, iv.lower_high) == (1.0, 5.0) and iv.repairs == ("lower_widened",)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(finite, min_size=1, max_size=50), finite, finite, finite, finite)
+def test_every_distance_gets_exactly_one_group(s, a, b, c, d):
+    groups = assign_groups(np.array(s), make_intervals((a, b), (c, d)))
+    assert len(groups) == len(s) and set(groups) <= set(GROUPS)
+
+
+def test_nan_distance_is_rejected():
+    with pytest.raises(ValueError):
+        assign_groups(np.array([1.0, np.nan]), make_intervals((0, 1), (0, 2)))
+
+
+def test_pooled_windows_borrow_nearest_groups():
+    assert pooled_windows([20, 20, 20], 10) == [[0], [1], [2]]
+    assert pooled_windows([0, 3, 20, 0], 10) == [[0, 1, 2], [0, 1, 2], [2], [2, 3]]
+    assert pooled_windows([1, 1], 10) == [[0, 1], [0, 1]]
+
+
+# ----------------------------------------------------------------------------- hand-made modes
+
+def _bfh(values: np.ndarray, group: str = "46-50") -> pd.DataFrame:
+    """Eleven BFH members on one feature: a = i**2, i = 0..10 (skewed on purpose)."""
+    return pd.DataFrame({"a": values, "label": np.int8(2), "augmented": False,
+                         "age_group": group})
+
+
+def _people(a: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({"a": a, "age_group": "46-50"})
+
+
+SQUARES = np.arange(11.0) ** 2  # P50 = 25; P2.5 = 0.25, P97.5 = 95.25, P1 = 0.1, P99 = 98.1
+
+
+def test_paper_mode_known_answer():
+    model = RiskModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(SQUARES))
+    iv = model.intervals("46-50")
+    # N = [d(P2.5), d(P97.5)] = [24.75, 70.25]; LR = [24.9, 73.1] widened to contain N
+    assert iv.normal_low == pytest.approx(24.75) and iv.normal_high == pytest.approx(70.25)
+    assert iv.lower_low == pytest.approx(24.75) and iv.lower_high == pytest.approx(73.1)
+    assert iv.repairs == ("lower_widened",)
+    out = model.transform(_people([25.0, 0.4, 50.0, 96.0, 99.0]))
+    assert out["distance"].tolist() == pytest.approx([0.0, 24.6, 25.0, 71.0, 74.0])
+    # as written (Eq. A.5): closer than N's lower bound is not Normal
+    assert out["group"].tolist() == [HIGHER_RISK, HIGHER_RISK, NORMAL, LOWER_RISK, HIGHER_RISK]
+
+
+def test_paper_mode_degenerate_interval_is_swapped():
+    model = RiskModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(100 - SQUARES))
+    iv = model.intervals("46-50")  # d(P2.5) = 70.25 > d(P97.5) = 24.75
+    assert (iv.normal_low, iv.normal_high) == pytest.approx((24.75, 70.25))
+    assert "normal_swapped" in iv.repairs
+
+
+def test_bfh_distance_mode_known_answer():
+    model = RiskModel("raw_euclidean", "bfh-distance", ["a"], min_group_size=2).fit(_bfh(SQUARES))
+    iv = model.intervals("46-50")
+    # own distances |i^2 - 25| sorted: 0 9 11 16 21 24 24 25 39 56 75
+    assert (iv.normal_low, iv.normal_high) == pytest.approx((2.25, 70.25))
+    assert (iv.lower_low, iv.lower_high) == pytest.approx((0.9, 73.1))
+    out = model.transform(_people([25.0, 26.0, 50.0, 96.0, 99.0]))
+    assert out["group"].tolist() == [HIGHER_RISK, LOWER_RISK, NORMAL, LOWER_RISK, HIGHER_RISK]
+
+
+def test_fit_uses_only_real_bfh_rows():
+    train = pd.concat([_bfh(SQUARES),
+                       _bfh(np.full(5, 1e6)).assign(augmented=True),  # augmented BFH
+                       _bfh(np.full(5, -1e6)).assign(label=np.int8(1))])  # not BFH
+    model = RiskModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(train)
+    assert model.strata["46-50"]["reference"] == pytest.approx([25.0])
+    assert model.strata["46-50"]["n_bfh"] == 11
+
+
+def test_age_outside_groups_joins_nearest_and_unknown_group_is_an_error():
+    model = RiskModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(SQUARES))
+    out = model.transform(pd.DataFrame({"a": [25.0, 25.0, 25.0], "age_years": [30.0, 48.0, 80.0]}))
+    assert out["age_group"].tolist() == ["36-45", "46-50", "66-75"]
+    with pytest.raises(InputError, match="age groups"):
+        model.transform(pd.DataFrame({"a": [1.0], "age_group": ["20-30"]}))
+    with pytest.raises(InputError):
+        model.transform(pd.DataFrame({"a": [1.0]}))
+
+
+def test_mahalanobis_matches_the_formula():
+    from scipy.spatial.distance import mahalanobis
+
+    rng = np.random.default_rng(0)
+    cov = np.array([[2.0, 0.8, 0.0], [0.8, 1.0, 0.3], [0.0, 0.3, 0.5]])
+    X = rng.multivariate_normal([0, 1, 2], cov, size=400)
+    train = pd.DataFrame(X, columns=["a", "b", "c"]).assign(label=np.int8(2), augmented=False,
+                                                            age_group="51-55")
+    model = RiskModel("mahalanobis", "paper", ["a", "b", "c"]).fit(train)
+    VI = np.linalg.inv(model.space.covariance)
+    p50 = np.percentile(X, 50, axis=0)
+    new = rng.normal(size=(5, 3))
+    out = model.transform(pd.DataFrame(new, columns=["a", "b", "c"]).assign(age_group="51-55"))
+    expected = [mahalanobis(x, p50, VI) for x in new]
+    assert out["distance"].to_numpy() == pytest.approx(expected, rel=1e-9)
+    # the shrunk covariance stays close to the true one with 400 rows
+    assert np.abs(model.space.covariance - cov).max() < 0.4
+
+
+def test_p0_method_uses_only_p0_markers():
+    features = ["glucose", "bmi", "hdl"]
+    rng = np.random.default_rng(1)
+    train = pd.DataFrame(rng.normal(size=(30, 3)), columns=features).assign(
+        label=np.int8(2), augmented=False, age_group="56-60")
+    model = RiskModel("p0_euclidean", "bfh-distance", features).fit(train)
+    a = pd.DataFrame({"glucose": [0.0], "bmi": [0.0], "hdl": [0.0], "age_group": ["56-60"]})
+    b = a.assign(bmi=100.0)
+    assert model.transform(a)["distance"].iloc[0] == model.transform(b)["distance"].iloc[0]
+
+
+# ----------------------------------------------------------------------------- validation
+
+def test_wilson_interval_known_values():
+    lo, hi = wilson(np.array([0, 5, 0]), np.array([10, 10, 0]))
+    assert lo[:2] == pytest.approx([0.0, 0.2366], abs=1e-4)
+    assert hi[:2] == pytest.approx([0.2775, 0.7634], abs=1e-4)
+    assert np.isnan(lo[2]) and np.isnan(hi[2])
+
+
+def test_validation_table_counts_and_time_correlation():
+    risk = pd.DataFrame({"eid": np.arange(6), "sex": "female", "method": "sphr", "mode": "paper",
+                         "group": [NORMAL, NORMAL, NORMAL, HIGHER_RISK, HIGHER_RISK, LOWER_RISK],
+                         "distance": [1.0, 2.0, 3.0, 8.0, 9.0, 5.0]})
+    fu = pd.DataFrame({"eid": [0, 1, 2, 3, 4, 5, 3, 4], "instance": [1] * 6 + [2, 2],
+                       "years_since_baseline": [4.0, 5.0, 4.5, 5.0, 4.0, 4.2, 7.0, 7.0],
+                       "new_cancer": [False, False, None, True, False, False, True, True],
+                       "new_diabetes": [False, True, False, True, True, False, True, True],
+                       "new_other_serious": [False, False, False, False, True, False, True, True]})
+    t = validation_table(risk, fu)
+    row = t[(t["group"] == NORMAL) & (t["condition"] == "cancer")].iloc[0]
+    assert (row["n_group"], row["n_total"], row["answered"], row["cases"]) == (3, 6, 2, 0)
+    assert row["share"] == pytest.approx(0.5)
+    hr = t[(t["group"] == HIGHER_RISK) & (t["condition"] == "diabetes")].iloc[0]
+    assert (hr["cases"], hr["answered"], hr["rate"]) == (2, 2, 1.0)
+    assert hr["rate_low"] == pytest.approx(wilson(2, 2)[0])
+    anyrow = t[(t["group"] == NORMAL) & (t["condition"] == "any")].iloc[0]
+    assert (anyrow["cases"], anyrow["answered"]) == (1, 2)  # eid 2: unknown cancer, rest negative
+    assert len(t) == 3 * 4  # every group appears, empty or not
+    corr = time_correlation(risk, fu)
+    dia = corr[corr["condition"] == "diabetes"].iloc[0]
+    # first diabetes: eid 1 at 5.0 (d 2), eid 3 at 5.0 (d 8), eid 4 at 4.0 (d 9)
+    assert dia["n"] == 3
+    from scipy.stats import pearsonr
+
+    assert dia["r"] == pytest.approx(pearsonr([2, 8, 9], [5.0, 5.0, 4.0]).statistic)
+
+
+# ----------------------------------------------------------------------------- run dir, CLI
+
+def _fake_train_module():
+    """Stand-in for sphr.train with the contract load_model / embed (SPHR-shaped MLP)."""
+    import torch
+    from torch import nn
+
+    mod = types.ModuleType("sphr.train")
+
+    def net(n: int, width: int) -> nn.Module:
+        return nn.Sequential(nn.Linear(n, 16), nn.Dropout(0.1), nn.PReLU(), nn.Linear(16, width),
+                             nn.PReLU())
+
+    def load_model(path):
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        model = net(ckpt["n_features"], ckpt["config"]["width"])
+        model.load_state_dict(ckpt["state_dict"])
+        return model.eval()
+
+    def embed(model, X, device="auto"):
+        with torch.no_grad():
+            return model(torch.as_tensor(X, dtype=torch.float32)).numpy()
+
+    mod.load_model, mod.embed, mod.net = load_model, embed, net
+    return mod
+
+
+@pytest.fixture(scope="module")
+def fake_train():
+    mp = pytest.MonkeyPatch()
+    mod = _fake_train_module()
+    mp.setitem(sys.modules, "sphr.train", mod)
+    yield mod
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, ingest_dir, cohorts_dir, fake_train):
+    """RUN with the fixture ingest and cohorts, a tiny DeepPatient and a small SPHR-shaped net."""
+    import torch
+
+    from sphr.baselines.pipeline import load_cohort, run_baselines
+    from sphr.layout import baselines_dir, train_dir
+
+    run = tmp_path_factory.mktemp("run")
+    (run / "ingest").symlink_to(ingest_dir)
+    (run / "cohorts").symlink_to(cohorts_dir)
+    for i, sex in enumerate(("female", "male")):
+        run_baselines(cohorts_dir / sex, baselines_dir(run, sex), ["deep_patient"], device="cpu",
+                      params={"deep_patient": {"epochs": 2, "hidden": (24, 16)}})
+        features = load_cohort(cohorts_dir / sex).features
+        torch.manual_seed(i)
+        model = fake_train.net(len(features), 8)
+        train_dir(run, sex).mkdir(parents=True)
+        torch.save({"state_dict": model.state_dict(), "config": {"width": 8},
+                    "feature_names": features, "n_features": len(features)},
+                   train_dir(run, sex) / "model.pt")
+    return run
+
+
+def _cli(argv: list[str]) -> int:
+    # sphr.cli imports every stage; parse with this stage alone so the test needs only sphr.risk
+    from sphr.risk.commands import register
+
+    parser = argparse.ArgumentParser(prog="sphr")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+@pytest.fixture(scope="module")
+def risk_out(run_dir):
+    out = run_dir / "risk"
+    assert _cli(["risk", str(run_dir), "--validate-on", "all"]) == 0
+    return out
+
+
+def test_risk_cli_writes_every_output(risk_out, cohorts_dir):
+    from sphr.baselines.pipeline import load_cohort
+    from sphr.risk.spaces import METHODS
+
+    for name in ("risk_groups.parquet", "risk_groups.csv", "validation.parquet", "validation.md",
+                 "thresholds.csv", "time_correlation.parquet", "report.html",
+                 "model/risk_model.json", "model/female/normalizer.json", "model/male/sphr.pt",
+                 "model/female/deep_patient.joblib", "model/male/mahalanobis_whitening.npy"):
+        assert (risk_out / name).is_file(), name
+    rows = pd.read_parquet(risk_out / "risk_groups.parquet")
+    assert tuple(rows.columns) == COLUMNS
+    assert tuple(pd.read_csv(risk_out / "risk_groups.csv", nrows=2).columns) == COLUMNS
+    assert set(rows["method"]) == set(METHODS) and set(rows["mode"]) == {"paper", "bfh-distance"}
+    # every real participant, exactly once per method and mode, in exactly one group
+    n_real = sum(int((~load_cohort(cohorts_dir / s).train["augmented"]).sum())
+                 + len(load_cohort(cohorts_dir / s).test) for s in ("female", "male"))
+    for _, sub in rows.groupby(["method", "mode"]):
+        assert len(sub) == n_real and sub["eid"].is_unique and (sub["eid"] > 0).all()
+    assert rows["group"].isin(GROUPS).all()
+    assert (rows["lower_low"] <= rows["normal_low"]).all()
+    assert (rows["normal_high"] <= rows["lower_high"]).all()
+    v = pd.read_parquet(risk_out / "validation.parquet")
+    assert set(v["group"]) == set(GROUPS) and (v["n_group"] <= v["n_total"]).all()
+    assert ((v["rate_low"] <= v["rate"]) | v["rate"].isna()).all()
+    md = (risk_out / "validation.md").read_text()
+    assert "68.35% / 6.94% / 24.71%" in md  # the paper's SPHR shares beside ours
+
+
+def test_report_html_is_self_contained(risk_out):
+    text = (risk_out / "report.html").read_text()
+    assert text.count("<table") >= 4 and text.count('<img src="data:image/png;base64,') >= 5
+    assert "http://" not in text and "https://" not in text
+    for needle in ("Definitions", "Table 4", "Thresholds used", "Distance distributions",
+                   "closer than Normal"):
+        assert needle in text
+
+
+def test_report_renders_to_a_nonblank_png(risk_out, tmp_path):
+    from sphr.risk.report import find_chromium, render_png
+
+    if find_chromium() is None:
+        pytest.skip("no chromium / chromium-browser / google-chrome on PATH")
+    png = render_png(risk_out / "report.html", tmp_path / "report.png")
+    assert png.stat().st_size > 30_000
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(png)
+    assert img.shape[0] >= 2000 and img.shape[1] >= 1200
+    gray = img[..., :3].mean(axis=2)
+    assert gray.std() > 0.05  # not a blank page
+    assert (gray < 0.5).mean() > 0.005  # some dark pixels: text, table borders, plots
+
+
+def test_score_reproduces_risk_groups(risk_out, run_dir, ukb_export, tmp_path):
+    from sphr.risk.score import run_score
+
+    report = run_score(run_dir, ukb_export, tmp_path / "scored")
+    scored = pd.read_parquet(tmp_path / "scored" / "risk_groups.parquet")
+    assert tuple(scored.columns) == COLUMNS and report["rows"] == len(scored)
+    fitted = pd.read_parquet(risk_out / "risk_groups.parquet")
+    keys = ["eid", "method", "mode"]
+    both = fitted.merge(scored, on=keys, suffixes=("", "_new"))
+    assert len(both) == len(fitted)  # the same complete cases are scored
+    assert both["distance_new"].to_numpy() == pytest.approx(both["distance"].to_numpy(), rel=1e-5,
+                                                           abs=1e-5)
+    assert (both["group_new"] == both["group"]).mean() > 0.999
+
+
+@pytest.fixture(scope="module")
+def small_cohort():
+    from sphr.data.synth import generate_cohort
+
+    return generate_cohort(150, seed=3)
+
+
+def test_score_refuses_wrong_units(risk_out, run_dir, small_cohort, tmp_path):
+    from sphr.data.export import write_export
+    from sphr.data.synth import SyntheticCohort
+    from sphr.risk.score import run_score
+
+    visits = small_cohort.visits.assign(glucose=small_cohort.visits["glucose"] * 18.016)  # mg/dL
+    bad = write_export(SyntheticCohort(visits, small_cohort.truth), tmp_path / "mgdl.csv",
+                       "ukbconv", decoys=0, seed=3)
+    with pytest.raises(InputError, match="units") as err:
+        run_score(run_dir, bad, tmp_path / "out")
+    assert err.value.field.startswith("30740-0.0") and err.value.file == str(bad)
+    assert not (tmp_path / "out").exists()
+    run_score(run_dir, bad, tmp_path / "out", allow_out_of_range=True)  # the documented override
+    assert (tmp_path / "out" / "risk_groups.parquet").is_file()
+
+
+def test_score_refuses_a_missing_feature(risk_out, run_dir, small_cohort, tmp_path):
+    from sphr.data.export import write_export
+    from sphr.risk.score import run_score
+
+    good = write_export(small_cohort, tmp_path / "ok.csv", "ukbconv", decoys=0, seed=3)
+    frame = pd.read_csv(good, dtype=str)
+    frame = frame.drop(columns=[c for c in frame.columns if c.startswith("30760-")])  # HDL
+    frame.to_csv(tmp_path / "no_hdl.csv", index=False)
+    with pytest.raises(InputError, match="hdl") as err:
+        run_score(run_dir, tmp_path / "no_hdl.csv", tmp_path / "out")
+    assert err.value.field.startswith("30760-0.0")
+    with pytest.raises(InputError, match="sphr risk"):
+        run_score(tmp_path, good, tmp_path / "out")
