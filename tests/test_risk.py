@@ -17,7 +17,7 @@ from sphr.risk import GROUPS, RiskModel, assign_groups, make_intervals
 from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.model import pooled_windows
 from sphr.risk.pipeline import COLUMNS
-from sphr.risk.validation import time_correlation, validation_table, wilson
+from sphr.risk.validation import higher_vs_normal, time_correlation, validation_table, wilson
 
 # ----------------------------------------------------------------------------- intervals
 
@@ -181,6 +181,9 @@ def test_validation_table_counts_and_time_correlation():
     anyrow = t[(t["group"] == NORMAL) & (t["condition"] == "any")].iloc[0]
     assert (anyrow["cases"], anyrow["answered"]) == (1, 2)  # eid 2: unknown cancer, rest negative
     assert len(t) == 3 * 4  # every group appears, empty or not
+    hvn = higher_vs_normal(t).set_index("condition")
+    assert hvn.loc["diabetes", "higher"] == "2/2" and hvn.loc["diabetes", "normal"] == "1/3"
+    assert bool(hvn.loc["diabetes", "higher_more"]) and 0 < hvn.loc["diabetes", "p_greater"] < 1
     corr = time_correlation(risk, fu)
     dia = corr[corr["condition"] == "diabetes"].iloc[0]
     # first diabetes: eid 1 at 5.0 (d 2), eid 3 at 5.0 (d 8), eid 4 at 4.0 (d 9)

@@ -26,7 +26,7 @@ from sphr.layout import cohort_dir, ingest_dir, risk_dir
 from sphr.risk.intervals import MODES
 from sphr.risk.model import RiskModel
 from sphr.risk.spaces import METHODS, build_space
-from sphr.risk.validation import time_correlation, validation_table, wide_table
+from sphr.risk.validation import higher_vs_normal, time_correlation, validation_table, wide_table
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +129,13 @@ def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
 
 
 def validation_population(rows: pd.DataFrame, validate_on: str) -> pd.DataFrame:
+    """Apparently healthy participants (classes 1 and 2) of the test partition, or of all real
+    rows except the training BFH: those fitted the references, so their groups are in-sample."""
     healthy = rows["label"].isin((1, 2))
     if validate_on == "test":
         healthy &= rows["partition"] == "test"
+    else:
+        healthy &= ~((rows["partition"] == "train") & (rows["label"] == 2))
     return rows.loc[healthy]
 
 
@@ -186,7 +190,8 @@ def run_risk(run: str | Path, out: str | Path | None = None, config: RiskConfig 
         summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
                    "methods": sorted(rows["method"].unique().tolist()), "modes": list(config.modes),
                    "skipped": skipped, "validate_on": config.validate_on,
-                   "validation": followup_path.exists()}
+                   "validation": followup_path.exists(),
+                   "min_group_size": config.min_group_size}
         write_json(summary, stage / "risk_report.json")
         write_report(stage / "report.html", rows=rows, thresholds=thresholds,
                      validation=validation, correlation=correlation, summary=summary)
@@ -206,6 +211,8 @@ def validation_markdown(validation: pd.DataFrame, correlation: pd.DataFrame,
              "partition, with a repeat visit)", "",
              "Cells: share % (count/denominator) [Wilson 95% CI]. Paper: Table 4 (women), "
              "Table A7 (men); '-' = not published.", "", wide.to_markdown(index=False), "",
+             "## Higher Risk vs Normal (one-sided Fisher exact test, HR rate > N rate)", "",
+             higher_vs_normal(validation).to_markdown(index=False, floatfmt=".4g"), "",
              "## Time to diagnosis (Appendix C): Pearson r of health distance vs years", "",
              correlation.to_markdown(index=False, floatfmt=".4g"), ""]
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from sphr.plots import new_figure, png_data_uri, to_png
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_Q, NORMAL_Q
 from sphr.risk.paper import PAPER_TIME_CORRELATION, paper_cell
 from sphr.risk.spaces import DISPLAY
-from sphr.risk.validation import wide_table
+from sphr.risk.validation import higher_vs_normal, wide_table
 
 COLORS = {"Normal": "#4c9a2a", "Lower Risk": "#e0a100", "Higher Risk": "#c0392b"}
 CSS = """
@@ -140,7 +140,8 @@ reference than N's lower bound is not Normal (column "closer than Normal %").</l
 training members borrows its neighbouring groups' members (nearest first), column
 "pooled_groups". Ages outside every group join the nearest group.</li>
 <li><b>Validation population</b>: apparently healthy participants (incl. BFH) of the
-<code>{html.escape(str(summary.get('validate_on')))}</code> partition with a first repeat visit
+<code>{html.escape(str(summary.get('validate_on')))}</code> partition (<code>all</code>: every
+real participant except the training BFH, whose groups are in-sample) with a first repeat visit
 (instance 1); a new diagnosis = positive at the repeat visit and negative at baseline.</li>
 </ul>"""
 
@@ -170,6 +171,9 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
         wide["paper N / LR / HR"] = [" / ".join(paper_cell(r.sex, r.method, r.measure, g) or "-"
                                                for g in GROUPS) for r in wide.itertuples()]
         parts.append(_table(wide))
+        parts.append("<h3>Higher Risk vs Normal</h3><p class='note'>Share with a new condition "
+                     "in Higher Risk vs Normal; p: one-sided Fisher exact test (HR &gt; N).</p>")
+        parts.append(_table(higher_vs_normal(validation)))
         if correlation is not None:
             parts.append("<h3>Time to diagnosis (Appendix C)</h3><p class='note'>Pearson r of "
                          "health distance vs years to the first visit reporting a new diagnosis. "

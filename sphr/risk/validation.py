@@ -2,7 +2,8 @@
 
 Population (**Decision**): real participants who were apparently healthy at
 baseline (classes 1 and 2: the BFH are apparently healthy too), in the test
-partition by default, with a first repeat visit (``followup.parquet``
+partition by default (``--validate-on all``: every real participant except the
+training BFH, whose groups are in-sample), with a first repeat visit (``followup.parquet``
 instance 1). For each sex, method, mode and group: the group's share of that
 population, and per condition the share with a *new* diagnosis at the repeat
 visit (``new_cancer`` / ``new_diabetes`` / ``new_other_serious``; ``any`` = at
@@ -134,3 +135,29 @@ def wide_table(table: pd.DataFrame) -> pd.DataFrame:
                 g: fmt_rate(int(c.loc[g, "cases"]), int(c.loc[g, "answered"]),
                             c.loc[g, "rate_low"], c.loc[g, "rate_high"]) for g in GROUPS}})
     return pd.DataFrame(rows, columns=[*KEYS, "measure", *GROUPS])
+
+
+def higher_vs_normal(table: pd.DataFrame) -> pd.DataFrame:
+    """Does Higher Risk develop more conditions than Normal? Rates, difference, Fisher p.
+
+    One-sided Fisher exact test (HR rate > N rate): the counts are too small
+    for a normal approximation.
+    """
+    from scipy.stats import fisher_exact
+
+    records = []
+    for key, sub in table.groupby([*KEYS, "condition"], sort=False):
+        by = sub.set_index("group")
+        n_k, n_n = int(by.loc[GROUPS[0], "cases"]), int(by.loc[GROUPS[0], "answered"])
+        h_k, h_n = int(by.loc[GROUPS[2], "cases"]), int(by.loc[GROUPS[2], "answered"])
+        p = np.nan
+        if n_n and h_n:
+            p = float(fisher_exact([[h_k, h_n - h_k], [n_k, n_n - n_k]],
+                                   alternative="greater").pvalue)
+        rn = n_k / n_n if n_n else np.nan
+        rh = h_k / h_n if h_n else np.nan
+        records.append({**dict(zip((*KEYS, "condition"), key, strict=True)),
+                        "normal": f"{n_k}/{n_n}", "higher": f"{h_k}/{h_n}",
+                        "normal_rate": rn, "higher_rate": rh, "difference": rh - rn,
+                        "higher_more": bool(rh > rn) if n_n and h_n else None, "p_greater": p})
+    return pd.DataFrame.from_records(records)
