@@ -48,6 +48,7 @@ def shares(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Percent of participants in each group, plus the "closer than Normal" percent."""
     counts = rows.groupby([*by, "group"]).size().unstack("group", fill_value=0)
     counts = counts.reindex(columns=list(GROUPS), fill_value=0)
+    counts.columns.name = None
     n = counts.sum(axis=1)
     out = (100 * counts.div(n, axis=0)).round(2)
     below = (rows["distance"] < rows["normal_low"]).groupby([rows[c] for c in by]).mean()
@@ -183,7 +184,9 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
     else:
         parts.append("<p>No followup.parquet: no validation.</p>")
 
-    parts.append("<h2>Group shares</h2>")
+    parts.append("<h2>Group shares</h2><p class='note'>Percent of all real participants (every "
+                 "class, train and test) in each group; the validation table above gives the "
+                 "shares within the validation population (Table 4's first row).</p>")
     for mode in modes:
         parts.append(_img(_share_plot(rows, mode), f"shares {mode}"))
     parts.append(_table(shares(rows, ["sex", "method", "mode"])))
