@@ -1,0 +1,192 @@
+"""The Dagster UI in a real browser: asset graph, then one partition launched and succeeding.
+
+Starts ``dagster dev`` on a free port in its own process group (it ignores
+SIGTERM from a parent otherwise), drives headless Chromium through
+chromedriver (Debian's packages; `.ci/run` installs them), and saves
+screenshots under ``runs/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "runs" / "screenshots"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, seconds: float) -> None:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise TimeoutError(f"{url} did not answer within {seconds} s")
+
+
+@pytest.fixture
+def dagster_ui(tmp_path, ukb_export):
+    """A running `dagster dev` whose ingest assets are already materialized."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(ROOT / "pipeline" / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "SPHR_EXPORT": str(ukb_export),
+           "SPHR_RUN_DIR": str(tmp_path / "run"), "SPHR_PROGRESS": "0"}
+    # ingest in-process on the same instance, so the UI launch only builds one sex's cohorts
+    prep = ("import dagster as dg\n"
+            "from pipeline.definitions import ASSETS, CHECKS\n"
+            "from pipeline.resources import default_resources\n"
+            "r = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups('ingest'),"
+            " resources=default_resources(), instance=dg.DagsterInstance.get())\n"
+            "assert r.success\n")
+    subprocess.run([sys.executable, "-c", prep], env=env, cwd=ROOT, check=True,
+                   capture_output=True)
+    port = _free_port()
+    log = (tmp_path / "dagster_dev.log").open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml",
+         "-h", "127.0.0.1", "-p", str(port)],
+        env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/server_info", 180)
+        yield f"http://127.0.0.1:{port}", home
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def _button(driver, text: str):
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    for b in driver.find_elements(By.TAG_NAME, "button"):
+        try:  # the UI re-renders while we look
+            if b.text.strip() == text and b.is_displayed():
+                return b
+        except StaleElementReferenceException:
+            continue
+    return None
+
+
+def _click(driver, element) -> None:
+    """Click, first closing the UI's one-time community prompt if it pops up over the page."""
+    from selenium.common.exceptions import ElementClickInterceptedException
+
+    for _ in range(5):
+        try:
+            element.click()
+            return
+        except ElementClickInterceptedException:
+            skip = _button(driver, "Skip")
+            if skip is not None:
+                skip.click()
+            time.sleep(1)
+    element.click()
+
+
+def _wait_for(predicate, seconds: float, what: str):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1)
+    raise TimeoutError(f"waited {seconds} s for {what}")
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium + chromedriver not installed")
+def test_ui_lists_assets_and_materializes_one_partition(dagster_ui):
+    selenium = pytest.importorskip("selenium")  # noqa: F841
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    url, home = dagster_ui
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1600,1000"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        def body() -> str:
+            return driver.find_element(By.TAG_NAME, "body").text
+
+        # the asset graph shows every stage's group; the catalog lists every asset
+        driver.get(f"{url}/asset-groups")
+        groups = ("ingest", "cohorts", "training", "baselines", "evaluation")
+        _wait_for(lambda: "Global asset lineage" in body() and all(g in body() for g in groups),
+                  90, "the stage groups in the asset graph")
+        driver.save_screenshot(str(SHOTS / "dagster_asset_graph.png"))
+        driver.get(f"{url}/assets")
+        names = ("export / ukb_export", "ingest / baseline", "cohorts / cohort_splits",
+                 "cohorts / triplets", "train / sphr_model", "train / embeddings",
+                 "baselines / representations", "evaluate / tables")
+        _wait_for(lambda: all(n in body() for n in names), 90, "every asset in the catalog")
+        driver.save_screenshot(str(SHOTS / "dagster_assets.png"))
+
+        # launch the female partition of the cohorts from the asset page
+        driver.get(f"{url}/assets/cohorts/cohort_splits")
+        _wait_for(lambda: _button(driver, "Materialize…"), 60, "the Materialize button")
+        _click(driver, _button(driver, "Materialize…"))
+        # cohort_splits is one output of a multi-asset: the UI asks to confirm the siblings
+        _click(driver, _wait_for(lambda: _button(driver, "Confirm"), 30, "the multi-asset dialog"))
+        picker = _wait_for(lambda: [e for e in driver.find_elements(
+            By.XPATH, "//*[contains(text(),'Select a partition')]") if e.is_displayed()], 30,
+            "the partition picker")
+        _click(driver, picker[-1])
+        female = _wait_for(lambda: [e for e in driver.find_elements(
+            By.XPATH, "//*[normalize-space(text())='female']") if e.is_displayed()], 30,
+            "the female partition")
+        _click(driver, female[-1])
+        driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+        _click(driver, _wait_for(lambda: _button(driver, "Launch 1 run"), 30, "the launch button"))
+
+        from dagster import DagsterInstance
+
+        instance = DagsterInstance.from_config(str(home))
+
+        def finished():
+            runs = [r for r in instance.get_runs(limit=5)
+                    if r.tags.get("dagster/partition") == "female"]
+            return runs and runs[0].status.value in ("SUCCESS", "FAILURE", "CANCELED") and runs[0]
+
+        run = _wait_for(finished, 300, "the launched run to finish")
+        driver.get(f"{url}/runs/{run.run_id}")
+        _wait_for(lambda: "cohort" in body(), 60, "the run page")
+        time.sleep(2)
+        driver.save_screenshot(str(SHOTS / "dagster_run_female.png"))
+        assert run.status.value == "SUCCESS"
+        driver.get(f"{url}/assets/cohorts/cohort_splits?view=partitions")
+        _wait_for(lambda: "Materialized (1)" in body(), 60, "one materialized partition")
+        driver.save_screenshot(str(SHOTS / "dagster_partitions.png"))
+    finally:
+        driver.quit()
