@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import baselines, cohorts, evaluation, ingest, training
+from assets import baselines, cohorts, evaluation, ingest, retrieval, risk, training
 from pipeline import checks
 from pipeline.automation import (
     cohort_refresh,
@@ -14,7 +14,7 @@ from pipeline.automation import (
 )
 from pipeline.resources import default_resources
 
-ASSET_MODULES = (ingest, cohorts, training, baselines, evaluation)
+ASSET_MODULES = (ingest, cohorts, training, baselines, evaluation, risk, retrieval)
 #: asset groups partitioned by sex, and the groups that read both sexes (run after them)
 PER_SEX_GROUPS = ("cohorts", "training", "baselines", "evaluation", "risk")
 CROSS_SEX_GROUPS = ("risk_report", "retrieval")

@@ -1,0 +1,50 @@
+"""Image-retrieval loss comparison assets, one per embedded dataset (or a user manifest)."""
+
+import os
+
+import dagster as dg
+
+from pipeline import metadata as md
+from pipeline.resources import Compute, RunStorage
+from sphr import layout
+
+#: embedded datasets; SPHR_RETRIEVAL_MANIFEST adds the user's own image manifest
+DATASETS = ("digits", "forensic")
+
+
+class RetrievalSettings(dg.Config):
+    """Losses, seeds and run profile (`quick` for the default pipeline; `demo`, `paper`)."""
+
+    losses: list[str] = []  # empty: sphr.retrieval.DEFAULT_LOSSES
+    seeds: list[int] = [0]
+    profile: str = "quick"
+
+
+def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
+    @dg.asset(key=["retrieval", dataset], group_name="retrieval",
+              description=f"Loss x metric comparison on {dataset} (mean ± SE over seeds): "
+              "mAP, mAP@R, CMC, Recall@k, pair AUC, P@Z, Hamming; margin curves; query strips.")
+    def comparison(context: dg.AssetExecutionContext, config: RetrievalSettings,
+                   storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
+        from sphr.retrieval import DEFAULT_LOSSES, run_comparison
+
+        out = layout.retrieval_dir(storage.run, dataset)
+        result = run_comparison(source, list(config.losses or DEFAULT_LOSSES),
+                                seeds=list(config.seeds), out_dir=out, device=compute.device,
+                                profile=config.profile)
+        meta = {"path": md.path(out / "comparison.md"),
+                "comparison": dg.MetadataValue.md(result.markdown),
+                "seeds": len(config.seeds), "profile": config.profile}
+        if "margin_curves.png" in result.pngs:
+            meta["margin_curves"] = md.image(result.pngs["margin_curves.png"], "margins")
+        strip = next((k for k in sorted(result.pngs) if k.startswith("strips/")), None)
+        if strip:
+            meta["example_queries"] = md.image(result.pngs[strip], strip)
+        return dg.MaterializeResult(metadata=meta)
+
+    return comparison
+
+
+retrieval_assets = [_comparison_asset(d, d) for d in DATASETS]
+if os.environ.get("SPHR_RETRIEVAL_MANIFEST"):
+    retrieval_assets.append(_comparison_asset("manifest", os.environ["SPHR_RETRIEVAL_MANIFEST"]))
