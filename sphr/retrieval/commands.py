@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--losses", nargs="+", default=list(DEFAULT_LOSSES), metavar="LOSS")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--out", default=None, help="output folder (default runs/demo/retrieval/<dataset>)")
-    p.add_argument("--profile", default="demo", help="demo (CPU-minutes), paper (AdaTriplet protocol) or smoke")
+    p.add_argument("--profile", default="demo",
+                   help="quick (about a minute per dataset), demo (CPU-minutes), paper (AdaTriplet protocol) or smoke")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all allowed cores)")
     p.add_argument("--epochs", type=int, help="override the profile's epochs")
