@@ -97,7 +97,7 @@ def test_triplet_matches_pytorch_metric_learning() -> None:
         v1, v2 = ours(e1, y), theirs(e2, y)
         v1.backward()
         v2.backward()
-        assert float(v1) == pytest.approx(float(v2), rel=1e-5)
+        assert float(v1.detach()) == pytest.approx(float(v2.detach()), rel=1e-5)
         assert torch.allclose(e1.grad, e2.grad, atol=1e-5)
     cos = TripletLoss(0.25, geometry="cosine", selection="all", reduction="nonzero")
     theirs = losses.TripletMarginLoss(margin=0.25, distance=distances.CosineSimilarity())
@@ -311,7 +311,7 @@ def test_every_loss_gives_a_finite_loss_and_gradient(name: str) -> None:
     x = x.float().requires_grad_()
     value = build_loss(name)(x, y)
     value.backward()
-    assert math.isfinite(float(value)) and float(value) >= 0
+    assert math.isfinite(float(value.detach())) and float(value.detach()) >= 0
     assert torch.isfinite(x.grad).all()
 
 
@@ -322,3 +322,109 @@ def test_identical_embeddings_give_no_nan_gradient() -> None:
         build_loss(name)(x, y).backward()
         assert torch.isfinite(x.grad).all()
         x.grad = None
+
+
+def test_miner_all_returns_every_triplet_and_semihard_hard_partition_the_violators() -> None:
+    x, y = batch(4, 3, 8, seed=12)
+    every = TripletMiner("all", 0.2)(x, y)
+    assert sorted(zip(*[t.tolist() for t in every], strict=True)) == triplets_by_loop(y)
+    for geometry in ("cosine", "euclidean"):
+        semi = set(zip(*[t.tolist() for t in TripletMiner("semihard", 0.2, geometry=geometry)(x, y)], strict=True))
+        hard = set(zip(*[t.tolist() for t in TripletMiner("hard", 0.2, geometry=geometry)(x, y)], strict=True))
+        viol = set(zip(*[t.tolist() for t in TripletMiner("violating", 0.2, geometry=geometry)(x, y)],
+                       strict=True))
+        assert not semi & hard and semi | hard == viol
+        d = torch.cdist(x, x)
+        for a, p, q in hard:
+            delta = float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine" else float(d[a, q] - d[a, p])
+            assert delta <= 0
+        for a, p, q in semi:
+            delta = float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine" else float(d[a, q] - d[a, p])
+            assert 0 < delta <= 0.2
+
+
+def single_triplet_grads(loss_fn, cos_ap: float, cos_an: float, cos_pn: float) -> tuple[float, float, float]:
+    """d loss / d (cos_ap, cos_an, cos_pn) for a per-triplet function of the three cosines."""
+    c = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (cos_ap, cos_an, cos_pn)]
+    loss_fn(*c).backward()
+    return tuple(0.0 if t.grad is None else float(t.grad) for t in c)  # type: ignore[return-value]
+
+
+def test_ocam_gradients_in_its_active_and_inactive_regions() -> None:
+    # active: f_ap - (f_an + f_pn)/2 + (1 - f_pn)/2 with f = (1 - cos)/2 ->
+    # d/dcos_ap = -1/2, d/dcos_an = +1/4, d/dcos_pn = +1/2
+    assert single_triplet_grads(ocam_per_triplet, 0.2, 0.5, 0.5) == pytest.approx((-0.5, 0.25, 0.5))
+    # inactive (easy): positive close, negative opposite -> no gradient
+    assert single_triplet_grads(ocam_per_triplet, 1.0, -1.0, -1.0) == pytest.approx((0.0, 0.0, 0.0))
+    # a negative close to the positive raises the margin (1 - f_pn)/2: the loss grows with cos_pn
+    assert float(ocam_per_triplet(torch.tensor(0.8), torch.tensor(0.0), torch.tensor(0.9))) > \
+        float(ocam_per_triplet(torch.tensor(0.8), torch.tensor(0.0), torch.tensor(-0.9)))
+
+
+def test_triplet_gradients_cosine_and_euclidean() -> None:
+    # cosine Triplet*: (-1, +1) on (phi_ap, phi_an) when active, zero when easy (Prop. 2, last line)
+    def cos_trip(ap: torch.Tensor, an: torch.Tensor, _pn: torch.Tensor) -> torch.Tensor:
+        return F.relu(an - ap + 0.25)
+
+    assert single_triplet_grads(cos_trip, 0.5, 0.4, 0.0)[:2] == pytest.approx((-1.0, 1.0))
+    assert single_triplet_grads(cos_trip, 0.9, 0.1, 0.0)[:2] == pytest.approx((0.0, 0.0))
+    # Euclidean loss on unit vectors: d = sqrt(2 - 2 cos); with swap the gradient goes to the nearer negative
+    x = F.normalize(torch.tensor([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=torch.float64), dim=1)
+    x.requires_grad_()
+    y = torch.tensor([0, 0, 1])
+    for swap in (False, True):
+        loss = TripletLoss(0.3, geometry="euclidean", swap=swap, selection="all", reduction="sum")
+        value = loss(x, y)
+        d = torch.cdist(x.detach(), x.detach())
+        # triplets (0,1,2) and (1,0,2); d_pn is the smaller negative distance for anchor 0 (p=1 is near n=2)
+        expected = sum(max(0.0, float(d[a, p] - (min(d[a, 2], d[p, 2]) if swap else d[a, 2]) + 0.3))
+                       for a, p in ((0, 1), (1, 0)))
+        assert float(value) == pytest.approx(expected)
+    assert torch.autograd.gradcheck(
+        lambda e: TripletLoss(0.3, geometry="euclidean", swap=True, selection="all", reduction="mean")(e, y),
+        (x.detach().clone().requires_grad_(),))
+
+
+@pytest.mark.parametrize("name", ["triplet", "adatriplet", "ocam", "nplb", "contrastive", "triplet_constant"])
+def test_analytic_gradients_match_finite_differences(name: str) -> None:
+    x, y = batch(3, 3, 5, seed=13)
+    loss = build_loss(name)
+    # fixed margins, no scheduler state change between the evaluations gradcheck makes
+    loss.scheduler = None
+    assert torch.autograd.gradcheck(lambda e: loss(e, y), (x.clone().requires_grad_(),), atol=1e-6)
+
+
+def test_adatriplet_with_automargin_reads_statistics_from_all_triplets_and_updates_per_epoch() -> None:
+    loss = build_loss("adatriplet_automargin")
+    batches = [batch(3, 4, 6, seed=s) for s in (14, 15)]
+    deltas, negs = [], []
+    for x, y in batches:
+        loss(x, y)
+        assert loss.last_batch["margin"] == 0.25 and loss.last_batch["beta"] == 0.0  # epoch 0: eps0, beta0
+        deltas += [float(x[a] @ x[p] - x[a] @ x[q]) for a, p, q in triplets_by_loop(y)]  # all, not only semihard
+        i, j = triplet_negative_pairs(y)
+        negs += (x[i] * x[j]).sum(1).tolist()
+    assert loss.last_batch["used"] < loss.last_batch["triplets"]  # semihard mining kept only some
+    margins = loss.on_epoch_end()
+    assert margins["margin"] == pytest.approx(max(0.0, sum(deltas) / len(deltas) / 2))
+    assert margins["beta"] == pytest.approx(1 + (sum(negs) / len(negs) - 1) / 2)
+    x, y = batches[0]
+    loss(x, y)
+    assert loss.last_batch["margin"] == pytest.approx(margins["margin"])
+
+
+def test_dams_and_linear_losses_move_their_margin_at_epoch_ends() -> None:
+    x, y = batch(3, 3, 4, seed=16)
+    spread = F.normalize(torch.eye(4, dtype=torch.float64)[y] * 5 + 0.01 * x, dim=1)  # every triplet easy
+    dams, lin = build_loss("triplet_dams"), build_loss("triplet_linear")
+    assert dams.current_margin() == 0.0 and lin.current_margin() == 0.0
+    for _ in range(3):
+        dams(spread, y)
+        lin(x, y)
+        dams.on_epoch_end()
+        lin.on_epoch_end()
+    assert dams.current_margin() == pytest.approx(0.03) and lin.current_margin() == pytest.approx(0.03)
+    dams(x, y)  # a random batch: far from 95% easy
+    dams.on_epoch_end()
+    assert dams.current_margin() == pytest.approx(0.03)
+    assert dams.scheduler.history[-1]["easy_share"] < 0.95
