@@ -1,0 +1,63 @@
+"""``sphr train``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train", help="train SPHR on one cohort folder (NPLB by default)",
+        description="Train the SPHR network on RUN/cohorts/<sex> and write the model, the "
+        "train/test embeddings, the loss curve and a report (default RUN/train/<sex>/<loss>).")
+    p.add_argument("cohort_dir", type=Path, help="a cohort folder from sphr cohorts (RUN/cohorts/<sex>)")
+    p.add_argument("--loss", default="nplb",
+                   help="nplb, triplet, distance_swap, mdr, npair, lifted_struct, infonce")
+    p.add_argument("--profile", default="demo", choices=("demo", "paper"),
+                   help="demo: a few epochs at batch 512; paper: 1000 epochs at batch 256")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--precision", choices=("fp32", "bf16", "tf32"), default=None)
+    p.add_argument("--compile", action="store_true", help="torch.compile the forward pass")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--checkpoint-every", type=int, default=None,
+                   help="epochs between checkpoints (written to OUT/checkpoint)")
+    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output folder (default: RUN/train/<sex>/<loss> beside RUN/cohorts/<sex>)")
+    p.set_defaults(func=_run)
+
+
+def default_out(cohort_dir: Path, loss: str) -> Path:
+    from sphr.errors import ConfigError
+    from sphr.layout import train_dir
+
+    cohort_dir = Path(cohort_dir)
+    if cohort_dir.parent.name != "cohorts":
+        raise ConfigError(f"{cohort_dir} is not RUN/cohorts/<sex>: pass --out")
+    return train_dir(cohort_dir.parent.parent, cohort_dir.name, loss)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sphr.train import TrainConfig, run_train
+
+    overrides = {"loss": args.loss, "device": args.device}
+    for arg, name in (("epochs", "epochs"), ("batch_size", "batch_size"), ("seed", "seed"),
+                      ("precision", "precision"), ("threads", "threads"),
+                      ("checkpoint_every", "checkpoint_every")):
+        if getattr(args, arg) is not None:
+            overrides[name] = getattr(args, arg)
+    if args.compile:
+        overrides["compile"] = True
+    config = TrainConfig.profile(args.profile, **overrides)
+    out = args.out or default_out(args.cohort_dir, args.loss)
+    report = run_train(args.cohort_dir, out, config, resume=args.resume)
+    t = report["timings"]
+    print(f"{report['sex']} {report['loss']}: {report['epochs']} epochs on {report['device']} in "
+          f"{t['train_s']:.1f} s ({t['s_per_epoch']:.3f} s/epoch), {report['n_triplets']} triplets, "
+          f"final loss {report['final_loss']:.4g}")
+    print(f"wrote {out}/")
+    return 0

@@ -1,0 +1,91 @@
+"""``run_train``: one cohort folder in, ``RUN/train/<sex>/<loss>/`` out."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sphr.errors import InputError
+from sphr.io import staged_outputs, write_bytes, write_json, write_parquet
+from sphr.train.config import TrainConfig
+from sphr.train.model_io import embed, save_model
+from sphr.train.trainer import TrainResult, train_sphr
+
+log = logging.getLogger(__name__)
+
+
+def read_triplets(path: str | Path, n_rows: int) -> np.ndarray:
+    path = Path(path)
+    if not path.exists():
+        raise InputError("missing triplets.npz (run `sphr cohorts` first)", file=path)
+    with np.load(path) as z:
+        if "triplets" not in z:
+            raise InputError("no array named 'triplets'", file=path)
+        t = np.asarray(z["triplets"], dtype=np.int64)
+    if t.ndim != 2 or t.shape[1] != 3 or len(t) == 0 or t.min() < 0 or t.max() >= n_rows:
+        raise InputError(f"triplets must be (m, 3) row indices into train.parquet ({n_rows} rows), "
+                         f"got shape {t.shape}", file=path)
+    return t
+
+
+def loss_curve_png(curve: list[float], title: str) -> bytes | None:
+    try:
+        from sphr.plots import new_figure, to_png
+    except ImportError:  # no matplotlib on a bare GPU box
+        return None
+    fig, ax = new_figure(5.5, 3.5)
+    ax.plot(np.arange(1, len(curve) + 1), curve, lw=1.5)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("mean training loss")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    return to_png(fig)
+
+
+def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None, *,
+              resume: bool = False, checkpoint_dir: str | Path | None = None) -> dict[str, Any]:
+    """Train on a cohort folder and write model, embeddings, loss curve and report to ``out_dir``.
+
+    Checkpoints go to ``checkpoint_dir`` (default ``out_dir/checkpoint`` when
+    ``config.checkpoint_every`` > 0); ``resume`` continues from there.
+    """
+    from sphr.baselines.pipeline import embedding_frame, load_cohort
+
+    config = config or TrainConfig.profile("demo")
+    out_dir = Path(out_dir)
+    cohort = load_cohort(cohort_dir)
+    X, X_test = cohort.matrix("train"), cohort.matrix("test")
+    triplets = read_triplets(cohort.directory / "triplets.npz", len(X))
+    labels = cohort.train["label"].to_numpy(np.int64)
+    if checkpoint_dir is None and config.checkpoint_every > 0:
+        checkpoint_dir = out_dir / "checkpoint"
+    res: TrainResult = train_sphr(X, triplets, config, labels=labels,
+                                  checkpoint_dir=checkpoint_dir, resume=resume)
+    Z_train = embed(res.model, X, device=config.device)
+    Z_test = embed(res.model, X_test, device=config.device)
+    report = {
+        "cohort": str(cohort.directory), "sex": cohort.sex, "loss": config.loss,
+        "config": config.to_dict(), "device": res.device, "n_triplets": res.n_triplets,
+        "n_train_rows": len(X), "n_test_rows": len(X_test), "n_features": len(cohort.features),
+        "epochs": len(res.loss_curve), "final_loss": res.loss_curve[-1] if res.loss_curve else None,
+        "timings": res.timings,
+        "embeddings_finite": bool(np.isfinite(Z_train).all() and np.isfinite(Z_test).all()),
+    }
+    with staged_outputs(out_dir) as stage:
+        save_model(res.model, config, cohort.features, stage / "model.pt")
+        write_parquet(embedding_frame(cohort.train, Z_train), stage / "embeddings_train.parquet")
+        write_parquet(embedding_frame(cohort.test, Z_test), stage / "embeddings_test.parquet")
+        write_parquet(pd.DataFrame({"epoch": np.arange(1, len(res.loss_curve) + 1, dtype=np.int64),
+                                    "loss": np.asarray(res.loss_curve, dtype=np.float64)}),
+                      stage / "loss_curve.parquet")
+        png = loss_curve_png(res.loss_curve, f"SPHR {cohort.sex}, {config.loss}")
+        if png is not None:
+            write_bytes(png, stage / "loss_curve.png")
+        write_json(report, stage / "train_report.json")
+    log.info("%s %s: %d epochs in %.1f s on %s, final loss %.4g", cohort.sex, config.loss,
+             report["epochs"], res.timings.get("train_s", 0.0), res.device, report["final_loss"] or 0)
+    return report

@@ -1,0 +1,329 @@
+"""The training loop: device-resident data, index-gathered batches, resumable.
+
+Features ``X`` (rows of train.parquet) and the triplet table live on the
+device. Each epoch draws one ``torch.randperm`` over the triplets from the
+model's generator; each batch is gathered by index (``X[rows]`` with the a, p
+and n rows concatenated) and embedded in one forward pass. Loss values stay on
+the device and are read once per epoch. No DataLoader, no per-sample Python,
+no host-device copies in the loop (pytorch-metric-learning's N-Pair reads its
+labels on the host; that is inside the library).
+
+Several models train together (:func:`train_many`) as one stacked network
+(:mod:`sphr.train.stacked`); models with the same seed share batches and
+dropout masks, exactly as each would draw them alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from sphr.device import configure_threads, resolve_device
+from sphr.errors import ConfigError, InputError
+from sphr.losses import TripletObjective, build_loss, loss_parameters
+from sphr.models import HIDDEN, SPHRNet
+from sphr.train.config import TrainConfig
+from sphr.train.stacked import init_model, stack_params, stacked_forward, unstack
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT = "checkpoint.pt"
+#: settings that may differ between models trained as one stack
+_PER_MODEL = ("loss", "loss_params", "margin", "p", "seed")
+#: settings a resumed run may change without changing the result's meaning
+_RESUMABLE = ("epochs", "checkpoint_every", "device", "threads", "compile")
+
+EpochCallback = Callable[[int, list[float]], None]
+
+
+@dataclass
+class TrainResult:
+    """A trained model (CPU, eval mode), its per-epoch mean loss and how long it took."""
+
+    model: SPHRNet
+    loss_curve: list[float]
+    config: TrainConfig
+    timings: dict[str, Any] = field(default_factory=dict)
+    device: str = "cpu"
+    n_triplets: int = 0
+    loss_module: TripletObjective | None = None
+
+
+def make_loss(cfg: TrainConfig) -> TripletObjective:
+    """The config's loss with ``margin`` / ``p`` passed where the loss takes them."""
+    accepted = loss_parameters(cfg.loss)
+    params = {k: v for k, v in (("margin", cfg.margin), ("p", cfg.p)) if k in accepted}
+    return build_loss(cfg.loss, **{**params, **dict(cfg.loss_params)})
+
+
+def _check_inputs(X: np.ndarray, triplets: np.ndarray, labels: np.ndarray | None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise InputError(f"features must be a non-empty (rows, features) matrix, got {X.shape}")
+    if not np.isfinite(X).all():
+        raise InputError("features hold NaN or inf", row=int(np.argwhere(~np.isfinite(X))[0, 0]) + 1)
+    t = np.ascontiguousarray(triplets, dtype=np.int64)
+    if t.ndim != 2 or t.shape[1] != 3 or len(t) == 0:
+        raise InputError(f"triplets must be a non-empty (m, 3) index array, got {t.shape}")
+    if t.min() < 0 or t.max() >= X.shape[0]:
+        raise InputError(f"triplet indices must lie in [0, {X.shape[0]}), got {t.min()}..{t.max()}")
+    if labels is not None:
+        labels = np.asarray(labels, dtype=np.int64)
+        if labels.shape != (X.shape[0],):
+            raise InputError(f"labels must have one entry per row ({X.shape[0]}), got {labels.shape}")
+    return X, t, labels
+
+
+def _group_key(cfg: TrainConfig) -> tuple[Any, ...]:
+    d = dataclasses.asdict(cfg)
+    return tuple((k, repr(v)) for k, v in sorted(d.items()) if k not in _PER_MODEL)
+
+
+@contextlib.contextmanager
+def _matmul_precision(device: torch.device, precision: str) -> Iterator[None]:
+    if device.type != "cuda":
+        yield
+        return
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def _epochs_bar(start: int, stop: int, desc: str) -> Any:
+    try:
+        from sphr.progress import progress
+    except ImportError:  # tqdm is missing on a bare GPU box: no bar
+        return None
+    return progress(total=stop, initial=start, desc=desc, unit="epoch")
+
+
+class _Group:
+    """K models with the same optimizer settings, trained as one stack."""
+
+    def __init__(self, X: np.ndarray, triplets: np.ndarray, labels: np.ndarray | None,
+                 configs: Sequence[TrainConfig]) -> None:
+        self.configs = list(configs)
+        cfg = self.configs[0]
+        self.device = resolve_device(cfg.device)
+        self.threads = configure_threads(cfg.threads) if self.device.type == "cpu" else None
+        self.X = torch.from_numpy(X).to(self.device)
+        self.T = torch.from_numpy(triplets).to(self.device)
+        self.losses = [make_loss(c).to(self.device).train() for c in self.configs]
+        need_labels = any(loss.uses_labels for loss in self.losses)
+        self.L = torch.from_numpy(labels).to(self.device) if need_labels and labels is not None else None
+        self.templates = [init_model(X.shape[1], c.seed, c.out_dim, c.dropout) for c in self.configs]
+        self.params = stack_params(self.templates, self.device)
+        extra = [p for loss in self.losses for p in loss.parameters()]
+        self.opt = torch.optim.Adam([*self.params, *extra], lr=cfg.lr)
+        self.sched = torch.optim.lr_scheduler.StepLR(self.opt, step_size=cfg.lr_step,
+                                                     gamma=cfg.lr_gamma)
+        # one generator per distinct seed: models sharing a seed share batches and masks
+        self.seeds = list(dict.fromkeys(c.seed for c in self.configs))
+        self.seed_of = torch.tensor([self.seeds.index(c.seed) for c in self.configs],
+                                    device=self.device)
+        self.gens = [torch.Generator(device=self.device).manual_seed(int(s)) for s in self.seeds]
+        self.epoch = 0
+        self.curve: list[list[float]] = []
+        self.forward = torch.compile(stacked_forward) if cfg.compile else stacked_forward
+
+    # ------------------------------------------------------------ checkpoints
+    def state(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "configs": [c.to_dict() for c in self.configs],
+                "params": [p.detach().cpu() for p in self.params],
+                "optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
+                "generators": [g.get_state() for g in self.gens],
+                "losses": [loss.state_dict() for loss in self.losses], "curve": self.curve}
+
+    def save(self, directory: Path) -> None:
+        from sphr.io import write_bytes
+
+        buf = io.BytesIO()
+        torch.save(self.state(), buf)
+        write_bytes(buf.getvalue(), directory / CHECKPOINT)
+
+    def load(self, directory: Path) -> bool:
+        path = directory / CHECKPOINT
+        if not path.exists():
+            return False
+        state = torch.load(path, map_location=self.device, weights_only=True)
+        saved = [TrainConfig.from_dict(d) for d in state["configs"]]
+        for old, new in zip(saved, self.configs, strict=False):
+            diff = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in _RESUMABLE
+                    and getattr(old, f.name) != getattr(new, f.name)]
+            if diff:
+                raise ConfigError(f"{path}: checkpoint was made with other settings ({diff}); "
+                                  "remove it or train without resume")
+        if len(saved) != len(self.configs):
+            raise ConfigError(f"{path}: checkpoint holds {len(saved)} models, not {len(self.configs)}")
+        with torch.no_grad():
+            for p, q in zip(self.params, state["params"], strict=True):
+                p.copy_(q)
+        self.opt.load_state_dict(state["optimizer"])
+        self.sched.load_state_dict(state["scheduler"])
+        for g, s in zip(self.gens, state["generators"], strict=True):
+            g.set_state(s.cpu())
+        for loss, s in zip(self.losses, state["losses"], strict=True):
+            loss.load_state_dict(s)
+        self.epoch, self.curve = int(state["epoch"]), [list(x) for x in state["curve"]]
+        log.info("resumed from %s at epoch %d", path, self.epoch)
+        return True
+
+    # ------------------------------------------------------------ one epoch
+    def _masks(self, m: int) -> list[torch.Tensor] | None:
+        """Scaled dropout masks for both hidden layers, one draw per seed.
+
+        ``rand < keep`` is about twice as fast as ``bernoulli_`` on the CPU.
+        """
+        cfg = self.configs[0]
+        if cfg.dropout == 0:
+            return None
+        keep = 1.0 - cfg.dropout
+        u = torch.stack([torch.rand((m, sum(HIDDEN)), generator=g, device=self.device)
+                         for g in self.gens])
+        mask = (u < keep).to(torch.float32).mul_(1.0 / keep)[self.seed_of]
+        return list(mask.split(list(HIDDEN), dim=-1))
+
+    def run_epoch(self) -> torch.Tensor:
+        cfg = self.configs[0]
+        n, bs, k = self.T.shape[0], cfg.batch_size, len(self.configs)
+        perms = torch.stack([torch.randperm(n, generator=g, device=self.device) for g in self.gens])
+        total = torch.zeros(k, device=self.device)
+        autocast = torch.autocast(self.device.type, dtype=torch.bfloat16,
+                                  enabled=cfg.precision == "bf16")
+        n_batches = 0
+        for start in range(0, n, bs):
+            tri = self.T[perms[:, start:start + bs]]  # (seeds, b, 3)
+            b = tri.shape[1]
+            rows = tri.transpose(1, 2).reshape(len(self.gens), 3 * b)  # a..., p..., n...
+            # draw masks before the forward pass: the generator order is fixed
+            masks = self._masks(3 * b)
+            x = self.X[rows][self.seed_of]
+            with autocast:
+                z = self.forward(self.params, x, masks)
+            z = z.float()
+            lab = self.L[rows] if self.L is not None else None
+            values = []
+            for j, loss in enumerate(self.losses):
+                s = int(self.seeds.index(self.configs[j].seed))
+                labels = None
+                if lab is not None and loss.uses_labels:
+                    labels = (lab[s, :b], lab[s, b:2 * b], lab[s, 2 * b:])
+                values.append(loss(z[j, :b], z[j, b:2 * b], z[j, 2 * b:], labels))
+            v = torch.stack(values)
+            self.opt.zero_grad(set_to_none=True)
+            v.sum().backward()  # models share no parameters: each gets its own gradient
+            self.opt.step()
+            total += v.detach()
+            n_batches += 1
+        self.sched.step()
+        return total / n_batches
+
+    def fit(self, *, checkpoint_dir: Path | None, on_epoch: EpochCallback | None,
+            desc: str) -> dict[str, Any]:
+        cfg = self.configs[0]
+        bar = _epochs_bar(self.epoch, cfg.epochs, desc)
+        t0 = time.perf_counter()
+        first = self.epoch
+        epoch_s: list[float] = []
+        with _matmul_precision(self.device, cfg.precision):
+            while self.epoch < cfg.epochs:
+                te = time.perf_counter()
+                values = self.run_epoch().tolist()  # the epoch's one device-to-host read
+                epoch_s.append(time.perf_counter() - te)
+                self.epoch += 1
+                self.curve.append(values)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(loss=" ".join(f"{x:.4g}" for x in values[:4]))
+                last = self.epoch == cfg.epochs
+                every = cfg.checkpoint_every
+                if checkpoint_dir is not None and (last or (every and self.epoch % every == 0)):
+                    self.save(checkpoint_dir)
+                if on_epoch is not None:
+                    on_epoch(self.epoch, values)
+        if bar is not None:
+            bar.close()
+        train_s = time.perf_counter() - t0
+        return {"train_s": round(train_s, 3), "epochs_run": self.epoch - first,
+                "s_per_epoch": round(train_s / max(1, self.epoch - first), 4),
+                "first_epoch_s": round(epoch_s[0], 4) if epoch_s else None,
+                "models_in_stack": len(self.configs), "threads": self.threads}
+
+    def results(self, n_triplets: int, timings: dict[str, Any]) -> list[TrainResult]:
+        out = []
+        for j, cfg in enumerate(self.configs):
+            out.append(TrainResult(
+                model=unstack(self.params, j, self.templates[j]),
+                loss_curve=[row[j] for row in self.curve], config=cfg, timings=dict(timings),
+                device=str(self.device), n_triplets=n_triplets,
+                loss_module=self.losses[j].cpu().eval()))
+        return out
+
+
+def _train_group(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfig],
+                 labels: np.ndarray | None, checkpoint_dir: str | Path | None, resume: bool,
+                 on_epoch: EpochCallback | None) -> list[TrainResult]:
+    t0 = time.perf_counter()
+    group = _Group(X, triplets, labels, configs)
+    ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    resumed = bool(resume and ckpt is not None and group.load(ckpt))
+    setup_s = time.perf_counter() - t0
+    desc = "train " + ",".join(dict.fromkeys(c.loss for c in configs))
+    timings = group.fit(checkpoint_dir=ckpt, on_epoch=on_epoch, desc=desc)
+    timings.update(setup_s=round(setup_s, 3), resumed_from_epoch=group.epoch - timings["epochs_run"]
+                   if resumed else None)
+    return group.results(len(triplets), timings)
+
+
+def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None = None, *,
+               labels: np.ndarray | None = None, checkpoint_dir: str | Path | None = None,
+               resume: bool = False, on_epoch: EpochCallback | None = None) -> TrainResult:
+    """Train one SPHR model on ``triplets`` (row indices into ``X``).
+
+    ``labels`` (one class per row of ``X``) feed the pytorch-metric-learning
+    losses. With ``checkpoint_dir`` a checkpoint is written every
+    ``config.checkpoint_every`` epochs and at the end; ``resume=True`` continues
+    from it and ends with the same weights as an uninterrupted run.
+    ``on_epoch(epoch, [loss])`` is called after each epoch (and its checkpoint).
+    """
+    config = config or TrainConfig()
+    X, t, labels = _check_inputs(X, triplets, labels)
+    return _train_group(X, t, [config], labels, checkpoint_dir, resume, on_epoch)[0]
+
+
+def train_many(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfig], *,
+               labels: np.ndarray | None = None, stack: bool = True,
+               checkpoint_dir: str | Path | None = None, resume: bool = False
+               ) -> list[TrainResult]:
+    """Train one model per config on the same data; results in the order of ``configs``.
+
+    Configs that differ only in loss, loss parameters, margin, p or seed are
+    trained as one stack (one batched forward/backward per step); the others
+    in separate stacks. Each model ends as it would trained alone with
+    :func:`train_sphr` (up to float rounding). ``stack=False`` trains one at a time.
+    """
+    X, t, labels = _check_inputs(X, triplets, labels)
+    groups: dict[Any, list[int]] = {}
+    for i, cfg in enumerate(configs):
+        groups.setdefault(_group_key(cfg) if stack else i, []).append(i)
+    out: list[TrainResult | None] = [None] * len(configs)
+    for g, idx in enumerate(groups.values()):
+        ckpt = Path(checkpoint_dir) / f"group{g}" if checkpoint_dir is not None else None
+        for i, res in zip(idx, _train_group(X, t, [configs[i] for i in idx], labels, ckpt,
+                                            resume, None), strict=True):
+            out[i] = res
+    return [r for r in out if r is not None]

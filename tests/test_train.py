@@ -1,0 +1,183 @@
+"""The SPHR trainer: determinism, resume, stacked == alone, files, CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from sphr.errors import ConfigError
+from sphr.models import SPHRNet
+from sphr.train import TrainConfig, embed, load_model, run_train, save_model, train_many, train_sphr
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    n = 240
+    y = rng.integers(0, 3, n)
+    X = (rng.normal(size=(n, 12)) + y[:, None]).astype(np.float32)
+    by = [np.flatnonzero(y == c) for c in range(3)]
+    a = rng.integers(0, n, 600)
+    p = np.array([rng.choice(by[y[i]]) for i in a])
+    neg = np.array([rng.choice(np.flatnonzero(y != y[i])) for i in a])
+    return X, np.stack([a, p, neg], 1), y
+
+
+def cfg(**kw) -> TrainConfig:
+    base = {"epochs": 2, "batch_size": 128, "device": "cpu", "threads": 1, "checkpoint_every": 0}
+    return TrainConfig(**{**base, **kw})
+
+
+def _same(m1: torch.nn.Module, m2: torch.nn.Module, exact: bool = True, atol: float = 1e-5) -> bool:
+    s1, s2 = m1.state_dict(), m2.state_dict()
+    return all((torch.equal if exact else lambda x, y: torch.allclose(x, y, atol=atol))(s1[k], s2[k])
+               for k in s1)
+
+
+def test_network_is_the_papers():
+    net = SPHRNet(64)
+    kinds = [type(m).__name__ for m in net.net]
+    assert kinds == ["Linear", "Dropout", "PReLU", "Linear", "Dropout", "PReLU", "Linear", "PReLU"]
+    assert [(m.in_features, m.out_features) for m in net.linears] == [(64, 512), (512, 256), (256, 32)]
+    assert all(m.p == 0.1 for m in net.net if isinstance(m, torch.nn.Dropout))
+
+
+def test_profiles_and_config_checks():
+    paper = TrainConfig.profile("paper")
+    assert (paper.epochs, paper.batch_size, paper.lr, paper.lr_gamma, paper.lr_step, paper.margin) == \
+        (1000, 256, 1e-3, 0.95, 50, 1.0)
+    demo = TrainConfig.profile("demo")
+    assert demo.epochs < 50 and demo.loss == "nplb"
+    assert dataclasses.replace(demo, loss="mdr", seed=3).loss == "mdr"
+    for bad in ({"loss": "hinge"}, {"precision": "fp8"}, {"epochs": 0}):
+        with pytest.raises(ConfigError):
+            TrainConfig(**bad)
+    with pytest.raises(ConfigError, match="unknown training profile"):
+        TrainConfig.profile("fast")
+
+
+def test_deterministic_with_a_seed(data):
+    X, T, y = data
+    r1 = train_sphr(X, T, cfg(seed=3), labels=y)
+    r2 = train_sphr(X, T, cfg(seed=3), labels=y)
+    r3 = train_sphr(X, T, cfg(seed=4), labels=y)
+    assert _same(r1.model, r2.model) and r1.loss_curve == r2.loss_curve
+    assert not _same(r1.model, r3.model)
+    assert len(r1.loss_curve) == 2 and all(np.isfinite(r1.loss_curve))
+    assert r1.timings["epochs_run"] == 2 and r1.n_triplets == len(T)
+
+
+def test_odd_power_is_rejected(data):
+    X, T, y = data
+    with pytest.raises(ConfigError, match="even"):
+        train_sphr(X, T, cfg(p=3), labels=y)
+
+
+class _Killed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("loss", ["nplb", "mdr"])
+def test_resume_ends_bit_identical(data, tmp_path, loss):
+    X, T, y = data
+    c = cfg(loss=loss, epochs=4, checkpoint_every=2)
+    ref = train_sphr(X, T, c, labels=y)
+
+    def kill_at_3(epoch, _values):
+        if epoch == 3:  # after epoch 3, whose checkpoint is not written: 2 is the last one
+            raise _Killed
+
+    with pytest.raises(_Killed):
+        train_sphr(X, T, c, labels=y, checkpoint_dir=tmp_path, on_epoch=kill_at_3)
+    resumed = train_sphr(X, T, c, labels=y, checkpoint_dir=tmp_path, resume=True)
+    assert resumed.timings["resumed_from_epoch"] == 2 and resumed.timings["epochs_run"] == 2
+    assert _same(ref.model, resumed.model)
+    assert resumed.loss_curve == ref.loss_curve
+    with pytest.raises(ConfigError, match="other settings"):
+        train_sphr(X, T, dataclasses.replace(c, lr=0.01), labels=y, checkpoint_dir=tmp_path,
+                   resume=True)
+
+
+def test_train_many_equals_training_alone(data):
+    X, T, y = data
+    configs = [cfg(loss=name, epochs=1) for name in
+               ("triplet", "npair", "lifted_struct", "mdr", "infonce", "distance_swap", "nplb")]
+    configs.append(cfg(loss="nplb", epochs=1, seed=5))  # another seed in the same stack
+    configs.append(cfg(loss="nplb", epochs=2))  # other epochs: a stack of its own
+    many = train_many(X, T, configs, labels=y)
+    assert [r.config for r in many] == configs
+    assert {r.timings["models_in_stack"] for r in many} == {8, 1}
+    for c, r in zip(configs, many, strict=True):
+        alone = train_sphr(X, T, c, labels=y)
+        assert _same(alone.model, r.model, exact=False, atol=1e-4), c.loss
+        assert np.allclose(alone.loss_curve, r.loss_curve, rtol=1e-4, atol=1e-5)
+
+
+def test_embed_save_load_round_trip(data, tmp_path):
+    X, T, y = data
+    res = train_sphr(X, T, cfg(epochs=1), labels=y)
+    Z = embed(res.model, X, device="cpu", batch_size=100)
+    assert Z.shape == (len(X), 32) and Z.dtype == np.float32 and np.isfinite(Z).all()
+    names = [f"f{i}" for i in range(X.shape[1])]
+    save_model(res.model, res.config, names, tmp_path)
+    obj = torch.load(tmp_path / "model.pt", weights_only=True)
+    assert set(obj) >= {"state_dict", "config", "feature_names", "n_features"}
+    assert obj["feature_names"] == names and obj["n_features"] == 12 and obj["config"]["loss"] == "nplb"
+    loaded = load_model(tmp_path)
+    assert not loaded.training and next(loaded.parameters()).device.type == "cpu"
+    np.testing.assert_array_equal(embed(loaded, X, device="cpu"), Z)
+
+
+def test_run_train_writes_the_stage_files(cohorts_dir, tmp_path):
+    out = tmp_path / "train" / "female" / "nplb"
+    report = run_train(cohorts_dir / "female", out,
+                       TrainConfig.profile("demo", epochs=2, device="cpu", checkpoint_every=1))
+    for name in ("model.pt", "embeddings_train.parquet", "embeddings_test.parquet",
+                 "loss_curve.parquet", "loss_curve.png", "train_report.json", "checkpoint/checkpoint.pt"):
+        assert (out / name).exists(), name
+    emb = pd.read_parquet(out / "embeddings_test.parquet")
+    assert list(emb.columns[:5]) == ["eid", "label", "augmented", "age_years", "age_group"]
+    assert list(emb.columns[5:]) == [f"e{i:02d}" for i in range(32)]
+    test = pd.read_parquet(cohorts_dir / "female" / "test.parquet")
+    assert emb["eid"].tolist() == test["eid"].tolist()
+    train = pd.read_parquet(out / "embeddings_train.parquet")
+    assert len(train) == len(pd.read_parquet(cohorts_dir / "female" / "train.parquet"))
+    curve = pd.read_parquet(out / "loss_curve.parquet")
+    assert curve["epoch"].tolist() == [1, 2]
+    saved = json.loads((out / "train_report.json").read_text())
+    assert saved["n_triplets"] == report["n_triplets"] > 0 and saved["device"] == "cpu"
+    assert saved["config"]["epochs"] == 2 and saved["embeddings_finite"]
+    assert not list(out.parent.glob(".*partial"))
+
+
+def test_cli_train(cohorts_dir, tmp_path, capsys):
+    from sphr.cli import main
+    from sphr.train.commands import default_out
+
+    out = tmp_path / "cli"
+    rc = main(["-q", "train", str(cohorts_dir / "male"), "--loss", "triplet", "--epochs", "1",
+               "--batch-size", "512", "--device", "cpu", "--seed", "2", "--out", str(out)])
+    assert rc == 0 and (out / "model.pt").exists()
+    assert "male triplet: 1 epochs" in capsys.readouterr().out
+    assert default_out(tmp_path / "run" / "cohorts" / "female", "mdr") == \
+        tmp_path / "run" / "train" / "female" / "mdr"
+    assert main(["-q", "train", str(cohorts_dir / "male"), "--loss", "nplb", "--epochs", "1"]) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_bf16_and_stack(data):
+    X, T, y = data
+    c = cfg(device="cuda", precision="bf16", batch_size=256)
+    res = train_sphr(X, T, c, labels=y)
+    assert res.device.startswith("cuda") and np.isfinite(res.loss_curve).all()
+    assert np.isfinite(embed(res.model, X, device="cuda")).all()
+    fp32 = dataclasses.replace(c, precision="fp32")
+    many = train_many(X, T, [fp32, dataclasses.replace(fp32, loss="triplet")], labels=y)
+    alone = train_sphr(X, T, fp32, labels=y)
+    assert _same(alone.model, many[0].model, exact=False, atol=1e-3)
