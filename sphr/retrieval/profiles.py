@@ -1,5 +1,5 @@
-"""Run profiles: ``quick`` (pipeline default: about a minute per dataset for the default losses x 1
-seed on 2 CPU cores), ``demo`` (small CNN, CPU-minutes per loss), ``paper`` (the AdaTriplet
+"""Run profiles: ``quick`` (pipeline default: well under a minute per dataset for the default losses
+x 1 seed on 2 CPU cores), ``demo`` (small CNN, CPU-minutes per loss), ``paper`` (the AdaTriplet
 protocol), ``smoke`` (tests)."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     # Seconds per (loss, seed) on 2 CPU cores: a narrow small CNN, 8 epochs, digits at 16 px and
-    # forensic at 32 px. The default losses x 1 seed take about a minute per dataset (more under load).
+    # forensic at 32 px. The default losses x 1 seed took 15-30 s per dataset on 2 shared CPU cores.
     "quick": Profile("quick", width=16, epochs=8,
                      image_size={"digits": 16, "forensic": 32, "manifest": 128}),
     # Up to a minute on 2 CPU cores per (loss, seed): small CNN, 20 epochs, Adam 1e-3.
