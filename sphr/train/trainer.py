@@ -136,6 +136,8 @@ class _Group:
         self.seed_of = torch.tensor([self.seeds.index(c.seed) for c in self.configs],
                                     device=self.device)
         self.gens = [torch.Generator(device=self.device).manual_seed(int(s)) for s in self.seeds]
+        self._seeds_in_order = [c.seed for c in self.configs] == self.seeds
+        self._seed_pos = [self.seeds.index(c.seed) for c in self.configs]
         self.epoch = 0
         self.curve: list[list[float]] = []
         self.forward = torch.compile(stacked_forward) if cfg.compile else stacked_forward
@@ -187,15 +189,25 @@ class _Group:
         """Scaled dropout masks for both hidden layers, one draw per seed.
 
         ``rand < keep`` is about twice as fast as ``bernoulli_`` on the CPU.
+        Masks are drawn before the forward pass, in a fixed order per generator.
         """
         cfg = self.configs[0]
         if cfg.dropout == 0:
             return None
         keep = 1.0 - cfg.dropout
-        u = torch.stack([torch.rand((m, sum(HIDDEN)), generator=g, device=self.device)
-                         for g in self.gens])
-        mask = (u < keep).to(torch.float32).mul_(1.0 / keep)[self.seed_of]
-        return list(mask.split(list(HIDDEN), dim=-1))
+        masks = []
+        for width in HIDDEN:
+            u = torch.stack([torch.rand((m, width), generator=g, device=self.device)
+                             for g in self.gens])
+            # in place: the comparison's 0/1 stay float32, no bool tensor to convert
+            masks.append(self._per_model(u.lt_(keep).mul_(1.0 / keep)))
+        return masks
+
+    def _per_model(self, t: torch.Tensor) -> torch.Tensor:
+        """Per-seed rows (seeds, ...) -> per-model (K, ...); no copy when there is one of each."""
+        if t.shape[0] == len(self.configs):
+            return t if len(self.gens) == len(self.configs) and self._seeds_in_order else t[self.seed_of]
+        return t[self.seed_of]
 
     def run_epoch(self) -> torch.Tensor:
         cfg = self.configs[0]
@@ -211,14 +223,14 @@ class _Group:
             rows = tri.transpose(1, 2).reshape(len(self.gens), 3 * b)  # a..., p..., n...
             # draw masks before the forward pass: the generator order is fixed
             masks = self._masks(3 * b)
-            x = self.X[rows][self.seed_of]
+            x = self._per_model(self.X[rows])
             with autocast:
                 z = self.forward(self.params, x, masks)
             z = z.float()
             lab = self.L[rows] if self.L is not None else None
             values = []
             for j, loss in enumerate(self.losses):
-                s = int(self.seeds.index(self.configs[j].seed))
+                s = self._seed_pos[j]
                 labels = None
                 if lab is not None and loss.uses_labels:
                     labels = (lab[s, :b], lab[s, b:2 * b], lab[s, 2 * b:])

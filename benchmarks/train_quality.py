@@ -1,0 +1,101 @@
+"""Quality is not traded for speed: fast trainer vs listing-style loop, same seed and epochs.
+
+Both train SPHR with NPLB on one sex's synthetic cohort (the project's own
+generator, built here unless ``--cohort`` points at a cohort folder), with the
+same seed, epochs and batch size. The test participants' embeddings of each go
+through the evaluation protocol with XGBoost (5 seeded stratified splits, the
+paper's settings). Last line: one JSON object with both weighted F1s per task
+and their differences.
+
+    python benchmarks/train_quality.py [--participants 20000] [--sex female]
+        [--epochs 30] [--batch-size 256] [--cohort RUN/cohorts/female]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train import listing_train  # the listing-style loop of benchmarks/train.py
+
+
+def build_cohort(participants: int, seed: int, sex: str, work: Path) -> Path:
+    from sphr.cohorts import CohortConfig, run_cohorts
+    from sphr.data.export import write_export
+    from sphr.data.ingest import run_ingest
+    from sphr.data.synth import generate_cohort
+
+    export = write_export(generate_cohort(participants, seed=seed), work / "ukb.parquet", "parquet")
+    run_ingest(export, work / "ingest")
+    run_cohorts(work / "ingest" / "baseline.parquet", work / "cohorts", CohortConfig(seed=seed))
+    return work / "cohorts" / sex
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cohort", type=Path, help="an existing RUN/cohorts/<sex> folder")
+    parser.add_argument("--participants", type=int, default=20_000)
+    parser.add_argument("--sex", default="female", choices=["female", "male"])
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args()
+    os.environ.setdefault("SPHR_PROGRESS", "0")
+
+    from sphr.baselines.pipeline import load_cohort
+    from sphr.device import configure_threads, resolve_device
+    from sphr.evaluate.losses import load_triplets
+    from sphr.evaluate.protocol import EvalConfig, evaluate_embeddings
+    from sphr.train import TrainConfig, embed, train_sphr
+
+    device = resolve_device(args.device)
+    configure_threads(None)
+    with tempfile.TemporaryDirectory() as tmp:
+        cohort_dir = args.cohort or build_cohort(args.participants, args.seed, args.sex, Path(tmp))
+        cohort = load_cohort(cohort_dir)
+        X, T = cohort.matrix("train"), load_triplets(cohort)
+        X_test, y_test = cohort.matrix("test"), cohort.test["label"].to_numpy()
+
+    t0 = time.perf_counter()
+    listing_model, _, _ = listing_train(X, T, epochs=args.epochs, batch_size=args.batch_size,
+                                        device=device, seed=args.seed)
+    listing_s = time.perf_counter() - t0
+    cfg = dataclasses.replace(TrainConfig.profile("paper"), epochs=args.epochs,
+                              batch_size=args.batch_size, device=str(device), seed=args.seed,
+                              checkpoint_every=0)
+    t0 = time.perf_counter()
+    ours = train_sphr(X, T, cfg)
+    ours_s = time.perf_counter() - t0
+
+    with torch.inference_mode():
+        Z_listing = listing_model.cpu()(torch.from_numpy(X_test)).numpy()
+    Z_ours = embed(ours.model, X_test, device="cpu")
+    result = evaluate_embeddings({"listing": Z_listing, "ours": Z_ours}, y_test,
+                                 EvalConfig(classifiers=("xgboost",), seed=args.seed))
+    f1 = result.scores.groupby(["representation", "task"])["weighted_f1"].mean()
+    out: dict[str, object] = {"device": str(device), "sex": cohort.sex,
+                              "train_rows": len(X), "test_rows": len(X_test),
+                              "n_triplets": len(T), "epochs": args.epochs,
+                              "batch_size": args.batch_size, "seed": args.seed,
+                              "listing_train_s": round(listing_s, 1),
+                              "ours_train_s": round(ours_s, 1)}
+    for task in ("binary", "multi"):
+        a, b = float(f1["listing", task]), float(f1["ours", task])
+        out[f"listing_xgboost_weighted_f1_{task}"] = round(a, 4)
+        out[f"ours_xgboost_weighted_f1_{task}"] = round(b, 4)
+        out[f"abs_diff_{task}"] = round(abs(a - b), 4)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
