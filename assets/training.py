@@ -38,11 +38,11 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
     import dataclasses
 
     import pandas as pd
-    from sphr.train import TrainConfig, run_train
 
     from sphr.baselines.pipeline import read_embeddings
     from sphr.evaluate.plots import representation_scatter
     from sphr.io import read_json
+    from sphr.train import TrainConfig, run_train
 
     sex = context.partition_key
     overrides = {"loss": config.loss, "seed": config.seed, "device": compute.device}

@@ -21,7 +21,7 @@ def _run_config(profile: str) -> dict:
     return {"ops": {
         "cohorts": {"config": {"profile": profile}},
         "sphr_training": {"config": {"profile": profile}},
-        "evaluation_tables": {"config": {"loss_profile": profile}},
+        "evaluate__tables": {"config": {"loss_profile": profile}},
     }}
 
 

@@ -27,6 +27,15 @@ def test_definitions_load_and_validate():
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"cohort_refresh", "sphr_pipeline"}
 
 
+@pytest.mark.parametrize("profile", ["demo", "paper"])
+def test_runner_config_names_real_ops(profile):
+    """`python -m pipeline run` passes config by op name: a renamed op must not drop it silently."""
+    from pipeline.__main__ import _run_config
+
+    ops = {a.op.name for a in ASSETS if isinstance(a, dg.AssetsDefinition)}
+    assert set(_run_config(profile)["ops"]) <= ops
+
+
 def test_schedule_targets_the_refresh_job_for_both_sexes():
     schedule = defs.resolve_schedule_def("weekly_cohort_refresh")
     assert schedule.job_name == "cohort_refresh"
@@ -140,8 +149,8 @@ def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
     run_config = {"ops": {
         "cohorts": {"config": {"n_triplets": 4000}},
         "sphr_training": {"config": {"epochs": 3, "batch_size": 512}},
-        "baseline_representations": {"config": {"deep_patient_epochs": 2}},
-        "evaluation_tables": {"config": {"splits": 2, "nn_epochs": 5,
+        "baselines__representations": {"config": {"deep_patient_epochs": 2}},
+        "evaluate__tables": {"config": {"splits": 2, "nn_epochs": 5,
                                          "losses": ["triplet", "nplb"]}},
     }}
     ingest = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups("ingest"),
@@ -152,7 +161,10 @@ def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
         resources=res, run_config=run_config)
     assert result.success
     evaluations = result.get_asset_check_evaluations()
-    assert len(evaluations) >= 5 and all(e.passed for e in evaluations)
+    assert {(e.asset_key.path[0], e.check_name) for e in evaluations} == {
+        ("cohorts", "bfh_share_plausible"), ("cohorts", "no_test_participant_in_training"),
+        ("train", "embedding_finite"), ("baselines", "embedding_finite")}
+    assert all(e.passed for e in evaluations)
     run = tmp_path / "run"
     assert (run / "train" / "female" / "nplb" / "model.pt").exists()
     assert (run / "evaluate" / "tables.md").read_text().count("|") > 20
