@@ -181,3 +181,31 @@ def test_gpu_bf16_and_stack(data):
     many = train_many(X, T, [fp32, dataclasses.replace(fp32, loss="triplet")], labels=y)
     alone = train_sphr(X, T, fp32, labels=y)
     assert _same(alone.model, many[0].model, exact=False, atol=1e-3)
+
+
+def test_dropout_masks_keep_the_configured_share(data):
+    from sphr.train.trainer import _Group
+
+    X, T, _ = data
+    group = _Group(X, T, None, [cfg(dropout=0.1)])
+    masks = group._masks(4096)
+    assert [m.shape for m in masks] == [(1, 4096, 512), (1, 4096, 256)]
+    kept = torch.cat([(m > 0).flatten() for m in masks]).float().mean().item()
+    assert abs(kept - 0.9) < 0.003  # 3.1M Bernoulli draws: SD 1.7e-4
+    assert abs(torch.cat([m.flatten() for m in masks]).mean().item() - 1.0) < 0.004
+    assert torch.unique(masks[0]).tolist() == pytest.approx([0.0, 65536 / 58982])
+    again = _Group(X, T, None, [cfg(dropout=0.1)])._masks(4096)
+    assert all(torch.equal(a, b) for a, b in zip(masks, again, strict=True))
+
+
+def test_bf16_cpu_training_and_fast_settings(data):
+    from sphr.device import fast_settings
+
+    fast = fast_settings("cpu")
+    assert fast["precision"] in {"fp32", "bf16"} and isinstance(fast["compile"], bool)
+    X, T, y = data
+    res = train_sphr(X, T, cfg(precision="bf16", epochs=3), labels=y)
+    ref = train_sphr(X, T, cfg(epochs=3), labels=y)
+    assert np.isfinite(res.loss_curve).all()
+    # bf16 matmuls: the same descent, not the same bits
+    assert abs(res.loss_curve[-1] - ref.loss_curve[-1]) < 0.1 * ref.loss_curve[0]

@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--precision", choices=("fp32", "bf16", "tf32"), default=None)
     p.add_argument("--compile", action="store_true", help="torch.compile the forward pass")
+    p.add_argument("--fast", action="store_true",
+                   help="this machine's fastest native settings: bf16 where the hardware has "
+                   "it, torch.compile where it can build kernels (see benchmarks/train.py)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="epochs between checkpoints (written to OUT/checkpoint)")
@@ -45,6 +48,10 @@ def _run(args: argparse.Namespace) -> int:
     from sphr.train import TrainConfig, run_train
 
     overrides = {"loss": args.loss, "device": args.device}
+    if args.fast:  # explicit --precision / --compile still win
+        from sphr.device import fast_settings
+
+        overrides.update(fast_settings(args.device))
     for arg, name in (("epochs", "epochs"), ("batch_size", "batch_size"), ("seed", "seed"),
                       ("precision", "precision"), ("threads", "threads"),
                       ("checkpoint_every", "checkpoint_every")):

@@ -58,6 +58,8 @@ def _prelu(h: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
 def stacked_forward(params: Sequence[torch.Tensor], x: torch.Tensor,
                     masks: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
     """``x`` (K, M, n) -> (K, M, out). ``masks``: scaled dropout masks of the two hidden layers."""
+    if x.shape[0] == 1:
+        return _single_forward(params, x, masks)
     h = x
     for i in range(len(LAYERS)):
         w, b, a = params[3 * i: 3 * i + 3]
@@ -66,3 +68,16 @@ def stacked_forward(params: Sequence[torch.Tensor], x: torch.Tensor,
             h = h * masks[i]  # Linear - Dropout - PReLU, as in the paper's network
         h = _prelu(h, a)
     return h
+
+
+def _single_forward(params: Sequence[torch.Tensor], x: torch.Tensor,
+                    masks: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+    """One model: 2-D ``addmm`` and contiguous PReLU, no batched-matmul layout copies."""
+    h = x[0]
+    for i in range(len(LAYERS)):
+        w, b, a = params[3 * i: 3 * i + 3]
+        h = torch.addmm(b[0], h, w[0].t())
+        if masks is not None and i < len(masks):
+            h = h * masks[i][0]
+        h = F.prelu(h, a.reshape(-1))
+    return h.unsqueeze(0)

