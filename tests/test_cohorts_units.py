@@ -162,3 +162,20 @@ def test_age_groups_nearest_rule():
     assert list(groups) == ["36-45", "36-45", "46-50", "56-60", "66-75", "66-75", "36-45",
                             "66-75", "36-45", "46-50"]
     assert outside == 4  # 30, 80 and the two between 45 and 46
+
+
+def test_read_triplets_refuses_bad_files(tmp_path):
+    from sphr.cohorts.triplets import read_triplets
+
+    path = tmp_path / "triplets.npz"
+    with pytest.raises(InputError, match=r"missing triplets\.npz") as err:
+        read_triplets(path, 10)
+    assert str(path) in str(err.value)
+    np.savez(path, other=np.zeros((2, 3), dtype=np.int64))
+    with pytest.raises(InputError, match="no array named 'triplets'"):
+        read_triplets(path, 10)
+    np.savez(path, triplets=np.array([[0, 1, 2], [3, 4, 10]]))
+    with pytest.raises(InputError, match=r"row indices into train.parquet \(10 rows\)"):
+        read_triplets(path, 10)
+    np.savez(path, triplets=np.array([[0, 1, 2], [3, 4, 9]]))
+    assert read_triplets(path, 10).dtype == np.int64

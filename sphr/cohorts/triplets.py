@@ -8,6 +8,8 @@ anchor's), a negative from the concatenation of the other classes.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from sphr.errors import InputError
@@ -44,3 +46,18 @@ def mine_triplets(labels: np.ndarray, n: int = 100_000, *, seed: int = 0,
     q = q + (q >= starts[cls]) * counts[cls]
     triplets = np.stack([order[starts[cls] + a_pos], order[starts[cls] + p_pos], order[q]], axis=1)
     return triplets.astype(np.int64)
+
+
+def read_triplets(path: str | Path, n_rows: int) -> np.ndarray:
+    """``triplets.npz`` as written by ``sphr cohorts``, checked against the training rows."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("missing triplets.npz (run `sphr cohorts` first)", file=path)
+    with np.load(path) as z:
+        if "triplets" not in z:
+            raise InputError("no array named 'triplets'", file=path)
+        t = np.asarray(z["triplets"], dtype=np.int64)
+    if t.ndim != 2 or t.shape[1] != 3 or len(t) == 0 or t.min() < 0 or t.max() >= n_rows:
+        raise InputError(f"triplets must be (m, 3) row indices into train.parquet ({n_rows} rows), "
+                         f"got shape {t.shape}", file=path)
+    return t

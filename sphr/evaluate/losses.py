@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from sphr.baselines.pipeline import Cohort, embedding_frame, read_embeddings
-from sphr.errors import ConfigError, InputError
+from sphr.errors import ConfigError
 from sphr.evaluate.paper import LOSSES
 from sphr.evaluate.protocol import EvalConfig, EvalResult, evaluate_embeddings
 from sphr.io import write_json, write_parquet
@@ -47,17 +47,9 @@ def _config_json(cfg: Any) -> dict[str, Any]:
 
 
 def load_triplets(cohort: Cohort) -> np.ndarray:
-    path = cohort.directory / "triplets.npz"
-    if not path.exists():
-        raise InputError("missing triplets.npz (run `sphr cohorts` first)", file=path)
-    with np.load(path) as z:
-        if "triplets" not in z:
-            raise InputError("no array named 'triplets'", file=path)
-        t = np.asarray(z["triplets"], dtype=np.int64)
-    if t.ndim != 2 or t.shape[1] != 3 or t.min() < 0 or t.max() >= len(cohort.train):
-        raise InputError(f"triplets must be (m, 3) row indices into train.parquet, got {t.shape}",
-                         file=path)
-    return t
+    from sphr.cohorts.triplets import read_triplets
+
+    return read_triplets(cohort.directory / "triplets.npz", len(cohort.train))
 
 
 def loss_configs(losses: Sequence[str], *, profile: str = "demo", seed: int = 0,

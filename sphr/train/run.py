@@ -9,27 +9,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sphr.errors import InputError
+from sphr.cohorts.triplets import read_triplets
 from sphr.io import staged_outputs, write_bytes, write_json, write_parquet
 from sphr.train.config import TrainConfig
 from sphr.train.model_io import embed, save_model
 from sphr.train.trainer import TrainResult, train_sphr
 
 log = logging.getLogger(__name__)
-
-
-def read_triplets(path: str | Path, n_rows: int) -> np.ndarray:
-    path = Path(path)
-    if not path.exists():
-        raise InputError("missing triplets.npz (run `sphr cohorts` first)", file=path)
-    with np.load(path) as z:
-        if "triplets" not in z:
-            raise InputError("no array named 'triplets'", file=path)
-        t = np.asarray(z["triplets"], dtype=np.int64)
-    if t.ndim != 2 or t.shape[1] != 3 or len(t) == 0 or t.min() < 0 or t.max() >= n_rows:
-        raise InputError(f"triplets must be (m, 3) row indices into train.parquet ({n_rows} rows), "
-                         f"got shape {t.shape}", file=path)
-    return t
 
 
 def loss_curve_png(curve: list[float], title: str) -> bytes | None:
