@@ -27,6 +27,16 @@ TASK_NAMES = {"binary": "binary (unhealthy vs healthy)",
 METRIC_NAMES = {"weighted_f1": "weighted F1", "micro_f1": "micro F1"}
 
 
+def _ours_beside_paper(row: dict[str, str], name: str, hit: pd.DataFrame) -> None:
+    """Fill ``row[name]`` and ``row[name + " (paper)"]`` from the first matching score row."""
+    if hit.empty:
+        row[name] = row[f"{name} (paper)"] = "-"
+        return
+    h = hit.iloc[0]
+    row[name] = fmt(h["mean"], h["sd"])
+    row[f"{name} (paper)"] = fmt(h["paper_mean"], h["paper_sd"], 4)
+
+
 def fmt(mean: float, sd: float | None = None, digits: int = 4) -> str:
     if mean is None or (isinstance(mean, float) and np.isnan(mean)):
         return "-"
@@ -101,13 +111,7 @@ def representation_markdown(table: pd.DataFrame, representations: Sequence[str] 
             row = {"classifier": CLF_NAMES.get(clf, clf)}
             for rep in reps:
                 hit = t[(t["classifier"] == clf) & (t["representation"] == rep)]
-                name = REP_NAMES.get(rep, rep)
-                if hit.empty:
-                    row[name] = row[f"{name} (paper)"] = "-"
-                    continue
-                h = hit.iloc[0]
-                row[name] = fmt(h["mean"], h["sd"])
-                row[f"{name} (paper)"] = fmt(h["paper_mean"], h["paper_sd"], 4)
+                _ours_beside_paper(row, REP_NAMES.get(rep, rep), hit)
             rows.append(row)
         parts.append(to_markdown(pd.DataFrame(rows)))
         if len(src):
@@ -132,14 +136,7 @@ def loss_markdown(table: pd.DataFrame, classifier: str = "xgboost",
     for (sex, task), g in t.groupby(["sex", "task"], sort=False):
         row = {"": f"{SEX_NAMES.get(sex, sex)}: {'binary' if task == 'binary' else 'multi-class'}"}
         for loss in losses:
-            hit = g[g["loss"] == loss]
-            name = LOSS_NAMES.get(loss, loss)
-            if hit.empty:
-                row[name] = row[f"{name} (paper)"] = "-"
-                continue
-            h = hit.iloc[0]
-            row[name] = fmt(h["mean"], h["sd"])
-            row[f"{name} (paper)"] = fmt(h["paper_mean"], h["paper_sd"], 4)
+            _ours_beside_paper(row, LOSS_NAMES.get(loss, loss), g[g["loss"] == loss])
         rows.append(row)
     head = (f"#### Loss comparison: {CLF_NAMES.get(classifier, classifier)}, "
             f"{METRIC_NAMES[metric]} (paper: Table 3, Table A2)\n")
