@@ -101,7 +101,7 @@ class StackedModels:
     def predict_proba(self, m: int, X: np.ndarray) -> np.ndarray:
         """Class probabilities of model ``m`` for the rows of ``X``."""
         with torch.no_grad():
-            x = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)).to(self.device)
+            x = torch.as_tensor(np.array(X, dtype=np.float32)).to(self.device)
             out = []
             for start in range(0, x.shape[0], 65536):
                 xb = ((x[start:start + 65536] - self.mean[m]) / self.sd[m])[None]
@@ -131,7 +131,7 @@ def train_many(X: np.ndarray, labels: Sequence[np.ndarray], train_idx: Sequence[
     n_tr = n_tr.pop()
     dev = resolve_device(device)
     C = int(max(n_classes))
-    Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32)).to(dev)
+    Xt = torch.as_tensor(np.array(X, dtype=np.float32)).to(dev)
     tr = torch.from_numpy(np.stack([np.asarray(t, dtype=np.int64) for t in train_idx])).to(dev)
     Y = torch.from_numpy(np.stack([np.asarray(y, dtype=np.int64) for y in labels])).to(dev)
     # per-model standardization from that model's training rows only
