@@ -71,6 +71,7 @@ def cohorts(context: dg.AssetExecutionContext, config: CohortConfig, storage: Ru
     yield dg.MaterializeResult(asset_key=["cohorts", "cohort_splits"], metadata={
         "path": md.path(out), "participants": r["participants"],
         "train_rows": len(cohort.train), "test_rows": len(cohort.test),
+        "calibration_rows": len(cohort.calibration),
         "bfh_share": r["bfh_share"], "classes": md.table(pd.DataFrame(
             {k: r[k] for k in ("classes", "train", "test", "augmented")})),
         "dropped_features": dg.MetadataValue.json(report["dropped_features"]),
@@ -99,8 +100,15 @@ def cohorts(context: dg.AssetExecutionContext, config: CohortConfig, storage: Ru
         passed=bool(lo <= r["bfh_share"] <= hi), severity=dg.AssetCheckSeverity.ERROR,
         metadata={"bfh_share": r["bfh_share"], "bounds": str(BFH_SHARE_BOUNDS)})
     overlap = np.intersect1d(cohort.train["eid"], cohort.test["eid"]).size
+    held_out = np.concatenate([cohort.test["eid"], cohort.calibration["eid"]])
+    calib_overlap = np.intersect1d(cohort.train["eid"], held_out).size - overlap
     aug_in_test = int(cohort.test["augmented"].sum())
     yield dg.AssetCheckResult(
         check_name="no_test_participant_in_training", asset_key=["cohorts", "cohort_splits"],
-        passed=overlap == 0 and aug_in_test == 0, severity=dg.AssetCheckSeverity.ERROR,
-        metadata={"shared_participants": int(overlap), "augmented_rows_in_test": aug_in_test})
+        passed=overlap == 0 and calib_overlap == 0 and aug_in_test == 0,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description="no test or calibration participant among the training rows",
+        metadata={"shared_participants": int(overlap),
+                  "calibration_participants_in_training": int(calib_overlap),
+                  "augmented_rows_in_test": aug_in_test,
+                  "calibration_rows": len(cohort.calibration)})

@@ -6,21 +6,23 @@ from pipeline import metadata as md
 from pipeline.partitions import sex_partitions
 from pipeline.resources import Compute, RunStorage
 from sphr import layout
+from sphr.risk.pipeline import RiskConfig
+
+_DEFAULTS = RiskConfig()
 
 
 class RiskSettings(dg.Config):
-    """Methods and interval modes of the health distance (SPEC 1.8); validation population."""
+    """Methods and interval modes of the health score; bootstrap of the discrimination CIs.
+    Defaults are the library's (``sphr.risk.pipeline.RiskConfig``)."""
 
-    methods: list[str] = ["raw_euclidean", "mahalanobis", "p0_euclidean", "deep_patient", "sphr"]
-    modes: list[str] = ["paper", "bfh-distance"]
-    validate_on: str = "test"
+    methods: list[str] = list(_DEFAULTS.methods)
+    modes: list[str] = list(_DEFAULTS.modes)
+    n_bootstrap: int = _DEFAULTS.n_bootstrap
 
 
-def _config(settings: RiskSettings, device: str, sexes: tuple[str, ...]):
-    from sphr.risk.pipeline import RiskConfig
-
+def _config(settings: RiskSettings, device: str, sexes: tuple[str, ...]) -> RiskConfig:
     return RiskConfig(methods=tuple(settings.methods), modes=tuple(settings.modes),
-                      validate_on=settings.validate_on, device=device, sexes=sexes)
+                      n_bootstrap=settings.n_bootstrap, device=device, sexes=sexes)
 
 
 @dg.asset(key=["risk", "risk_groups"], group_name="risk", partitions_def=sex_partitions,
@@ -32,33 +34,42 @@ def risk_groups(context: dg.AssetExecutionContext, config: RiskSettings, storage
                 compute: Compute) -> dg.MaterializeResult:
     import pandas as pd
 
-    from sphr.risk.pipeline import run_risk
+    from sphr.risk.pipeline import risk_for_sex
     from sphr.risk.report import shares
 
     sex = context.partition_key
     out = layout.risk_dir(storage.run) / sex
-    summary = run_risk(storage.run, out, _config(config, compute.device, (sex,)))
+    summary = risk_for_sex(storage.run, sex, out, _config(config, compute.device, (sex,)))
     rows = pd.read_parquet(out / "risk_groups.parquet")
     meta = {"path": md.path(out / "risk_groups.parquet"), "rows": len(rows),
             "group_shares_percent": md.table(shares(rows, ["method", "mode"]), index=False)}
     if summary["skipped"]:
         meta["skipped_methods"] = dg.MetadataValue.json(summary["skipped"])
-    if (out / "validation.md").exists():
-        meta["validation"] = dg.MetadataValue.md((out / "validation.md").read_text())
+    heldout = pd.read_parquet(out / "heldout_bfh.parquet")
+    meta["heldout_bfh_in_normal"] = md.table(
+        heldout[heldout["partition"] == "test"].round(3), index=False)
+    if (out / "discrimination.parquet").exists():
+        disc = pd.read_parquet(out / "discrimination.parquet")
+        meta["discrimination_any"] = md.table(disc.loc[disc["outcome"] == "any", [
+            "method", "n", "events", "auroc", "auroc_low", "auroc_high", "c_index",
+            "c_index_low", "c_index_high"]].round(3), index=False)
     return dg.MaterializeResult(metadata=meta)
 
 
 @dg.asset(key=["risk", "risk_report"], group_name="risk_report", deps=[risk_groups],
-          description="The exported risk-group report of both sexes: risk_groups.parquet/.csv, "
-          "thresholds, validation and a self-contained report.html.")
+          description="The exported risk-group report of both sexes, merged from the per-sex "
+          "results (nothing refitted): risk_groups.parquet/.csv, thresholds, discrimination, "
+          "validation and a self-contained report.html.")
 def risk_report(context: dg.AssetExecutionContext, config: RiskSettings, storage: RunStorage,
                 compute: Compute) -> dg.MaterializeResult:
     from sphr.labels import SEXES
-    from sphr.risk.pipeline import run_risk
+    from sphr.risk.pipeline import merge_risk
     from sphr.risk.report import find_chromium, render_png
 
     out = layout.risk_dir(storage.run)
-    summary = run_risk(storage.run, out, _config(config, compute.device, tuple(SEXES)))
+    sexes = [s for s in SEXES if (out / s / "risk_groups.parquet").exists()]
+    summary = merge_risk(storage.run, [out / s for s in sexes], out,
+                         _config(config, compute.device, tuple(sexes)))
     meta = {"report": md.path(out / "report.html"), "csv": md.path(out / "risk_groups.csv"),
             "sexes": ", ".join(summary["sexes"]), "rows": summary["rows"],
             "methods": ", ".join(summary["methods"])}

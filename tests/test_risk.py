@@ -94,14 +94,32 @@ def test_paper_mode_degenerate_interval_is_swapped():
     assert "normal_swapped" in iv.repairs
 
 
-def test_bfh_distance_mode_known_answer():
-    model = RiskModel("raw_euclidean", "bfh-distance", ["a"], min_group_size=2).fit(_bfh(SQUARES))
+def test_calibrated_mode_known_answer():
+    """Training BFH give the reference and the age standardization; the calibration BFH (whom
+    the fit never sees) give a one-sided conformal bound."""
+    calibration = _bfh(25.0 + np.arange(1.0, 21.0))  # distances 1..20 to the reference 25
+    model = RiskModel("raw_euclidean", "calibrated", ["a"], min_group_size=2,
+                      standardize_min_group=2).fit(_bfh(SQUARES), calibration)
+    assert model.strata["46-50"]["reference"] == pytest.approx([25.0])
+    # training own distances 0 9 11 16 21 24 24 25 39 56 75: median 24, IQR 32 - 13.5
+    assert model.standardizer.center_["46-50"] == pytest.approx(24.0)
+    assert model.standardizer.scale_["46-50"] == pytest.approx(18.5 / 1.349)
+    # n = 20: the 95% bound is the ceil(21 * 0.95) = 20th smallest calibration distance
+    assert model.bounds.normal.method == "conformal" and model.bounds.normal.n == 20
     iv = model.intervals("46-50")
-    # own distances |i^2 - 25| sorted: 0 9 11 16 21 24 24 25 39 56 75
-    assert (iv.normal_low, iv.normal_high) == pytest.approx((2.25, 70.25))
-    assert (iv.lower_low, iv.lower_high) == pytest.approx((0.9, 73.1))
-    out = model.transform(_people([25.0, 26.0, 50.0, 96.0, 99.0]))
-    assert out["group"].tolist() == [HIGHER_RISK, LOWER_RISK, NORMAL, LOWER_RISK, HIGHER_RISK]
+    assert iv.normal_high == pytest.approx(20.0) and iv.normal_low == -np.inf
+    assert model.bounds.lower.method == "lognormal" and iv.lower_high > 20.0
+    out = model.transform(_people([25.0, 45.0, 45.5, 25.0 + iv.lower_high + 1]))
+    # one-sided: distance 0 is Normal (the paper's two-sided mapping would not say so)
+    assert out["group"].tolist() == [NORMAL, NORMAL, LOWER_RISK, HIGHER_RISK]
+    assert out["normal_low"].isna().all()
+    assert out["score"].to_numpy() == pytest.approx((np.array([0, 20, 20.5, iv.lower_high + 1])
+                                                     - 24.0) / (18.5 / 1.349))
+
+
+def test_calibrated_mode_needs_calibration_rows():
+    with pytest.raises(InputError, match="calibration"):
+        RiskModel("raw_euclidean", "calibrated", ["a"], min_group_size=2).fit(_bfh(SQUARES))
 
 
 def test_fit_uses_only_real_bfh_rows():
@@ -147,7 +165,7 @@ def test_p0_method_uses_only_p0_markers():
     rng = np.random.default_rng(1)
     train = pd.DataFrame(rng.normal(size=(30, 3)), columns=features).assign(
         label=np.int8(2), augmented=False, age_group="56-60")
-    model = RiskModel("p0_euclidean", "bfh-distance", features).fit(train)
+    model = RiskModel("p0_euclidean", "paper", features).fit(train)
     a = pd.DataFrame({"glucose": [0.0], "bmi": [0.0], "hdl": [0.0], "age_group": ["56-60"]})
     b = a.assign(bmi=100.0)
     assert model.transform(a)["distance"].iloc[0] == model.transform(b)["distance"].iloc[0]
@@ -266,36 +284,52 @@ def _cli(argv: list[str]) -> int:
 @pytest.fixture(scope="module")
 def risk_out(run_dir):
     out = run_dir / "risk"
-    assert _cli(["risk", str(run_dir), "--validate-on", "all"]) == 0
+    assert _cli(["risk", str(run_dir), "--bootstrap", "50"]) == 0
     return out
 
 
 def test_risk_cli_writes_every_output(risk_out, cohorts_dir):
     from sphr.baselines.pipeline import load_cohort
-    from sphr.risk.spaces import METHODS
+    from sphr.risk.spaces import METHODS, PAPER_METHODS
 
     for name in ("risk_groups.parquet", "risk_groups.csv", "validation.parquet", "validation.md",
                  "thresholds.csv", "time_correlation.parquet", "report.html",
+                 "discrimination.parquet", "heldout_bfh.parquet",
                  "model/risk_model.json", "model/female/normalizer.json", "model/male/sphr.pt",
                  "model/female/deep_patient.joblib", "model/male/mahalanobis_whitening.npy"):
         assert (risk_out / name).is_file(), name
     rows = pd.read_parquet(risk_out / "risk_groups.parquet")
     assert tuple(rows.columns) == COLUMNS
     assert tuple(pd.read_csv(risk_out / "risk_groups.csv", nrows=2).columns) == COLUMNS
-    assert set(rows["method"]) == set(METHODS) and set(rows["mode"]) == {"paper", "bfh-distance"}
-    # every real participant, exactly once per method and mode, in exactly one group
-    n_real = sum(int((~load_cohort(cohorts_dir / s).train["augmented"]).sum())
-                 + len(load_cohort(cohorts_dir / s).test) for s in ("female", "male"))
+    assert set(METHODS) <= set(rows["method"]) and set(rows["mode"]) == {"paper", "calibrated"}
+    assert set(rows.loc[rows["mode"] == "paper", "method"]) == set(PAPER_METHODS)
+    # every real participant, exactly once per method and mode, in exactly one group, with
+    # their role
+    cohorts = [load_cohort(cohorts_dir / s) for s in ("female", "male")]
+    n_real = sum(int((~c.train["augmented"]).sum()) + len(c.calibration) + len(c.test)
+                 for c in cohorts)
     for _, sub in rows.groupby(["method", "mode"]):
         assert len(sub) == n_real and sub["eid"].is_unique and (sub["eid"] > 0).all()
+        assert sub["partition"].value_counts().to_dict() == {
+            "train": sum(int((~c.train["augmented"]).sum()) for c in cohorts),
+            "calibration": sum(len(c.calibration) for c in cohorts),
+            "test": sum(len(c.test) for c in cohorts)}
     assert rows["group"].isin(GROUPS).all()
-    assert (rows["lower_low"] <= rows["normal_low"]).all()
+    paper = rows[rows["mode"] == "paper"]
+    assert (paper["lower_low"] <= paper["normal_low"]).all()
     assert (rows["normal_high"] <= rows["lower_high"]).all()
+    calibrated = rows[rows["mode"] == "calibrated"]
+    assert calibrated["normal_low"].isna().all()  # one-sided
+    disc = pd.read_parquet(risk_out / "discrimination.parquet")
+    for col in ("sex", "method", "outcome", "n", "events", "auroc", "auroc_low", "auroc_high",
+                "c_index", "c_index_low", "c_index_high"):
+        assert col in disc.columns
+    assert {"age", *METHODS} <= set(disc["method"])
     v = pd.read_parquet(risk_out / "validation.parquet")
     assert set(v["group"]) == set(GROUPS) and (v["n_group"] <= v["n_total"]).all()
     assert ((v["rate_low"] <= v["rate"]) | v["rate"].isna()).all()
     md = (risk_out / "validation.md").read_text()
-    assert "68.35% / 6.94% / 24.71%" in md  # the paper's SPHR shares beside ours
+    assert "1.52% / 2.96% / 4.14%" in md  # the paper's SPHR cancer rates (men) beside ours
 
 
 def test_report_html_is_self_contained(risk_out):
@@ -303,8 +337,11 @@ def test_report_html_is_self_contained(risk_out):
     assert text.count("<table") >= 4 and text.count('<img src="data:image/png;base64,') >= 5
     assert "http://" not in text and "https://" not in text
     for needle in ("Definitions", "Table 4", "Thresholds used", "Distance distributions",
-                   "closer than Normal"):
+                   "closer than Normal", "Held-out bona fide healthy"):
         assert needle in text
+    # the reader's summary comes first, the definitions after it
+    assert text.index("<h2>Summary</h2>") < text.index("<h2>Definitions</h2>")
+    assert text.index("<h2>") == text.index("<h2>Summary</h2>")
 
 
 def test_report_renders_to_a_nonblank_png(risk_out, tmp_path):
@@ -330,6 +367,9 @@ def test_score_reproduces_risk_groups(risk_out, run_dir, ukb_export, tmp_path):
     scored = pd.read_parquet(tmp_path / "scored" / "risk_groups.parquet")
     assert tuple(scored.columns) == COLUMNS and report["rows"] == len(scored)
     fitted = pd.read_parquet(risk_out / "risk_groups.parquet")
+    # the supervised ceiling needs outcomes and is not scorable on new people
+    assert "supervised_xgboost" not in set(scored["method"])
+    fitted = fitted[fitted["method"].isin(set(scored["method"]))]
     keys = ["eid", "method", "mode"]
     both = fitted.merge(scored, on=keys, suffixes=("", "_new"))
     assert len(both) == len(fitted)  # the same complete cases are scored

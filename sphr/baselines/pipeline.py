@@ -44,6 +44,9 @@ class Cohort:
     features: list[str]
     train: pd.DataFrame
     test: pd.DataFrame
+    #: the calibration partition (real healthy training participants no fit sees); empty
+    #: for cohort folders written before it existed
+    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def sex(self) -> str:
@@ -105,7 +108,11 @@ def load_cohort(cohort_dir: str | Path) -> Cohort:
     if frames["test"]["augmented"].to_numpy(bool).any():
         raise InputError("test.parquet holds augmented rows; evaluation uses real participants only",
                          file=d / "test.parquet", field="augmented")
-    return Cohort(directory=d, features=features, train=frames["train"], test=frames["test"])
+    calib_path = d / "calibration.parquet"
+    calibration = (_check_frame(pd.read_parquet(calib_path), features, calib_path)
+                   if calib_path.exists() else pd.DataFrame(columns=frames["test"].columns))
+    return Cohort(directory=d, features=features, train=frames["train"], test=frames["test"],
+                  calibration=calibration)
 
 
 def embedding_columns(width: int) -> list[str]:

@@ -2,7 +2,8 @@
 
 Per SPEC 1.2-1.4: completeness filter and complete cases (all participants),
 drop unknown labels, then per sex: classes (unhealthy / apparently healthy /
-bona fide healthy on raw P0 values), a stratified 70/30 split, a quantile
+bona fide healthy on raw P0 values), a stratified 70/30 split, a calibration
+partition (20% of the training healthy classes) that no fit sees, a quantile
 normalizer fitted on the real training rows, rejection-sampled augmentation
 of the training partition only (raw units, then normalized), and offline
 triplets as row indices into the training matrix.
@@ -38,6 +39,10 @@ class CohortConfig:
 
     completeness: float = 0.75
     test_size: float = 0.3
+    #: share of the training BFH and of the training apparently healthy set aside as the
+    #: calibration partition: never seen by a normalizer, representation, covariance or
+    #: reference; the risk stage's thresholds come from it (docs/METHODS.md)
+    calibration_size: float = 0.2
     seed: int = 0
     #: extra rows per real training row, by class name (0 = none); paper: BFH 3x
     augment_fold: dict[str, int] = field(default_factory=lambda: {"bona_fide_healthy": 3})
@@ -70,6 +75,8 @@ class SexCohort:
     test: pd.DataFrame
     train_raw: pd.DataFrame
     test_raw: pd.DataFrame
+    calibration: pd.DataFrame
+    calibration_raw: pd.DataFrame
     triplets: np.ndarray
     normalizer: QuantileNormalizer
     report: dict
@@ -94,6 +101,27 @@ def _split(labels: np.ndarray, test_size: float, seed: int) -> tuple[np.ndarray,
     train, test = train_test_split(idx[~small], test_size=test_size, random_state=seed,
                                    stratify=labels[~small])
     return np.sort(np.concatenate([train, idx[small]])), np.sort(test)
+
+
+def _calibration_split(labels: np.ndarray, train_idx: np.ndarray, size: float, seed: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(training rows kept for fitting, calibration rows): ``size`` of the training BFH and of
+    the training apparently healthy, stratified by class; unhealthy rows all stay in training."""
+    if not 0 <= size < 1:
+        raise ConfigError(f"calibration_size must be in [0, 1), got {size}")
+    healthy = train_idx[np.isin(labels[train_idx], (APPARENTLY_HEALTHY, BONA_FIDE_HEALTHY))]
+    if size == 0 or healthy.size == 0:
+        return train_idx, np.empty(0, dtype=train_idx.dtype)
+    rng = np.random.default_rng(seed)
+    calib = []
+    for c in (APPARENTLY_HEALTHY, BONA_FIDE_HEALTHY):
+        members = healthy[labels[healthy] == c]
+        k = round(size * members.size)
+        if members.size - k < 2:  # keep enough of the class to fit on
+            k = max(0, members.size - 2)
+        calib.append(rng.choice(members, size=k, replace=False))
+    calib_idx = np.sort(np.concatenate(calib))
+    return np.setdiff1d(train_idx, calib_idx), calib_idx
 
 
 def _bounds(raw: np.ndarray, features: list[str], class_name: str, sex: str,
@@ -131,6 +159,8 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
     if (counts > 0).sum() < 2:
         raise InputError(f"{sex} participants fall in a single class {dict(enumerate(counts))}")
     train_idx, test_idx = _split(labels, config.test_size, int(seeds[0]))
+    train_idx, calib_idx = _calibration_split(labels, train_idx, config.calibration_size,
+                                              int(seeds[3]))
 
     raw = frame[features].to_numpy(dtype=np.float64)
     constant = constant_features(frame.iloc[train_idx], features)
@@ -197,6 +227,9 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
         np.concatenate([np.zeros(train_idx.size, bool), np.ones(n_aug, bool)]))
     test, test_raw = table(raw[test_idx], eids[test_idx], ages[test_idx], age_group[test_idx],
                            labels[test_idx], np.zeros(test_idx.size, bool))
+    calibration, calibration_raw = table(
+        raw[calib_idx], eids[calib_idx], ages[calib_idx], age_group[calib_idx],
+        labels[calib_idx], np.zeros(calib_idx.size, bool))
 
     t0 = time.perf_counter()
     triplets = mine_triplets(train["label"].to_numpy(), config.n_triplets, seed=int(seeds[2]),
@@ -210,7 +243,8 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
     report = {
         "sex": sex, "participants": n, "features": features, "dropped_constant": constant,
         "classes": by_class(labels), "train": by_class(labels[train_idx]),
-        "test": by_class(labels[test_idx]), "augmented": by_class(aug_lab_all),
+        "test": by_class(labels[test_idx]), "calibration": by_class(labels[calib_idx]),
+        "augmented": by_class(aug_lab_all),
         "bfh_share": round(float(counts[BONA_FIDE_HEALTHY] / n), 4),
         "bfh_share_of_apparently_healthy": round(
             float(counts[BONA_FIDE_HEALTHY] / max(1, counts[1] + counts[2])), 4),
@@ -222,7 +256,8 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
                      "seconds": round(triplet_s, 4)},
         "clinical_ranges": [asdict(r) for r in ranges_for(sex, ranges)],
     }
-    return SexCohort(sex, features, train, test, train_raw, test_raw, triplets, normalizer, report)
+    return SexCohort(sex, features, train, test, train_raw, test_raw, calibration,
+                     calibration_raw, triplets, normalizer, report)
 
 
 def prepare(baseline: pd.DataFrame, config: CohortConfig) -> tuple[pd.DataFrame, list[str], dict]:
@@ -269,6 +304,8 @@ def write_sex_cohort(cohort: SexCohort, out: Path) -> None:
     write_parquet(cohort.test, out / "test.parquet")
     write_parquet(cohort.train_raw, out / "train_raw.parquet")
     write_parquet(cohort.test_raw, out / "test_raw.parquet")
+    write_parquet(cohort.calibration, out / "calibration.parquet")
+    write_parquet(cohort.calibration_raw, out / "calibration_raw.parquet")
     write_npz(out / "triplets.npz", triplets=cohort.triplets)
     cohort.normalizer.save(out / "normalizer.json")
     write_json(cohort.features, out / "features.json")

@@ -12,25 +12,30 @@ def _csv(value: str) -> list[str]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from sphr.risk.intervals import MODES
-    from sphr.risk.spaces import METHODS
+    from sphr.risk.pipeline import ALL_METHODS as METHODS
+    from sphr.risk.pipeline import RiskConfig
+
+    defaults = RiskConfig()
 
     p = sub.add_parser(
         "risk", help="Normal / Lower Risk / Higher Risk groups, validation, HTML report",
         description="Fit the single-visit risk references (BFH of the training partition, per "
-        "sex and age group) for each method and mode, group every real participant, validate "
-        "against the repeat visit and write OUT/risk_groups.{parquet,csv}, thresholds, "
+        "sex and age group) for each method, calibrate the bounds on the calibration partition, "
+        "group every real participant, validate the held-out (test) participants against the "
+        "repeat visit and write OUT/risk_groups.{parquet,csv}, thresholds, discrimination and "
         "validation tables, model/ (for sphr score) and report.html.")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR/risk)")
     p.add_argument("--methods", type=_csv, default=list(METHODS),
-                   help=f"comma-separated subset of {','.join(METHODS)} (default: all; a deep "
-                   "method whose model is missing is skipped with a warning)")
+                   help=f"comma-separated subset of {','.join(METHODS)} (default: all; a method "
+                   "whose model or input is missing is skipped with a warning)")
     p.add_argument("--modes", type=_csv, default=list(MODES),
                    help=f"comma-separated subset of {','.join(MODES)} (default: both)")
-    p.add_argument("--validate-on", choices=("test", "all"), default="test",
-                   help="validation population: test partition (default) or all real participants")
-    p.add_argument("--min-group-size", type=int, default=10,
+    p.add_argument("--min-group-size", type=int, default=defaults.min_group_size,
                    help="fewest real BFH members per age group before borrowing neighbours")
+    p.add_argument("--bootstrap", type=int, default=defaults.n_bootstrap,
+                   help="participant bootstrap resamples of the discrimination intervals")
+    p.add_argument("--seed", type=int, default=defaults.seed)
     p.add_argument("--device", default="auto", help="torch device for the deep methods")
     p.add_argument("--png", action="store_true",
                    help="also render report.html to report.png with headless Chromium")
@@ -56,8 +61,8 @@ def _risk(args: argparse.Namespace) -> int:
     from sphr.risk.pipeline import RiskConfig, run_risk
 
     config = RiskConfig(methods=tuple(args.methods), modes=tuple(args.modes),
-                        validate_on=args.validate_on, min_group_size=args.min_group_size,
-                        device=args.device)
+                        min_group_size=args.min_group_size, n_bootstrap=args.bootstrap,
+                        seed=args.seed, device=args.device)
     summary = run_risk(args.run_dir, args.out, config)
     out = Path(summary["out"])
     print(f"{summary['rows']} rows ({', '.join(summary['sexes'])}; methods "
@@ -68,7 +73,7 @@ def _risk(args: argparse.Namespace) -> int:
         from sphr.risk.report import render_png
 
         print(f"rendered {render_png(out / 'report.html', out / 'report.png')}")
-    print(f"wrote {out}/risk_groups.parquet, validation.md, report.html")
+    print(f"wrote {out}/risk_groups.parquet, discrimination.parquet, validation.md, report.html")
     return 0
 
 

@@ -1,12 +1,18 @@
 """Threshold intervals and the Normal / Lower Risk / Higher Risk mapping (Appendix B).
 
-Two ways to get the intervals of one sex and age group g with BFH set B_g and
-reference r_g = G(P50(B_g)):
+Two ways to get the intervals of one sex and age group g with training BFH set
+B_g and reference r_g = G(P50(B_g)) (docs/METHODS.md, "Risk groups"):
 
+* ``calibrated`` (default): one-sided split-conformal bounds from the
+  *calibration* BFH, whom no fit has seen: Normal up to the 95% bound, Lower
+  Risk up to the 99% bound, Higher Risk beyond (:mod:`sphr.risk.calibration`).
 * ``paper`` (Eq. A.4, as written): N = [d(G(P2.5), r), d(G(P97.5), r)] and
   LR = [d(G(P1), r), d(G(P99), r)], P_q the element-wise percentile vector of B_g.
-* ``bfh-distance``: the same percentiles of the BFH members' *own* distances
-  s_i = d(G(b_i), r): N = [P2.5(s), P97.5(s)], LR = [P1(s), P99(s)].
+
+The former ``bfh-distance`` mode (percentiles of the training BFH's own
+distances) is gone: those distances are in-sample (SPHR was trained to pull
+exactly these rows together), so its intervals were too narrow for anyone else;
+``calibrated`` is the same idea computed on people no fit has seen.
 
 Two repairs make every interval usable (both recorded in the thresholds):
 
@@ -17,7 +23,7 @@ Two repairs make every interval usable (both recorded in the thresholds):
    on the lower side (for G = identity every |P1_j - P50_j| >= |P2.5_j - P50_j|,
    so d(P1, r) >= d(P2.5, r)). LR becomes the hull [min(N_lo, LR_lo), max(N_hi, LR_hi)].
 
-The mapping is two-sided exactly as Eq. A.5: a distance below N's lower bound
+In mode ``paper`` the mapping is two-sided exactly as Eq. A.5: a distance below N's lower bound
 is *not* Normal (it is Lower Risk if inside LR, else Higher Risk). Reports count
 these "closer than the Normal interval" participants separately.
 """
@@ -32,7 +38,7 @@ NORMAL = "Normal"
 LOWER_RISK = "Lower Risk"
 HIGHER_RISK = "Higher Risk"
 GROUPS: tuple[str, ...] = (NORMAL, LOWER_RISK, HIGHER_RISK)
-MODES: tuple[str, ...] = ("paper", "bfh-distance")
+MODES: tuple[str, ...] = ("calibrated", "paper")
 
 #: percentiles of the Normal (inner 95%) and Lower Risk (inner 98%) intervals
 NORMAL_Q: tuple[float, float] = (2.5, 97.5)
@@ -95,11 +101,3 @@ def paper_intervals(percentile_distance) -> Intervals:
     """``percentile_distance(q)`` = d(G(P_q(B)), r); Eq. A.4 with both repairs."""
     return make_intervals(tuple(percentile_distance(q) for q in NORMAL_Q),
                           tuple(percentile_distance(q) for q in LOWER_Q))
-
-
-def bfh_distance_intervals(own: np.ndarray) -> Intervals:
-    """Percentiles of the BFH members' own distances to the reference."""
-    own = np.asarray(own, dtype=np.float64)
-    n = np.percentile(own, NORMAL_Q)
-    lr = np.percentile(own, LOWER_Q)
-    return make_intervals((n[0], n[1]), (lr[0], lr[1]))

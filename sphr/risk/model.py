@@ -2,7 +2,11 @@
 
 ``fit`` takes a cohort training frame (``cohorts/<sex>/train.parquet``) and uses
 only its bona fide healthy rows that are real (``label == 2`` and not
-``augmented``); it never sees test rows because it is never given them.
+``augmented``) for the space (e.g. a covariance), the references r_g and the
+age standardization of the score; it never sees test rows because it is never
+given them. Mode ``calibrated`` also takes the calibration frame
+(``cohorts/<sex>/calibration.parquet``): the bounds come from its BFH rows'
+distances, which are out of sample for every fit (:mod:`sphr.risk.calibration`).
 
 **Decision (small groups)**: an age group with fewer than ``min_group_size`` real
 BFH training members borrows the members of its neighbouring age groups,
@@ -27,20 +31,22 @@ import pandas as pd
 from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
 from sphr.errors import ConfigError, InputError
 from sphr.labels import BONA_FIDE_HEALTHY
+from sphr.risk.calibration import AgeStandardizer, CalibratedBounds
 from sphr.risk.intervals import (
     LOWER_Q,
     MODES,
     NORMAL_Q,
     Intervals,
     assign_groups,
-    bfh_distance_intervals,
     euclidean,
     paper_intervals,
 )
 from sphr.risk.spaces import METHODS, Space, build_space
 
-OUTPUT_COLUMNS: tuple[str, ...] = ("age_group", "distance", "group", "normal_low", "normal_high",
-                                   "lower_low", "lower_high")
+OUTPUT_COLUMNS: tuple[str, ...] = ("age_group", "distance", "score", "group", "normal_low",
+                                   "normal_high", "lower_low", "lower_high")
+#: the interval columns (a NaN low is "no lower bound": the calibrated mode is one-sided)
+INTERVAL_COLUMNS: tuple[str, ...] = ("normal_low", "normal_high", "lower_low", "lower_high")
 
 
 def pooled_windows(counts: list[int], min_size: int) -> list[list[int]]:
@@ -69,12 +75,26 @@ def age_groups_of(frame: pd.DataFrame, age_groups: tuple[tuple[int, int], ...]) 
                      field="age_group")
 
 
+def bfh_rows(frame: pd.DataFrame) -> np.ndarray:
+    """Mask of the real (not augmented) bona fide healthy rows of a cohort frame."""
+    for col in ("label", "augmented"):
+        if col not in frame.columns:
+            raise InputError(f"cohort frame has no {col!r} column", field=col)
+    return (frame["label"].to_numpy() == BONA_FIDE_HEALTHY) & ~frame["augmented"].to_numpy(bool)
+
+
 class RiskModel:
-    """Health distance to the age group's BFH reference, and its risk group (Appendix B)."""
+    """Health distance to the age group's BFH reference, and its risk group (Appendix B).
+
+    ``score`` is the distance standardized per age group among the training BFH
+    (:class:`sphr.risk.calibration.AgeStandardizer`): comparable across ages, so it
+    is the continuous score the discrimination metrics use.
+    """
 
     def __init__(self, method: str, mode: str, features: list[str], *,
                  age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS,
-                 min_group_size: int = 10, space: Space | None = None) -> None:
+                 min_group_size: int = 10, standardize_min_group: int = 30,
+                 space: Space | None = None) -> None:
         if method not in METHODS:
             raise ConfigError(f"unknown risk method {method!r}: choose from {', '.join(METHODS)}")
         if mode not in MODES:
@@ -85,8 +105,11 @@ class RiskModel:
         self.features = list(features)
         self.age_groups = tuple(tuple(g) for g in age_groups)
         self.min_group_size = min_group_size
+        self.standardize_min_group = standardize_min_group
         self.space = space if space is not None else build_space(method, self.features)
         self.strata: dict[str, dict[str, Any]] = {}
+        self.standardizer: AgeStandardizer | None = None
+        self.bounds: CalibratedBounds | None = None
 
     def _matrix(self, frame: pd.DataFrame) -> np.ndarray:
         missing = [f for f in self.features if f not in frame.columns]
@@ -94,18 +117,17 @@ class RiskModel:
             raise InputError(f"missing feature column(s) {missing[:5]}", field=missing[0])
         return frame[self.features].to_numpy(np.float64)
 
-    def fit(self, train: pd.DataFrame) -> RiskModel:
-        """References and intervals from the real BFH rows of a training frame."""
-        for col in ("label", "augmented"):
-            if col not in train.columns:
-                raise InputError(f"training frame has no {col!r} column", field=col)
-        bfh = (train["label"].to_numpy() == BONA_FIDE_HEALTHY) & ~train["augmented"].to_numpy(bool)
+    def fit(self, train: pd.DataFrame, calibration: pd.DataFrame | None = None) -> RiskModel:
+        """References from the real BFH rows of ``train``; calibrated bounds from the BFH rows
+        of ``calibration`` (required in mode ``calibrated``, ignored in mode ``paper``)."""
+        bfh = bfh_rows(train)
         if bfh.sum() < 2:
             raise InputError(f"need at least 2 real bona fide healthy training rows, got {bfh.sum()}")
         frame = train.loc[bfh]
         X = self._matrix(frame)
         groups = age_groups_of(frame, self.age_groups)
-        self.space.fit(X)
+        ages = frame["age_years"].to_numpy(float) if "age_years" in frame.columns else None
+        self.space.fit(X, ages=ages)
         Z = self.space.transform(X)
         names = group_names(self.age_groups)
         unknown = sorted(set(groups) - set(names))
@@ -117,26 +139,48 @@ class RiskModel:
             members = np.isin(groups, [names[j] for j in window])
             self.strata[name] = self._stratum(X[members], Z[members], counts[names.index(name)],
                                               [names[j] for j in window])
+        own, _ = self.distance(frame)
+        self.standardizer = AgeStandardizer(names, self.standardize_min_group).fit(own, groups)
+        if self.mode == "calibrated":
+            self._calibrate(calibration)
         return self
+
+    def _calibrate(self, calibration: pd.DataFrame | None) -> None:
+        if calibration is None or calibration.empty:
+            raise InputError("mode 'calibrated' needs the calibration partition "
+                             "(cohorts/<sex>/calibration.parquet; re-run `sphr cohorts`)")
+        cal = calibration.loc[bfh_rows(calibration)]
+        if len(cal) < 3:
+            raise InputError(f"need at least 3 calibration BFH rows, got {len(cal)}")
+        z = self.score(cal)
+        self.bounds = CalibratedBounds.fit(z)
+        for name, st in self.strata.items():
+            c, sc = self.standardizer.center_[name], self.standardizer.scale_[name]
+            st["intervals"] = {"normal_low": None, "normal_high": c + sc * self.bounds.normal.value,
+                               "lower_low": None, "lower_high": c + sc * self.bounds.lower.value,
+                               "repairs": []}
 
     def _stratum(self, X: np.ndarray, Z: np.ndarray, own: int, window: list[str]) -> dict[str, Any]:
         qs = (50.0, *NORMAL_Q, *LOWER_Q)
         profiles = dict(zip(qs, np.percentile(X, qs, axis=0), strict=True))
         G = {q: self.space.transform(p[None, :])[0] for q, p in profiles.items()}
-        r = G[50.0]
+        # a space with its own fixed reference (homeostatic dysregulation: the young
+        # reference's mean) maps that reference to the origin
+        r = np.zeros_like(G[50.0]) if getattr(self.space, "origin_reference", False) else G[50.0]
         pdist = {q: float(euclidean(G[q][None, :], r)[0]) for q in qs if q != 50.0}
         own_d = euclidean(Z, r)
-        iv = paper_intervals(pdist.__getitem__) if self.mode == "paper" else bfh_distance_intervals(own_d)
+        iv = paper_intervals(pdist.__getitem__) if self.mode == "paper" else None
         return {"n_bfh": own, "n_reference": int(X.shape[0]), "pooled_groups": window,
                 "reference": r.tolist(), "percentile_distances": {str(q): d for q, d in pdist.items()},
                 "bfh_distance_percentiles": dict(zip(
                     ("1", "2.5", "50", "97.5", "99"),
                     np.percentile(own_d, (1, 2.5, 50, 97.5, 99)).tolist(), strict=True)),
-                "intervals": iv.as_dict()}
+                "intervals": iv.as_dict() if iv else None}
 
     def intervals(self, age_group: str) -> Intervals:
         d = self.strata[age_group]["intervals"]
-        return Intervals(d["normal_low"], d["normal_high"], d["lower_low"], d["lower_high"],
+        lows = [-np.inf if d[k] is None else float(d[k]) for k in ("normal_low", "lower_low")]
+        return Intervals(lows[0], d["normal_high"], lows[1], d["lower_high"],
                          tuple(d["repairs"]))
 
     def distance(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -153,25 +197,34 @@ class RiskModel:
             else np.empty((0, Z.shape[1]))
         return euclidean(Z, refs), groups
 
+    def score(self, frame: pd.DataFrame) -> np.ndarray:
+        """Age-standardized distance (larger is worse)."""
+        d, groups = self.distance(frame)
+        return self.standardizer.transform(d, groups)
+
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """distance, group and the interval used, one row per input row (same order)."""
+        """distance, score, group and the interval used, one row per input row (same order)."""
         s, groups = self.distance(frame)
         out = pd.DataFrame({"age_group": groups, "distance": s,
+                            "score": self.standardizer.transform(s, groups),
                             "group": np.empty(len(s), dtype=object)})
-        for col in OUTPUT_COLUMNS[3:]:
+        for col in INTERVAL_COLUMNS:
             out[col] = np.nan
         for g in np.unique(groups):
             rows = np.flatnonzero(groups == g)
             iv = self.intervals(g)
             out.loc[rows, "group"] = assign_groups(s[rows], iv)
-            for col in OUTPUT_COLUMNS[3:]:
-                out.loc[rows, col] = getattr(iv, col)
+            for col in INTERVAL_COLUMNS:
+                v = getattr(iv, col)
+                out.loc[rows, col] = v if np.isfinite(v) else np.nan
         return out
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "mode": self.mode, "features": self.features,
                 "age_groups": [list(g) for g in self.age_groups],
-                "min_group_size": self.min_group_size, "strata": self.strata}
+                "min_group_size": self.min_group_size, "strata": self.strata,
+                "standardizer": self.standardizer.to_dict() if self.standardizer else None,
+                "bounds": self.bounds.as_dict() if self.bounds else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], space: Space) -> RiskModel:
@@ -179,4 +232,9 @@ class RiskModel:
                     age_groups=tuple(tuple(g) for g in data["age_groups"]),
                     min_group_size=data["min_group_size"], space=space)
         model.strata = data["strata"]
+        if data.get("standardizer"):
+            model.standardizer = AgeStandardizer.from_dict(data["standardizer"],
+                                                           group_names(model.age_groups))
+        if data.get("bounds"):
+            model.bounds = CalibratedBounds.from_dict(data["bounds"])
         return model

@@ -23,36 +23,56 @@ from sphr.errors import ConfigError, InputError, SphrError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.labels import SEX_CODE, SEXES
 from sphr.layout import cohort_dir, ingest_dir, risk_dir
-from sphr.risk.intervals import MODES
-from sphr.risk.model import RiskModel
-from sphr.risk.spaces import METHODS, build_space
-from sphr.risk.validation import higher_vs_normal, time_correlation, validation_table, wide_table
+from sphr.risk.intervals import MODES, NORMAL
+from sphr.risk.model import RiskModel, bfh_rows
+from sphr.risk.scores import SCORE_METHODS, ScoreModel
+from sphr.risk.spaces import METHODS, PAPER_METHODS, build_space
+from sphr.risk.validation import (
+    higher_vs_normal,
+    holm,
+    time_correlation,
+    validation_table,
+    wide_table,
+    wilson,
+)
 
 log = logging.getLogger(__name__)
 
 #: the stable columns of risk_groups.parquet / .csv, in order
-COLUMNS: tuple[str, ...] = ("eid", "sex", "age_group", "method", "mode", "distance", "group",
-                            "normal_low", "normal_high", "lower_low", "lower_high",
+COLUMNS: tuple[str, ...] = ("eid", "sex", "age_years", "age_group", "method", "mode", "distance", "score",
+                            "group", "normal_low", "normal_high", "lower_low", "lower_high",
                             "partition", "label")
-MODEL_VERSION = 1
+MODEL_VERSION = 2
+#: every method: the distance methods, then the scores researchers already use
+ALL_METHODS: tuple[str, ...] = (*METHODS, *SCORE_METHODS)
+#: methods that need a model file from an earlier stage or an optional input; skipped with
+#: a log line (and listed in the report) when it is missing
+OPTIONAL_METHODS: tuple[str, ...] = ("deep_patient", "sphr", "phenoage", "supervised_xgboost")
 
 
 @dataclass
 class RiskConfig:
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] = ALL_METHODS
     modes: tuple[str, ...] = MODES
-    #: validation population: ``test`` (default) or ``all`` real participants
+    #: validation population: ``test`` participants (no fit has seen them)
     validate_on: str = "test"
     min_group_size: int = 10
+    #: fewest training BFH per age group for the score's age standardization
+    standardize_min_group: int = 30
+    #: participant bootstrap resamples of the discrimination intervals
+    n_bootstrap: int = 500
+    seed: int = 0
     device: str = "auto"
     sexes: tuple[str, ...] = SEXES
 
     def check(self) -> None:
-        bad = [m for m in self.methods if m not in METHODS] + [m for m in self.modes if m not in MODES]
+        bad = [m for m in self.methods if m not in ALL_METHODS] + \
+            [m for m in self.modes if m not in MODES]
         if bad:
-            raise ConfigError(f"unknown method/mode {bad}: methods {METHODS}, modes {MODES}")
-        if self.validate_on not in ("test", "all"):
-            raise ConfigError("validate_on must be test or all")
+            raise ConfigError(f"unknown method/mode {bad}: methods {ALL_METHODS}, modes {MODES}")
+        if self.validate_on != "test":
+            # "all" validated SPHR on training rows it was trained to push away from BFH
+            raise ConfigError("validate_on must be test: every other partition was seen by a fit")
 
 
 def _age_groups(run: Path) -> tuple[tuple[int, int], ...]:
@@ -65,10 +85,39 @@ def _age_groups(run: Path) -> tuple[tuple[int, int], ...]:
 
 
 def participants(cohort) -> pd.DataFrame:
-    """Every real participant of one sex: training rows (not augmented) and test rows."""
+    """Every real participant of one sex with their role: ``train`` (not augmented),
+    ``calibration`` and ``test``."""
     train = cohort.train.loc[~cohort.train["augmented"].to_numpy(bool)].assign(partition="train")
+    calibration = cohort.calibration.assign(partition="calibration")
     test = cohort.test.assign(partition="test")
-    return pd.concat([train, test], ignore_index=True)
+    return pd.concat([train, calibration, test], ignore_index=True)
+
+
+def _first_visit_any(run: Path) -> pd.Series:
+    """New diagnosis (any) at the first repeat visit, indexed by eid (absent: no visit)."""
+    from sphr.risk.validation import _new_any
+
+    path = ingest_dir(run) / "followup.parquet"
+    if not path.exists():
+        raise InputError("no follow-up visits to learn from", file=path)
+    fu = pd.read_parquet(path)
+    fu = fu.loc[fu["instance"] == 1].drop_duplicates("eid").set_index("eid")
+    return _new_any(fu).dropna().astype(bool)
+
+
+def _score_method(method: str, run: Path, sex: str, cohort, people: pd.DataFrame,
+                  config: RiskConfig) -> tuple[np.ndarray, dict[str, Any]]:
+    """(raw score per person, what to save about it) of a score method."""
+    if method == "phenoage":
+        from sphr.risk.scores import phenoage_scores
+
+        score, line = phenoage_scores(cohort_dir(run, sex), people)
+        return score, {"score": "PhenoAge acceleration (years)", "phenoage_line": line}
+    from sphr.risk.scores import supervised_scores
+
+    return (supervised_scores(people, cohort.features, _first_visit_any(run), seed=config.seed),
+            {"score": "cross-fitted XGBoost log-odds of a new diagnosis (uses the outcome)",
+             "scorable": False})
 
 
 def fit_sex(run: Path, sex: str, config: RiskConfig, model_dir: Path | None = None
@@ -77,29 +126,58 @@ def fit_sex(run: Path, sex: str, config: RiskConfig, model_dir: Path | None = No
     from sphr.baselines.pipeline import load_cohort
 
     cohort = load_cohort(cohort_dir(run, sex))
+    if cohort.calibration.empty and "calibrated" in config.modes:
+        raise InputError("no calibration partition: re-run `sphr cohorts` (calibration_size > 0)",
+                         file=cohort_dir(run, sex) / "calibration.parquet")
     people = participants(cohort)
     groups = _age_groups(run)
     spec: dict[str, Any] = {"features": cohort.features, "methods": {}}
     skipped: dict[str, str] = {}
     frames = []
+
+    def add(out: pd.DataFrame, method: str, mode: str) -> None:
+        out.insert(0, "eid", people["eid"].to_numpy(np.int64))
+        frames.append(out.assign(sex=sex, method=method, mode=mode,
+                                 age_years=people["age_years"].to_numpy(float),
+                                 partition=people["partition"].to_numpy(),
+                                 label=people["label"].to_numpy(np.int8)))
+
     for method in config.methods:
         try:
-            space = build_space(method, cohort.features, run=run, sex=sex, device=config.device)
+            if method in SCORE_METHODS:
+                raw, what = _score_method(method, run, sex, cohort, people, config)
+            else:
+                space = build_space(method, cohort.features, run=run, sex=sex,
+                                    device=config.device)
         except SphrError as exc:
-            if method not in ("deep_patient", "sphr"):
+            if method not in OPTIONAL_METHODS:
                 raise
             log.warning("%s: skipping method %s: %s", sex, method, exc)
             skipped[method] = str(exc)
             continue
         entry: dict[str, Any] = {"modes": {}}
+        if method in SCORE_METHODS:
+            if "calibrated" not in config.modes:
+                continue
+            age_group = people["age_group"].astype(str).to_numpy(object)
+            bfh = bfh_rows(people)
+            role = people["partition"].to_numpy()
+            model = ScoreModel(method, groups, config.standardize_min_group).fit(
+                raw[bfh & (role == "train")], age_group[bfh & (role == "train")],
+                raw[bfh & (role == "calibration")], age_group[bfh & (role == "calibration")])
+            add(model.transform(raw, age_group), method, "calibrated")
+            entry["modes"]["calibrated"] = model.to_dict()
+            entry.update(what)
+            spec["methods"][method] = entry
+            continue
         for mode in config.modes:
+            if mode == "paper" and method not in PAPER_METHODS:
+                continue  # Eq. A.4 is defined for the paper's five methods
             model = RiskModel(method, mode, cohort.features, age_groups=groups,
-                              min_group_size=config.min_group_size, space=space).fit(cohort.train)
-            out = model.transform(people)
-            out.insert(0, "eid", people["eid"].to_numpy(np.int64))
-            frames.append(out.assign(sex=sex, method=method, mode=mode,
-                                     partition=people["partition"].to_numpy(),
-                                     label=people["label"].to_numpy(np.int8)))
+                              min_group_size=config.min_group_size,
+                              standardize_min_group=config.standardize_min_group,
+                              space=space).fit(cohort.train, cohort.calibration)
+            add(model.transform(people), method, mode)
             entry["modes"][mode] = model.to_dict()
         if model_dir is not None:
             entry["space"] = space.save(model_dir, method)
@@ -110,40 +188,170 @@ def fit_sex(run: Path, sex: str, config: RiskConfig, model_dir: Path | None = No
 
 
 def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
-    """One row per sex, method, mode and age group: the intervals and where they came from."""
+    """One row per sex, method, mode and age group: the bounds and where they came from."""
     records = []
     for sex, s in spec["sexes"].items():
         for method, m in s["methods"].items():
             for mode, model in m["modes"].items():
-                for group, st in model["strata"].items():
-                    iv = st["intervals"]
-                    records.append({
-                        "sex": sex, "method": method, "mode": mode, "age_group": group,
-                        "n_bfh": st["n_bfh"], "n_reference": st["n_reference"],
-                        "pooled_groups": " ".join(st["pooled_groups"]),
-                        **{k: iv[k] for k in ("normal_low", "normal_high", "lower_low", "lower_high")},
-                        "repairs": " ".join(iv["repairs"]),
-                        **{f"d_P{q}": st["percentile_distances"][q]
-                           for q in ("2.5", "97.5", "1.0", "99.0")}})
+                std, bounds = model.get("standardizer") or {}, model.get("bounds") or {}
+                strata = model.get("strata") or {g: None for g in std.get("center", {})}
+                for group, st in strata.items():
+                    row: dict[str, Any] = {"sex": sex, "method": method, "mode": mode,
+                                           "age_group": group}
+                    if st is not None:
+                        row.update(n_bfh=st["n_bfh"], n_reference=st["n_reference"],
+                                   pooled_groups=" ".join(st["pooled_groups"]))
+                    if std:
+                        row.update(score_center=std["center"][group], score_scale=std["scale"][group],
+                                   standardized_on=" ".join(std["pooled_groups"][group]))
+                    if mode == "calibrated":
+                        c, sc = std["center"][group], std["scale"][group]
+                        row.update(normal_low=np.nan, normal_high=c + sc * bounds["normal"]["value"],
+                                   lower_low=np.nan, lower_high=c + sc * bounds["lower"]["value"],
+                                   n_calibration_bfh=bounds["normal"]["n"],
+                                   z_normal=bounds["normal"]["value"],
+                                   z_lower=bounds["lower"]["value"],
+                                   bound_method=f"{bounds['normal']['method']} / "
+                                                f"{bounds['lower']['method']}")
+                    else:
+                        iv = st["intervals"]
+                        row.update({k: iv[k] for k in ("normal_low", "normal_high", "lower_low",
+                                                       "lower_high")},
+                                   repairs=" ".join(iv["repairs"]),
+                                   **{f"d_P{q}": st["percentile_distances"][q]
+                                      for q in ("2.5", "97.5", "1.0", "99.0")})
+                    records.append(row)
     return pd.DataFrame.from_records(records)
 
 
-def validation_population(rows: pd.DataFrame, validate_on: str) -> pd.DataFrame:
-    """Apparently healthy participants (classes 1 and 2) of the test partition, or of all real
-    rows except the training BFH: those fitted the references, so their groups are in-sample."""
-    healthy = rows["label"].isin((1, 2))
-    if validate_on == "test":
-        healthy &= rows["partition"] == "test"
-    else:
-        healthy &= ~((rows["partition"] == "train") & (rows["label"] == 2))
-    return rows.loc[healthy]
+def validation_population(rows: pd.DataFrame, validate_on: str = "test") -> pd.DataFrame:
+    """Apparently healthy participants (classes 1 and 2) of the test partition: nobody a fit
+    (representation, covariance, reference, threshold) has seen."""
+    return rows.loc[rows["label"].isin((1, 2)) & (rows["partition"] == "test")]
+
+
+def normal_share_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Share of the bona fide healthy in Normal, per sex, method, mode and role, with Wilson
+    95% intervals: on held-out (``test``) BFH a calibrated 95% bound should give ~95%."""
+    bfh = rows.loc[(rows["label"] == 2) & rows["partition"].isin(("calibration", "test"))]
+    records = []
+    for (sex, method, mode, part), g in bfh.groupby(["sex", "method", "mode", "partition"]):
+        k, n = int((g["group"] == NORMAL).sum()), len(g)
+        lo, hi = wilson(k, n)
+        records.append({"sex": sex, "method": method, "mode": mode, "partition": part, "n": n,
+                        "normal": k, "normal_share": k / n, "low": float(lo), "high": float(hi),
+                        "higher_risk_share": float((g["group"] == "Higher Risk").mean())})
+    return pd.DataFrame.from_records(records)
+
+
+def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig | None = None
+                 ) -> dict[str, Any]:
+    """Fit and group one sex and validate its held-out people; writes ``out`` (by convention
+    ``RUN/risk/<sex>``): risk_groups, thresholds, heldout_bfh, validation, time_correlation,
+    discrimination (parquet), model/ and risk_report.json. No report: :func:`merge_risk` writes
+    the one people read."""
+    run, out = Path(run), Path(out)
+    config = config or RiskConfig()
+    config.check()
+    if not (cohort_dir(run, sex) / "train.parquet").exists():
+        raise InputError(f"no {sex} cohort (run `sphr cohorts`)", file=cohort_dir(run, sex))
+    followup_path = ingest_dir(run) / "followup.parquet"
+    with staged_outputs(out) as stage:
+        model_dir = stage / "model" / sex
+        model_dir.mkdir(parents=True, exist_ok=True)
+        rows, sex_spec, sk = fit_sex(run, sex, config, model_dir)
+        for name in ("normalizer.json", "features.json"):
+            shutil.copyfile(cohort_dir(run, sex) / name, model_dir / name)
+        skipped = {f"{sex}/{m}": why for m, why in sk.items()}
+        spec = {"version": MODEL_VERSION, "age_groups": _age_groups(run),
+                "config": asdict(config), "sexes": {sex: sex_spec}, "skipped": skipped}
+        rows["sex"] = rows["sex"].astype(str)
+        write_json(spec, stage / "model" / "risk_model.json")
+        write_parquet(rows, stage / "risk_groups.parquet")
+        write_parquet(thresholds_table(spec), stage / "thresholds.parquet")
+        write_parquet(normal_share_table(rows), stage / "heldout_bfh.parquet")
+        if followup_path.exists():
+            followup = pd.read_parquet(followup_path)
+            followup = followup.loc[followup["sex"] == SEX_CODE[sex]]
+            pop = validation_population(rows, config.validate_on)
+            write_parquet(validation_table(pop, followup), stage / "validation.parquet")
+            write_parquet(time_correlation(pop, followup), stage / "time_correlation.parquet")
+            write_parquet(discrimination_table(pop, followup, config),
+                          stage / "discrimination.parquet")
+        else:
+            log.warning("no %s: validation skipped", followup_path)
+        summary = {"run": str(run), "out": str(out), "sexes": [sex], "rows": len(rows),
+                   "skipped": skipped, "validation": followup_path.exists()}
+        write_json(summary, stage / "risk_report.json")
+    return summary
+
+
+def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
+               config: RiskConfig | None = None) -> dict[str, Any]:
+    """The cross-sex export from the per-sex folders, nothing refitted: concatenated tables,
+    p-values Holm-adjusted again over both sexes, the merged model for ``sphr score``, and
+    report.html."""
+    from sphr.risk.report import write_report
+
+    run, out = Path(run), Path(out)
+    config = config or RiskConfig()
+    missing = [d for d in sex_dirs if not (Path(d) / "risk_groups.parquet").exists()]
+    if missing or not sex_dirs:
+        raise InputError("no per-sex risk results to merge (run the per-sex risk step)",
+                         file=missing[0] if missing else out)
+
+    def concat(name: str) -> pd.DataFrame | None:
+        parts = [pd.read_parquet(Path(d) / name) for d in sex_dirs if (Path(d) / name).exists()]
+        return pd.concat(parts, ignore_index=True) if parts else None
+
+    specs = [read_json(Path(d) / "model" / "risk_model.json") for d in sex_dirs]
+    spec = {**specs[0], "sexes": {}, "skipped": {}}
+    for sp in specs:
+        spec["sexes"].update(sp["sexes"])
+        spec["skipped"].update(sp["skipped"])
+    sexes = list(spec["sexes"])
+    rows, thresholds, normal_share = (concat("risk_groups.parquet"), concat("thresholds.parquet"),
+                                      concat("heldout_bfh.parquet"))
+    validation, correlation = concat("validation.parquet"), concat("time_correlation.parquet")
+    discrimination = concat("discrimination.parquet")
+    if discrimination is not None:  # one family of comparisons over both sexes
+        discrimination["p_diff_holm"] = holm(discrimination["p_diff"].to_numpy(float))
+    with staged_outputs(out) as stage:
+        for d, sex in zip(sex_dirs, sexes, strict=True):
+            shutil.copytree(Path(d) / "model" / sex, stage / "model" / sex)
+        write_json(spec, stage / "model" / "risk_model.json")
+        write_parquet(rows, stage / "risk_groups.parquet")
+        write_text(rows.to_csv(index=False), stage / "risk_groups.csv")
+        write_parquet(thresholds, stage / "thresholds.parquet")
+        write_text(thresholds.to_csv(index=False), stage / "thresholds.csv")
+        write_parquet(normal_share, stage / "heldout_bfh.parquet")
+        if validation is not None:
+            write_parquet(validation, stage / "validation.parquet")
+            write_parquet(correlation, stage / "time_correlation.parquet")
+            write_parquet(discrimination, stage / "discrimination.parquet")
+            write_text(validation_markdown(validation, correlation, config), stage / "validation.md")
+        summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
+                   "methods": sorted(rows["method"].unique().tolist()),
+                   "modes": sorted(rows["mode"].unique().tolist()),
+                   "skipped": spec["skipped"], "validate_on": "test",
+                   "validation": validation is not None,
+                   "min_group_size": spec["config"]["min_group_size"],
+                   "heldout_bfh_normal_share": {
+                       f"{r.sex}/{r.method}/{r.mode}": {
+                           "n": int(r.n), "share": round(r.normal_share, 4),
+                           "low": round(r.low, 4), "high": round(r.high, 4)}
+                       for r in normal_share.itertuples() if r.partition == "test"}}
+        write_json(summary, stage / "risk_report.json")
+        write_report(stage / "report.html", rows=rows, thresholds=thresholds,
+                     validation=validation, correlation=correlation, summary=summary,
+                     heldout=normal_share, discrimination=discrimination)
+    return summary
 
 
 def run_risk(run: str | Path, out: str | Path | None = None, config: RiskConfig | None = None
              ) -> dict[str, Any]:
-    """Fit, group, validate and report; returns the summary written to risk_report.json."""
-    from sphr.risk.report import write_report
-
+    """``sphr risk``: each sex into ``OUT/<sex>/`` (:func:`risk_for_sex`), then the merged
+    export in ``OUT`` (:func:`merge_risk`): the same tree the Dagster assets write."""
     run = Path(run)
     out = Path(out) if out is not None else risk_dir(run)
     config = config or RiskConfig()
@@ -151,51 +359,19 @@ def run_risk(run: str | Path, out: str | Path | None = None, config: RiskConfig 
     sexes = [s for s in config.sexes if (cohort_dir(run, s) / "train.parquet").exists()]
     if not sexes:
         raise InputError("no cohorts/<sex>/train.parquet (run `sphr cohorts`)", file=run / "cohorts")
-    followup_path = ingest_dir(run) / "followup.parquet"
-    with staged_outputs(out) as stage:
-        spec: dict[str, Any] = {"version": MODEL_VERSION, "age_groups": _age_groups(run),
-                                "config": asdict(config), "sexes": {}}
-        all_rows, skipped = [], {}
-        for sex in sexes:
-            model_dir = stage / "model" / sex
-            model_dir.mkdir(parents=True, exist_ok=True)
-            rows, sex_spec, sk = fit_sex(run, sex, config, model_dir)
-            for name in ("normalizer.json", "features.json"):
-                shutil.copyfile(cohort_dir(run, sex) / name, model_dir / name)
-            spec["sexes"][sex] = sex_spec
-            all_rows.append(rows)
-            skipped.update({f"{sex}/{m}": why for m, why in sk.items()})
-        spec["skipped"] = skipped
-        rows = pd.concat(all_rows, ignore_index=True)
-        rows["sex"] = rows["sex"].astype(str)
-        write_json(spec, stage / "model" / "risk_model.json")
-        write_parquet(rows, stage / "risk_groups.parquet")
-        write_text(rows.to_csv(index=False), stage / "risk_groups.csv")
-        thresholds = thresholds_table(spec)
-        write_parquet(thresholds, stage / "thresholds.parquet")
-        write_text(thresholds.to_csv(index=False), stage / "thresholds.csv")
+    for sex in sexes:
+        risk_for_sex(run, sex, out / sex, config)
+    return merge_risk(run, [out / s for s in sexes], out, config)
+def discrimination_table(pop: pd.DataFrame, followup: pd.DataFrame, config: RiskConfig
+                         ) -> pd.DataFrame:
+    """:func:`sphr.risk.discrimination.discrimination` of every method, plus age alone as a
+    reference score (its group is undefined)."""
+    from sphr.risk.discrimination import discrimination
 
-        validation = correlation = None
-        if followup_path.exists():
-            followup = pd.read_parquet(followup_path)
-            followup = followup.loc[followup["sex"].isin([SEX_CODE[s] for s in sexes])]
-            pop = validation_population(rows, config.validate_on)
-            validation = validation_table(pop, followup)
-            correlation = time_correlation(pop, followup)
-            write_parquet(validation, stage / "validation.parquet")
-            write_parquet(correlation, stage / "time_correlation.parquet")
-            write_text(validation_markdown(validation, correlation, config), stage / "validation.md")
-        else:
-            log.warning("no %s: validation skipped", followup_path)
-        summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
-                   "methods": sorted(rows["method"].unique().tolist()), "modes": list(config.modes),
-                   "skipped": skipped, "validate_on": config.validate_on,
-                   "validation": followup_path.exists(),
-                   "min_group_size": config.min_group_size}
-        write_json(summary, stage / "risk_report.json")
-        write_report(stage / "report.html", rows=rows, thresholds=thresholds,
-                     validation=validation, correlation=correlation, summary=summary)
-    return summary
+    first = pop.loc[pop["mode"] == "calibrated"].drop_duplicates(["sex", "eid"])
+    age = first.assign(method="age", score=first["age_years"], group=None)
+    return discrimination(pd.concat([pop, age], ignore_index=True), followup,
+                          n_bootstrap=config.n_bootstrap, seed=config.seed)
 
 
 def validation_markdown(validation: pd.DataFrame, correlation: pd.DataFrame,

@@ -124,12 +124,27 @@ def score_sex(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[str,
     normalized["age_group"] = groups
     labels = _labels(frame, sex)
     out = []
+    report["not_scorable"] = {}
     for method, entry in spec["methods"].items():
+        if entry.get("scorable") is False:  # the supervised ceiling needs outcomes
+            report["not_scorable"][method] = entry.get("score", "")
+            continue
+        if "phenoage_line" in entry:
+            from sphr.risk.scores import ScoreModel, phenoage_acceleration_new
+
+            data = entry["modes"]["calibrated"]
+            res = ScoreModel.from_dict(data).transform(
+                phenoage_acceleration_new(frame, entry["phenoage_line"]), groups)
+            res.insert(0, "eid", frame["eid"].to_numpy(np.int64))
+            out.append(res.assign(sex=sex, method=method, mode="calibrated", partition="new",
+                                  label=labels, age_years=frame["age"].to_numpy(float)))
+            continue
         space = load_space(entry["space"], sex_dir, features, device)
         for mode, data in entry["modes"].items():
             res = RiskModel.from_dict(data, space).transform(normalized)
             res.insert(0, "eid", frame["eid"].to_numpy(np.int64))
-            out.append(res.assign(sex=sex, method=method, mode=mode, partition="new", label=labels))
+            out.append(res.assign(sex=sex, method=method, mode=mode, partition="new", label=labels,
+                                  age_years=frame["age"].to_numpy(float)))
     return pd.concat(out, ignore_index=True)[list(COLUMNS)], report
 
 

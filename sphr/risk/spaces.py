@@ -13,6 +13,14 @@ the per-sex quantile-normalized features of ``cohorts/<sex>/*.parquet``:
     distance. Sigma: Ledoit-Wolf shrunk covariance of the sex's real BFH
     training rows, pooled over age groups (a group holds too few BFH members
     for a 60-dimensional covariance; shrinkage keeps it invertible).
+``homeostatic_dysregulation``
+    Cohen et al.'s homeostatic dysregulation (Cohen et al. 2013, Mech Ageing Dev
+    134:110-117): the Mahalanobis distance to one *young* healthy reference
+    for everyone, not to the person's age group: mean and Ledoit-Wolf covariance
+    of the training BFH aged at most ``young_max_age`` (default 50), all features
+    but age. ``mahalanobis`` above is *not* this measure (its reference is the
+    person's own age group and its covariance is pooled over all ages), so both
+    are reported under their own names.
 ``p0_euclidean``
     G = the normalized P0 markers (cholesterol, HDL, LDL, triglycerides,
     glucose, HbA1c, CRP), those the completeness filter kept.
@@ -35,10 +43,18 @@ import numpy as np
 from sphr.cohorts.ranges import P0_RANGES
 from sphr.errors import ConfigError, InputError
 
-METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "p0_euclidean", "deep_patient", "sphr")
+#: the distance methods (a space G and a reference per age group)
+METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
+                            "p0_euclidean", "deep_patient", "sphr")
+#: the paper's five; mode ``paper`` (Eq. A.4) is defined for these
+PAPER_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "p0_euclidean", "deep_patient",
+                                  "sphr")
 DISPLAY: dict[str, str] = {
-    "raw_euclidean": "Euclidean (raw)", "mahalanobis": "Mahalanobis",
+    "raw_euclidean": "Euclidean (raw)", "mahalanobis": "Mahalanobis (age-group BFH)",
+    "homeostatic_dysregulation": "Homeostatic dysregulation",
     "p0_euclidean": "P0 (Euclidean)", "deep_patient": "DeepPatient", "sphr": "SPHR",
+    "phenoage": "PhenoAge acceleration", "supervised_xgboost": "Supervised XGBoost (uses outcome)",
+    "age": "Age alone",
 }
 P0_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(r.marker for r in P0_RANGES))
 
@@ -52,7 +68,10 @@ class Space:
 
     kind = "space"
 
-    def fit(self, X: np.ndarray) -> Space:
+    #: True when the space maps its own reference to the origin (one reference for all ages)
+    origin_reference = False
+
+    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> Space:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
@@ -89,7 +108,7 @@ class Whitening(Space):
     def __init__(self, L: np.ndarray | None = None) -> None:
         self.L = L
 
-    def fit(self, X: np.ndarray) -> Whitening:
+    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> Whitening:
         from sklearn.covariance import LedoitWolf
 
         X = np.asarray(X, np.float64)
@@ -107,6 +126,50 @@ class Whitening(Space):
         np.save(directory / f"{method}_whitening.npy", self.L)
         return {"kind": self.kind, "file": f"{method}_whitening.npy",
                 "shrinkage": getattr(self, "shrinkage", None)}
+
+
+class Homeostatic(Space):
+    """Homeostatic dysregulation: x -> (x - mu_young) L_young, so the distance to the origin
+    is the Mahalanobis distance to the young reference (see the module docstring)."""
+
+    kind = "homeostatic"
+    origin_reference = True
+
+    def __init__(self, features: list[str], young_max_age: float = 50.0,
+                 mean: np.ndarray | None = None, L: np.ndarray | None = None) -> None:
+        self.columns = [f for f in features if f != "age"]
+        self.index = np.array([features.index(c) for c in self.columns])
+        self.young_max_age = young_max_age
+        self.mean, self.L = mean, L
+
+    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> Homeostatic:
+        from sklearn.covariance import LedoitWolf
+
+        X = np.asarray(X, np.float64)[:, self.index]
+        if ages is None:
+            raise InputError("homeostatic dysregulation needs the ages of the reference rows",
+                             field="age_years")
+        young = np.asarray(ages, float) <= self.young_max_age
+        if young.sum() < 10:  # too few young BFH: the youngest 10 stand in (recorded)
+            young = np.argsort(np.asarray(ages, float), kind="stable")[:min(10, len(X))]
+        ref = X[young]
+        if ref.shape[0] < 2:
+            raise InputError(f"need at least 2 young BFH rows for a covariance, got {ref.shape[0]}")
+        lw = LedoitWolf().fit(ref)
+        self.n_reference, self.shrinkage = int(ref.shape[0]), float(lw.shrinkage_)
+        self.mean = lw.location_
+        self.L = np.linalg.cholesky(np.linalg.inv(lw.covariance_))
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return (np.asarray(X, np.float64)[:, self.index] - self.mean) @ self.L
+
+    def save(self, directory: Path, method: str) -> dict[str, Any]:
+        np.savez(directory / f"{method}.npz", mean=self.mean, L=self.L)
+        return {"kind": self.kind, "file": f"{method}.npz", "columns": self.columns,
+                "young_max_age": self.young_max_age,
+                "n_reference": getattr(self, "n_reference", None),
+                "sha256": sha256(directory / f"{method}.npz")}
 
 
 class Fitted(Space):
@@ -179,6 +242,8 @@ def build_space(method: str, features: list[str], *, run: Path | None = None,
         return Columns(features, p0_columns(features))
     if method == "mahalanobis":
         return Whitening()
+    if method == "homeostatic_dysregulation":
+        return Homeostatic(features)
     if method in ("deep_patient", "sphr") and (run is None or sex is None):
         raise ConfigError(f"method {method} needs the run directory and sex")
     if method == "deep_patient":
@@ -210,6 +275,9 @@ def load_space(spec: dict[str, Any], directory: Path, features: list[str],
         raise InputError("file changed since the risk model was fitted (checksum)", file=path)
     if kind == "whitening":
         return Whitening(np.load(path))
+    if kind == "homeostatic":
+        with np.load(path) as arrays:
+            return Homeostatic(features, spec["young_max_age"], arrays["mean"], arrays["L"])
     if kind == "representation":
         import joblib
 

@@ -114,6 +114,20 @@ def time_correlation(risk: pd.DataFrame, followup: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame.from_records(records, columns=[*KEYS, "condition", "n", "r", "p"])
 
 
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN and is not counted)."""
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(adj, 1.0)
+    return out
+
+
 def fmt_rate(cases: int, n: int, lo: float, hi: float) -> str:
     if n == 0:
         return "- (0/0)"
@@ -141,7 +155,8 @@ def higher_vs_normal(table: pd.DataFrame) -> pd.DataFrame:
     """Does Higher Risk develop more conditions than Normal? Rates, difference, Fisher p.
 
     One-sided Fisher exact test (HR rate > N rate): the counts are too small
-    for a normal approximation.
+    for a normal approximation. ``p_holm``: Holm-adjusted over every row of the table (all
+    sexes, methods, modes and conditions are one family of tests).
     """
     from scipy.stats import fisher_exact
 
@@ -160,4 +175,7 @@ def higher_vs_normal(table: pd.DataFrame) -> pd.DataFrame:
                         "normal": f"{n_k}/{n_n}", "higher": f"{h_k}/{h_n}",
                         "normal_rate": rn, "higher_rate": rh, "difference": rh - rn,
                         "higher_more": bool(rh > rn) if n_n and h_n else None, "p_greater": p})
-    return pd.DataFrame.from_records(records)
+    out = pd.DataFrame.from_records(records)
+    if len(out):
+        out["p_holm"] = holm(out["p_greater"].to_numpy(float))
+    return out
