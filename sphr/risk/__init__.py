@@ -1,34 +1,41 @@
 """Single-visit health risk (SPEC 1.8; paper section 5.3, Appendix B and C).
 
-``sphr risk RUN_DIR [--out DIR]`` (default ``RUN/risk``) writes:
+``sphr risk RUN_DIR [--out DIR]`` (default ``RUN/risk``) writes each sex into
+``OUT/<sex>/`` and the merged export into ``OUT`` (docs/METHODS.md, "Risk groups"):
 
 ``risk_groups.parquet`` / ``risk_groups.csv``
-    one row per real participant (training rows that are not augmented, and
-    test rows), method and mode. Stable columns, in this order:
+    one row per real participant (training rows that are not augmented,
+    calibration and test rows), method and mode. Stable columns, in this order:
 
     ==============  ===========================================================
     ``eid``         participant id (int64)
     ``sex``         ``female`` / ``male``
+    ``age_years``   age at baseline
     ``age_group``   the age group whose reference was used, e.g. ``46-50``
-    ``method``      ``raw_euclidean``, ``mahalanobis``, ``p0_euclidean``,
-                    ``deep_patient``, ``sphr`` (:mod:`sphr.risk.spaces`)
-    ``mode``        ``paper`` or ``bfh-distance`` (:mod:`sphr.risk.intervals`)
-    ``distance``    health distance to the age group's BFH reference (float)
+    ``method``      :data:`sphr.risk.pipeline.ALL_METHODS`
+    ``mode``        ``calibrated`` or ``paper`` (:mod:`sphr.risk.intervals`)
+    ``distance``    the method's raw score (distance to the age group's BFH
+                    reference; PhenoAge acceleration; supervised log-odds)
+    ``score``       ``distance`` standardized per age group (larger is worse)
     ``group``       ``Normal``, ``Lower Risk`` or ``Higher Risk``
-    ``normal_low``, ``normal_high``   the Normal interval used (closed)
+    ``normal_low``, ``normal_high``   the Normal interval (no low end when calibrated)
     ``lower_low``, ``lower_high``     the Lower Risk interval used (contains Normal)
-    ``partition``   ``train`` or ``test`` (cohort split)
+    ``partition``   ``train``, ``calibration`` or ``test``
     ``label``       class at baseline: 0 unhealthy, 1 apparently healthy, 2 BFH
     ==============  ===========================================================
 
 ``thresholds.parquet`` / ``.csv``
-    per sex, method, mode and age group: BFH counts, pooled groups, the
-    intervals, the repairs applied, the distances of the percentile profiles.
+    per sex, method, mode and age group: BFH counts, pooled groups, the age
+    standardization, the bounds and how they were obtained.
+``heldout_bfh.parquet``
+    share of the calibration and test BFH in Normal (Wilson 95% CIs).
+``discrimination.parquet``
+    AUROC, C-index, risk ratio, paired differences (:mod:`sphr.risk.discrimination`).
 ``validation.parquet`` / ``validation.md``, ``time_correlation.parquet``
     Table 4 shape and Appendix C (:mod:`sphr.risk.validation`).
 ``model/``
-    ``risk_model.json`` (references and intervals), per sex the normalizer,
-    features and the representation files, for ``sphr score``.
+    ``risk_model.json`` (references, standardization and bounds), per sex the
+    normalizer, features and the representation files, for ``sphr score``.
 ``report.html``
     self-contained report (inline CSS, PNG plots); ``risk_report.json`` summary.
 
