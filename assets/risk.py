@@ -6,7 +6,7 @@ from pipeline import metadata as md
 from pipeline.partitions import sex_partitions
 from pipeline.resources import Compute, RunStorage
 from sphr import layout
-from sphr.risk.pipeline import RiskConfig
+from sphr.risk.config import RiskConfig
 
 _DEFAULTS = RiskConfig()
 

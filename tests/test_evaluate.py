@@ -13,13 +13,8 @@ import pandas as pd
 import pytest
 
 from sphr.baselines.pipeline import embedding_frame, load_cohort
-from sphr.evaluate.classifiers import (
-    CLASSIFIERS,
-    NN_EHR_CONFIG,
-    knn_vote,
-    make_classifier,
-    xgboost_device,
-)
+from sphr.evaluate.classifiers import NN_EHR_CONFIG, knn_vote, make_classifier, xgboost_device
+from sphr.evaluate.names import CLASSIFIERS
 from sphr.evaluate.nn_ehr import NNForEHRConfig, fit_predict_many
 from sphr.evaluate.paper import LOSSES, PAPER_LOSSES, PAPER_REPRESENTATION
 from sphr.evaluate.protocol import EvalConfig, evaluate_embeddings, make_splits, summarize

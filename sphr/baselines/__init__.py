@@ -9,10 +9,12 @@ comes from the training stage (``RUN/train/<sex>/nplb``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sphr.baselines.base import Representation
 from sphr.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sphr.baselines.base import Representation
 
 #: representations this package fits, in the paper's column order
 BASELINES: tuple[str, ...] = ("raw", "pca", "ica", "diffmap", "deep_patient")
@@ -51,6 +53,15 @@ def make_representation(name: str, *, n_components: int = 32, random_state: int 
         return DeepPatient(hidden=tuple(hidden), random_state=random_state, device=device,
                            **params)
     raise ConfigError(f"unknown representation {name!r}: choose from {', '.join(BASELINES)}")
+
+
+def __getattr__(name: str) -> Any:
+    # sklearn-backed base class, imported on first use so the CLI starts fast
+    if name == "Representation":
+        from sphr.baselines.base import Representation
+
+        return Representation
+    raise AttributeError(f"module 'sphr.baselines' has no attribute {name!r}")
 
 
 __all__ = ["BASELINES", "DISPLAY_NAMES", "REPRESENTATIONS", "Representation",

@@ -1,15 +1,25 @@
 """Cohorts and training data: completeness, sex split, quantile normalization, BFH, augmentation, triplets."""
 
-from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups
-from sphr.cohorts.augment import rejection_sample
-from sphr.cohorts.build import CohortConfig, SexCohort, build_cohorts, run_cohorts
-from sphr.cohorts.filtering import CompletenessFilter
-from sphr.cohorts.normalize import QuantileNormalizer
-from sphr.cohorts.ranges import P0_RANGES, ClinicalRange, bona_fide_mask
-from sphr.cohorts.triplets import mine_triplets
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_AGE_GROUPS", "P0_RANGES", "ClinicalRange", "CohortConfig", "CompletenessFilter",
-    "QuantileNormalizer", "SexCohort", "assign_age_groups", "bona_fide_mask", "build_cohorts",
-    "mine_triplets", "rejection_sample", "run_cohorts",
-]
+import importlib
+from typing import Any
+
+#: public names and their modules, imported on first use (PEP 562) so that reading a
+#: constant such as the age groups does not pull in pandas and scipy
+_LAZY: dict[str, str] = {
+    "DEFAULT_AGE_GROUPS": "sphr.cohorts.age", "assign_age_groups": "sphr.cohorts.age",
+    "rejection_sample": "sphr.cohorts.augment", "CohortConfig": "sphr.cohorts.build",
+    "SexCohort": "sphr.cohorts.build", "build_cohorts": "sphr.cohorts.build",
+    "run_cohorts": "sphr.cohorts.build", "CompletenessFilter": "sphr.cohorts.filtering",
+    "QuantileNormalizer": "sphr.cohorts.normalize", "P0_RANGES": "sphr.cohorts.ranges",
+    "ClinicalRange": "sphr.cohorts.ranges", "bona_fide_mask": "sphr.cohorts.ranges",
+    "mine_triplets": "sphr.cohorts.triplets",
+}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sphr.cohorts' has no attribute {name!r}")

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from sphr.errors import ConfigError
+
+if TYPE_CHECKING:  # only annotations: the CLI parser imports this module without pandas
+    import pandas as pd
 
 MG_DL_PER_MMOL_L_GLUCOSE = 18.016
 

@@ -21,13 +21,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from sphr.errors import ConfigError
+from sphr.evaluate.names import CLASSIFIERS, TASKS
 from sphr.evaluate.nn_ehr import NNForEHRConfig, train_many
-
-CLASSIFIERS: tuple[str, ...] = ("knn", "lda", "nn_ehr", "xgboost")
-DISPLAY_NAMES: dict[str, str] = {"knn": "KNNs", "lda": "LDA", "nn_ehr": "NN for EHR",
-                                 "xgboost": "XGBoost"}
-TASKS: tuple[str, ...] = ("binary", "multi")
-N_CLASSES: dict[str, int] = {"binary": 2, "multi": 3}
 
 #: K.5.2, scikit-learn names (n_jobs is set per run: 1 inside parallel workers)
 KNN_PARAMS: dict[str, Any] = {"n_neighbors": 50, "weights": "uniform", "algorithm": "auto",

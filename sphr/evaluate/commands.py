@@ -23,7 +23,7 @@ def _kv(value: str) -> tuple[str, object]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from sphr.baselines import REPRESENTATIONS
-    from sphr.evaluate.classifiers import CLASSIFIERS
+    from sphr.evaluate.names import CLASSIFIERS
     from sphr.evaluate.paper import LOSSES
 
     p = sub.add_parser(

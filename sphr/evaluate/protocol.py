@@ -34,14 +34,8 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 
 from sphr.errors import ConfigError, InputError
-from sphr.evaluate.classifiers import (
-    CLASSIFIERS,
-    N_CLASSES,
-    NN_EHR_CONFIG,
-    TASKS,
-    knn_vote,
-    make_classifier,
-)
+from sphr.evaluate.classifiers import NN_EHR_CONFIG, knn_vote, make_classifier
+from sphr.evaluate.names import CLASSIFIERS, N_CLASSES, TASKS
 from sphr.evaluate.nn_ehr import NNForEHRConfig
 from sphr.labels import to_binary
 from sphr.progress import progress

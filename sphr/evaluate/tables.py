@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sphr.baselines import DISPLAY_NAMES as REP_NAMES
-from sphr.evaluate.classifiers import DISPLAY_NAMES as CLF_NAMES
+from sphr.evaluate.names import DISPLAY_NAMES as CLF_NAMES
 from sphr.evaluate.paper import LOSS_NAMES, LOSSES, paper_loss, paper_representation
 
 SEX_NAMES = {"female": "Women", "male": "Men"}

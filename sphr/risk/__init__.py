@@ -44,9 +44,19 @@
 export's answers where known, else -1) for a new export (:mod:`sphr.risk.score`).
 """
 
+from typing import Any
+
 from sphr.risk.intervals import GROUPS, MODES, Intervals, assign_groups, make_intervals
-from sphr.risk.model import RiskModel
 from sphr.risk.spaces import METHODS
 
 __all__ = ["GROUPS", "METHODS", "MODES", "Intervals", "RiskModel", "assign_groups",
            "make_intervals"]
+
+
+def __getattr__(name: str) -> Any:
+    # pandas-backed; imported on first use so the CLI parser stays light
+    if name == "RiskModel":
+        from sphr.risk.model import RiskModel
+
+        return RiskModel
+    raise AttributeError(f"module 'sphr.risk' has no attribute {name!r}")

@@ -11,9 +11,9 @@ def _csv(value: str) -> list[str]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from sphr.risk.config import ALL_METHODS as METHODS
+    from sphr.risk.config import RiskConfig
     from sphr.risk.intervals import MODES
-    from sphr.risk.pipeline import ALL_METHODS as METHODS
-    from sphr.risk.pipeline import RiskConfig
 
     defaults = RiskConfig()
 
@@ -58,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _risk(args: argparse.Namespace) -> int:
-    from sphr.risk.pipeline import RiskConfig, run_risk
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.pipeline import run_risk
 
     config = RiskConfig(methods=tuple(args.methods), modes=tuple(args.modes),
                         min_group_size=args.min_group_size, n_bootstrap=args.bootstrap,

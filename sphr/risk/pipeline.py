@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +19,15 @@ import numpy as np
 import pandas as pd
 
 from sphr.cohorts.age import DEFAULT_AGE_GROUPS
-from sphr.errors import ConfigError, InputError, SphrError
+from sphr.errors import InputError, SphrError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
-from sphr.labels import SEX_CODE, SEXES
+from sphr.labels import SEX_CODE
 from sphr.layout import cohort_dir, ingest_dir, risk_dir
-from sphr.risk.intervals import MODES, NORMAL
+from sphr.risk.config import OPTIONAL_METHODS, SCORE_METHODS, RiskConfig
+from sphr.risk.intervals import NORMAL
 from sphr.risk.model import RiskModel, bfh_rows
-from sphr.risk.scores import SCORE_METHODS, ScoreModel
-from sphr.risk.spaces import METHODS, PAPER_METHODS, build_space
+from sphr.risk.scores import ScoreModel
+from sphr.risk.spaces import PAPER_METHODS, build_space
 from sphr.risk.validation import (
     higher_vs_normal,
     holm,
@@ -43,38 +44,6 @@ COLUMNS: tuple[str, ...] = ("eid", "sex", "age_years", "age_group", "method", "m
                             "group", "normal_low", "normal_high", "lower_low", "lower_high",
                             "partition", "label")
 MODEL_VERSION = 2
-#: every method: the distance methods, then the scores researchers already use
-ALL_METHODS: tuple[str, ...] = (*METHODS, *SCORE_METHODS)
-#: methods that need a model file from an earlier stage or an optional input; skipped with
-#: a log line (and listed in the report) when it is missing
-OPTIONAL_METHODS: tuple[str, ...] = ("deep_patient", "sphr", "phenoage", "supervised_xgboost")
-
-
-@dataclass
-class RiskConfig:
-    methods: tuple[str, ...] = ALL_METHODS
-    modes: tuple[str, ...] = MODES
-    #: validation population: ``test`` participants (no fit has seen them)
-    validate_on: str = "test"
-    min_group_size: int = 10
-    #: fewest training BFH per age group for the score's age standardization
-    standardize_min_group: int = 30
-    #: participant bootstrap resamples of the discrimination intervals
-    n_bootstrap: int = 500
-    seed: int = 0
-    device: str = "auto"
-    sexes: tuple[str, ...] = SEXES
-
-    def check(self) -> None:
-        bad = [m for m in self.methods if m not in ALL_METHODS] + \
-            [m for m in self.modes if m not in MODES]
-        if bad:
-            raise ConfigError(f"unknown method/mode {bad}: methods {ALL_METHODS}, modes {MODES}")
-        if self.validate_on != "test":
-            # "all" validated SPHR on training rows it was trained to push away from BFH
-            raise ConfigError("validate_on must be test: every other partition was seen by a fit")
-
-
 def _age_groups(run: Path) -> tuple[tuple[int, int], ...]:
     report = Path(run) / "cohorts" / "cohort_report.json"
     if report.exists():
@@ -302,6 +271,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
 
     def concat(name: str) -> pd.DataFrame | None:
         parts = [pd.read_parquet(Path(d) / name) for d in sex_dirs if (Path(d) / name).exists()]
+        parts = [p for p in parts if len(p)] or parts[:1]  # an empty table adds no dtype
         return pd.concat(parts, ignore_index=True) if parts else None
 
     specs = [read_json(Path(d) / "model" / "risk_model.json") for d in sex_dirs]

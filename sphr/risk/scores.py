@@ -33,7 +33,6 @@ from sphr.risk.calibration import AgeStandardizer, CalibratedBounds
 
 log = logging.getLogger(__name__)
 
-SCORE_METHODS: tuple[str, ...] = ("phenoage", "supervised_xgboost")
 #: K.5.4-style settings kept small: the training population with a repeat visit is ~4%
 SUPERVISED_PARAMS: dict[str, Any] = {
     "n_estimators": 200, "max_depth": 3, "learning_rate": 0.05, "subsample": 0.8,

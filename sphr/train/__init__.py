@@ -6,10 +6,25 @@ without polars, xgboost or Dagster can run it.
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from sphr.train.config import PROFILES, TrainConfig
-from sphr.train.model_io import embed, load_model, save_model
-from sphr.train.run import run_train
-from sphr.train.trainer import TrainResult, make_loss, train_many, train_sphr
+
+#: imported on first use (PEP 562), so ``sphr --help`` and ``import sphr.train.commands``
+#: do not pay for torch
+_LAZY: dict[str, str] = {
+    "embed": "sphr.train.model_io", "load_model": "sphr.train.model_io",
+    "save_model": "sphr.train.model_io", "run_train": "sphr.train.run",
+    "TrainResult": "sphr.train.trainer", "make_loss": "sphr.train.trainer",
+    "train_many": "sphr.train.trainer", "train_sphr": "sphr.train.trainer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sphr.train' has no attribute {name!r}")
 
 __all__ = ["PROFILES", "TrainConfig", "TrainResult", "embed", "load_model", "make_loss",
            "run_train", "save_model", "train_many", "train_sphr"]
