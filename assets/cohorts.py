@@ -21,6 +21,9 @@ class CohortConfig(dg.Config):
     bfh_fold: int = 3
     n_triplets: int | None = None
     completeness: float = 0.75
+    #: ``independent`` (the paper's Algorithm 1) or ``copula`` (joint draws)
+    augment: str = "independent"
+    calibration_size: float = 0.2
 
 
 def _spec(name: str, description: str) -> dg.AssetSpec:
@@ -56,7 +59,8 @@ def cohorts(context: dg.AssetExecutionContext, config: CohortConfig, storage: Ru
 
     sex = context.partition_key
     overrides = {"seed": config.seed, "completeness": config.completeness, "sexes": (sex,),
-                 "augment_fold": {"bona_fide_healthy": config.bfh_fold}}
+                 "augment_fold": {"bona_fide_healthy": config.bfh_fold},
+                 "augment": config.augment, "calibration_size": config.calibration_size}
     if config.n_triplets is not None:
         overrides["n_triplets"] = config.n_triplets
     settings = Settings.profile(config.profile, **overrides)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
-from sphr.cohorts.augment import rejection_sample
+from sphr.cohorts.augment import AUGMENTATIONS, augmentation_check, copula_sample, rejection_sample
 from sphr.cohorts.filtering import CompletenessFilter, constant_features
 from sphr.cohorts.normalize import QuantileNormalizer
 from sphr.cohorts.ranges import P0_RANGES, ClinicalRange, bona_fide_mask, ranges_for, with_overrides
@@ -46,6 +46,9 @@ class CohortConfig:
     seed: int = 0
     #: extra rows per real training row, by class name (0 = none); paper: BFH 3x
     augment_fold: dict[str, int] = field(default_factory=lambda: {"bona_fide_healthy": 3})
+    #: ``independent`` (the paper's Algorithm 1: each feature drawn on its own) or ``copula``
+    #: (joint draws that keep the class's correlations and point masses; docs/METHODS.md)
+    augment: str = "independent"
     n_triplets: int = 100_000
     balanced_triplets: bool = False
     age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS
@@ -178,6 +181,9 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
 
     # augmentation: training rows of each class, in raw units, then normalized
     rng = np.random.default_rng(seeds[1])
+    if config.augment not in AUGMENTATIONS:
+        raise ConfigError(f"unknown augmentation {config.augment!r}: choose from "
+                          f"{', '.join(AUGMENTATIONS)}")
     aug_raw, aug_labels, aug_report = [], [], {}
     integer = np.array([BY_NAME[f].value_type == "integer" if f in BY_NAME else False
                         for f in features])
@@ -191,13 +197,18 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
         if fold == 0 or members.size == 0:
             continue
         low, high = _bounds(raw[members], features, class_name, sex, ranges)
-        result = rejection_sample(raw[members], fold * members.size, low, high, rng, features,
-                                  integer, label=f"{sex} {class_name}")
+        if config.augment == "copula":
+            result = copula_sample(raw[members], fold * members.size, low, high, rng, features,
+                                   label=f"{sex} {class_name}")
+        else:
+            result = rejection_sample(raw[members], fold * members.size, low, high, rng,
+                                      features, integer, label=f"{sex} {class_name}")
         aug_raw.append(result.samples)
         aug_labels.append(np.full(result.samples.shape[0], c, dtype=np.int8))
         aug_report[class_name] = {
-            "fold": fold, "source_rows": int(members.size), "new_rows": int(result.samples.shape[0]),
-            "rounds": result.rounds,
+            "fold": fold, "method": config.augment, "source_rows": int(members.size),
+            "new_rows": int(result.samples.shape[0]), "rounds": result.rounds,
+            "check": augmentation_check(raw[members], result.samples, features),
             "mean_source": dict(zip(features, np.round(result.mean, 4).tolist(), strict=True)),
             "mean_augmented": dict(zip(features, np.round(result.samples.mean(0), 4).tolist(), strict=True)),
             "sd_source": dict(zip(features, np.round(result.sd, 4).tolist(), strict=True)),

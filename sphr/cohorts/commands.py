@@ -22,6 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--test-size", type=float, default=0.3)
     p.add_argument("--bfh-fold", type=int, default=3,
                    help="augmented BFH rows per real training BFH row (0, 1, 3, 5, 10; default 3)")
+    p.add_argument("--augment", choices=("independent", "copula"), default="independent",
+                   help="independent: the paper's per-feature draws (default); copula: joint "
+                   "draws that keep correlations and point masses")
+    p.add_argument("--calibration-size", type=float, default=0.2,
+                   help="share of the training healthy classes held out to calibrate the risk "
+                   "bounds (default 0.2)")
     p.add_argument("--triplets", type=int, default=None, help="number of triplets")
     p.add_argument("--balanced-triplets", action="store_true",
                    help="draw anchor classes uniformly instead of rows uniformly")
@@ -38,7 +44,8 @@ def _run(args: argparse.Namespace) -> int:
 
     overrides = {"seed": args.seed, "completeness": args.completeness,
                  "test_size": args.test_size, "augment_fold": {"bona_fide_healthy": args.bfh_fold},
-                 "balanced_triplets": args.balanced_triplets,
+                 "balanced_triplets": args.balanced_triplets, "augment": args.augment,
+                 "calibration_size": args.calibration_size,
                  "ranges": load_overrides(args.ranges)}
     if args.triplets is not None:
         overrides["n_triplets"] = args.triplets
