@@ -223,8 +223,9 @@ class _StubTrainer:
     def __init__(self) -> None:
         self.calls: list[list[_StubConfig]] = []
 
-    def train_many(self, X, triplets, cfgs, labels=None):
+    def train_many(self, X, triplets, cfgs, labels=None, augmented=None):
         assert X.shape[0] == len(labels) and triplets.shape[1] == 3
+        assert augmented is not None and len(augmented) == X.shape[0]
         self.calls.append(list(cfgs))
         return [type("R", (), {"model": (c.loss, X.shape[1])})() for c in cfgs]
 

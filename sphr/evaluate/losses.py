@@ -46,6 +46,16 @@ def _config_json(cfg: Any) -> dict[str, Any]:
     return json.loads(json.dumps(d, default=str))
 
 
+def _data_key(cohort: Cohort) -> str:
+    """sha256 of the training matrix, its labels and the triplets."""
+    import hashlib
+
+    h = hashlib.sha256(cohort.matrix("train").tobytes())
+    h.update(cohort.train["label"].to_numpy(np.int64).tobytes())
+    h.update(np.ascontiguousarray(load_triplets(cohort)).tobytes())
+    return h.hexdigest()
+
+
 def load_triplets(cohort: Cohort) -> np.ndarray:
     from sphr.cohorts.triplets import read_triplets
 
@@ -80,11 +90,14 @@ def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | 
                         trainer=trainer)
     Z_test: dict[str, np.ndarray] = {}
     todo = []
+    # the cache key holds the training data too: a rebuilt cohort with the same settings
+    # (new export, new split) must not reuse embeddings of a model trained on other rows
+    data_key = _data_key(cohort)
     for loss, cfg in cfgs.items():
         d = out_dir / loss
         cfg_path = d / "train_config.json"
         if reuse and cfg_path.exists() and (d / "embeddings_test.parquet").exists():
-            if json.loads(cfg_path.read_text()) == _config_json(cfg):
+            if json.loads(cfg_path.read_text()) == {**_config_json(cfg), "data": data_key}:
                 meta, Z = read_embeddings(d / "embeddings_test.parquet")
                 if np.array_equal(meta["eid"].to_numpy(), cohort.test["eid"].to_numpy()):
                     Z_test[loss] = Z
@@ -99,7 +112,8 @@ def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | 
         triplets = load_triplets(cohort)
         labels = cohort.train["label"].to_numpy(np.int64)
         t0 = time.perf_counter()
-        results = trainer.train_many(X, triplets, [cfgs[x] for x in todo], labels=labels)
+        results = trainer.train_many(X, triplets, [cfgs[x] for x in todo], labels=labels,
+                                     augmented=cohort.train["augmented"].to_numpy(bool))
         info["train_s"] = round(time.perf_counter() - t0, 2)
         for loss, res in zip(todo, results, strict=True):
             Zt = np.asarray(trainer.embed(res.model, X_test, device=device), dtype=np.float32)
@@ -107,7 +121,7 @@ def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | 
             d = out_dir / loss
             write_parquet(embedding_frame(cohort.train, Ztr), d / "embeddings_train.parquet")
             write_parquet(embedding_frame(cohort.test, Zt), d / "embeddings_test.parquet")
-            write_json(_config_json(cfgs[loss]), d / "train_config.json")
+            write_json({**_config_json(cfgs[loss]), "data": data_key}, d / "train_config.json")
             Z_test[loss] = Zt
     return {x: Z_test[x] for x in losses}, info
 

@@ -18,15 +18,32 @@ from sphr.train.trainer import TrainResult, train_sphr
 log = logging.getLogger(__name__)
 
 
-def loss_curve_png(curve: list[float], title: str) -> bytes | None:
+def loss_curve_png(curve: list[float], title: str, validation: dict[str, Any] | None = None
+                   ) -> bytes | None:
     try:
         from sphr.plots import new_figure, to_png
     except ImportError:  # no matplotlib on a bare GPU box
         return None
-    fig, ax = new_figure(5.5, 3.5)
-    ax.plot(np.arange(1, len(curve) + 1), curve, lw=1.5)
+    epochs = np.arange(1, len(curve) + 1)
+    fig, axes = new_figure(11.0 if validation else 5.5, 3.5, ncols=2 if validation else 1,
+                           squeeze=False)
+    ax = axes[0][0]
+    ax.plot(epochs, curve, lw=1.5, label="training")
+    if validation:
+        ax.plot(epochs[:len(validation["val_loss"])], validation["val_loss"], lw=1.5,
+                label="validation")
+        for a in axes[0]:
+            a.axvline(validation["best_epoch"], color="k", ls="--", lw=0.8)
+        f1 = axes[0][1]
+        f1.plot(epochs[:len(validation["val_knn_f1"])], validation["val_knn_f1"], lw=1.5,
+                color="#7b3294")
+        f1.set_xlabel("epoch")
+        f1.set_ylabel("validation kNN weighted F1")
+        f1.set_title(f"best epoch {validation['best_epoch']} (dashed)")
+        f1.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     ax.set_xlabel("epoch")
-    ax.set_ylabel("mean training loss")
+    ax.set_ylabel("mean loss")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     return to_png(fig)
@@ -50,7 +67,8 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
     if checkpoint_dir is None and config.checkpoint_every > 0:
         checkpoint_dir = out_dir / "checkpoint"
     res: TrainResult = train_sphr(X, triplets, config, labels=labels,
-                                  checkpoint_dir=checkpoint_dir, resume=resume)
+                                  checkpoint_dir=checkpoint_dir, resume=resume,
+                                  augmented=cohort.train["augmented"].to_numpy(bool))
     Z_train = embed(res.model, X, device=config.device)
     Z_test = embed(res.model, X_test, device=config.device)
     report = {
@@ -59,16 +77,22 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
         "n_train_rows": len(X), "n_test_rows": len(X_test), "n_features": len(cohort.features),
         "epochs": len(res.loss_curve), "final_loss": res.loss_curve[-1] if res.loss_curve else None,
         "timings": res.timings,
+        "model_selection": {k: v for k, v in res.validation.items()
+                            if k not in ("val_loss", "val_knn_f1")} or None,
         "embeddings_finite": bool(np.isfinite(Z_train).all() and np.isfinite(Z_test).all()),
     }
     with staged_outputs(out_dir) as stage:
         save_model(res.model, config, cohort.features, stage / "model.pt")
         write_parquet(embedding_frame(cohort.train, Z_train), stage / "embeddings_train.parquet")
         write_parquet(embedding_frame(cohort.test, Z_test), stage / "embeddings_test.parquet")
-        write_parquet(pd.DataFrame({"epoch": np.arange(1, len(res.loss_curve) + 1, dtype=np.int64),
-                                    "loss": np.asarray(res.loss_curve, dtype=np.float64)}),
-                      stage / "loss_curve.parquet")
-        png = loss_curve_png(res.loss_curve, f"SPHR {cohort.sex}, {config.loss}")
+        curve = pd.DataFrame({"epoch": np.arange(1, len(res.loss_curve) + 1, dtype=np.int64),
+                              "loss": np.asarray(res.loss_curve, dtype=np.float64)})
+        if res.validation:
+            curve["val_loss"] = np.asarray(res.validation["val_loss"], dtype=np.float64)
+            curve["val_knn_f1"] = np.asarray(res.validation["val_knn_f1"], dtype=np.float64)
+        write_parquet(curve, stage / "loss_curve.parquet")
+        png = loss_curve_png(res.loss_curve, f"SPHR {cohort.sex}, {config.loss}",
+                             res.validation or None)
         if png is not None:
             write_bytes(png, stage / "loss_curve.png")
         write_json(report, stage / "train_report.json")

@@ -33,6 +33,7 @@ from sphr.errors import ConfigError, InputError
 from sphr.losses import TripletObjective, build_loss, loss_parameters
 from sphr.models import HIDDEN, SPHRNet
 from sphr.train.config import TrainConfig
+from sphr.train.selection import ValidationSplit, Validator, split_validation
 from sphr.train.stacked import init_model, stack_params, stacked_forward, unstack
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ class TrainResult:
     device: str = "cpu"
     n_triplets: int = 0
     loss_module: TripletObjective | None = None
+    #: model selection: best_epoch, epochs_run, val_loss and val_knn_f1 per epoch (empty: none)
+    validation: dict[str, Any] = field(default_factory=dict)
 
 
 def make_loss(cfg: TrainConfig) -> TripletObjective:
@@ -115,7 +118,8 @@ class _Group:
     """K models with the same optimizer settings, trained as one stack."""
 
     def __init__(self, X: np.ndarray, triplets: np.ndarray, labels: np.ndarray | None,
-                 configs: Sequence[TrainConfig]) -> None:
+                 configs: Sequence[TrainConfig], split: ValidationSplit | None = None,
+                 augmented: np.ndarray | None = None) -> None:
         self.configs = list(configs)
         cfg = self.configs[0]
         self.device = resolve_device(cfg.device)
@@ -142,6 +146,9 @@ class _Group:
         self.epoch = 0
         self.curve: list[list[float]] = []
         self.forward = torch.compile(stacked_forward) if cfg.compile else stacked_forward
+        self.validator = None
+        if split is not None:
+            self.validator = Validator(self.X, labels, augmented, split, cfg.patience)
 
     # ------------------------------------------------------------ checkpoints
     def state(self) -> dict[str, Any]:
@@ -149,7 +156,8 @@ class _Group:
                 "params": [p.detach().cpu() for p in self.params],
                 "optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
                 "generators": [g.get_state() for g in self.gens],
-                "losses": [loss.state_dict() for loss in self.losses], "curve": self.curve}
+                "losses": [loss.state_dict() for loss in self.losses], "curve": self.curve,
+                "validation": self.validator.state() if self.validator else None}
 
     def save(self, directory: Path) -> None:
         from sphr.io import write_bytes
@@ -182,6 +190,8 @@ class _Group:
         for loss, s in zip(self.losses, state["losses"], strict=True):
             loss.load_state_dict(s)
         self.epoch, self.curve = int(state["epoch"]), [list(x) for x in state["curve"]]
+        if self.validator is not None and state.get("validation"):
+            self.validator.load(state["validation"], self.device)
         log.info("resumed from %s at epoch %d", path, self.epoch)
         return True
 
@@ -258,17 +268,22 @@ class _Group:
         t0 = time.perf_counter()
         first = self.epoch
         epoch_s: list[float] = []
+        stop = False
         with _matmul_precision(self.device, cfg.precision):
-            while self.epoch < cfg.epochs:
+            while self.epoch < cfg.epochs and not stop:
                 te = time.perf_counter()
                 values = self.run_epoch().tolist()  # the epoch's one device-to-host read
                 epoch_s.append(time.perf_counter() - te)
                 self.epoch += 1
                 self.curve.append(values)
+                if self.validator is not None:
+                    stop = self.validator.update(
+                        self.epoch, self.params,
+                        self.validator(self.params, self.losses, stacked_forward))
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(loss=" ".join(f"{x:.4g}" for x in values[:4]))
-                last = self.epoch == cfg.epochs
+                last = self.epoch == cfg.epochs or stop
                 every = cfg.checkpoint_every
                 if checkpoint_dir is not None and (last or (every and self.epoch % every == 0)):
                     self.save(checkpoint_dir)
@@ -276,6 +291,9 @@ class _Group:
                     on_epoch(self.epoch, values)
         if bar is not None:
             bar.close()
+        if self.validator is not None and stop:
+            log.info("early stop at epoch %d: no better validation loss for %d epochs",
+                     self.epoch, cfg.patience)
         train_s = time.perf_counter() - t0
         return {"train_s": round(train_s, 3), "epochs_run": self.epoch - first,
                 "s_per_epoch": round(train_s / max(1, self.epoch - first), 4),
@@ -283,21 +301,48 @@ class _Group:
                 "models_in_stack": len(self.configs), "threads": self.threads}
 
     def results(self, n_triplets: int, timings: dict[str, Any]) -> list[TrainResult]:
+        v = self.validator
+        if v is not None and v.best_params:
+            v.restore(self.params)  # each model ends with its best validation epoch's weights
         out = []
         for j, cfg in enumerate(self.configs):
+            validation = {}
+            if v is not None:
+                validation = {"best_epoch": int(v.best[j][1]), "epochs_run": self.epoch,
+                              "best_val_loss": float(v.best[j][0]),
+                              "val_loss": [h[j][0] for h in v.history],
+                              "val_knn_f1": [h[j][1] for h in v.history],
+                              "fit_rows": len(v.split.fit_rows),
+                              "validation_rows": len(v.split.validation_rows),
+                              "fit_triplets": len(v.split.fit_triplets)}
             out.append(TrainResult(
                 model=unstack(self.params, j, self.templates[j]),
                 loss_curve=[row[j] for row in self.curve], config=cfg, timings=dict(timings),
                 device=str(self.device), n_triplets=n_triplets,
-                loss_module=self.losses[j].cpu().eval()))
+                loss_module=self.losses[j].cpu().eval(), validation=validation))
         return out
+
+
+def _split(triplets: np.ndarray, labels: np.ndarray | None, augmented: np.ndarray | None,
+           cfg: TrainConfig) -> ValidationSplit | None:
+    if cfg.validation_size == 0:
+        return None
+    if labels is None:
+        raise ConfigError("model selection (validation_size > 0) needs the row labels")
+    aug = np.zeros(labels.size, bool) if augmented is None else np.asarray(augmented, bool)
+    return split_validation(labels, aug, triplets, cfg.validation_size, seed=cfg.seed)
 
 
 def _train_group(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfig],
                  labels: np.ndarray | None, checkpoint_dir: str | Path | None, resume: bool,
-                 on_epoch: EpochCallback | None) -> list[TrainResult]:
+                 on_epoch: EpochCallback | None, augmented: np.ndarray | None = None
+                 ) -> list[TrainResult]:
     t0 = time.perf_counter()
-    group = _Group(X, triplets, labels, configs)
+    # models of one stack share a seed-independent split: the first config's seed sets it
+    split = _split(triplets, labels, augmented, configs[0])
+    if split is not None:
+        triplets = split.fit_triplets
+    group = _Group(X, triplets, labels, configs, split, augmented)
     ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
     resumed = bool(resume and ckpt is not None and group.load(ckpt))
     setup_s = time.perf_counter() - t0
@@ -310,7 +355,8 @@ def _train_group(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainCon
 
 def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None = None, *,
                labels: np.ndarray | None = None, checkpoint_dir: str | Path | None = None,
-               resume: bool = False, on_epoch: EpochCallback | None = None) -> TrainResult:
+               resume: bool = False, on_epoch: EpochCallback | None = None,
+               augmented: np.ndarray | None = None) -> TrainResult:
     """Train one SPHR model on ``triplets`` (row indices into ``X``).
 
     ``labels`` (one class per row of ``X``) feed the pytorch-metric-learning
@@ -318,16 +364,18 @@ def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None =
     ``config.checkpoint_every`` epochs and at the end; ``resume=True`` continues
     from it and ends with the same weights as an uninterrupted run.
     ``on_epoch(epoch, [loss])`` is called after each epoch (and its checkpoint).
+    With ``config.validation_size`` > 0, a share of the real rows (``augmented`` marks
+    the others) is held out and the best validation epoch kept (:mod:`sphr.train.selection`).
     """
     config = config or TrainConfig()
     X, t, labels = _check_inputs(X, triplets, labels)
-    return _train_group(X, t, [config], labels, checkpoint_dir, resume, on_epoch)[0]
+    return _train_group(X, t, [config], labels, checkpoint_dir, resume, on_epoch, augmented)[0]
 
 
 def train_many(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfig], *,
                labels: np.ndarray | None = None, stack: bool = True,
-               checkpoint_dir: str | Path | None = None, resume: bool = False
-               ) -> list[TrainResult]:
+               checkpoint_dir: str | Path | None = None, resume: bool = False,
+               augmented: np.ndarray | None = None) -> list[TrainResult]:
     """Train one model per config on the same data; results in the order of ``configs``.
 
     Configs that differ only in loss, loss parameters, margin, p or seed are
@@ -343,6 +391,6 @@ def train_many(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfi
     for g, idx in enumerate(groups.values()):
         ckpt = Path(checkpoint_dir) / f"group{g}" if checkpoint_dir is not None else None
         for i, res in zip(idx, _train_group(X, t, [configs[i] for i in idx], labels, ckpt,
-                                            resume, None), strict=True):
+                                            resume, None, augmented), strict=True):
             out[i] = res
     return [r for r in out if r is not None]

@@ -1,0 +1,144 @@
+"""Model selection for SPHR: a validation share of the real training rows, the best epoch,
+early stopping (docs/METHODS.md, "Model selection").
+
+:func:`split_validation` takes ``validation_size`` of the *real* training rows
+(stratified by class, seeded) out of training: triplets that touch them are
+dropped, and fresh triplets are mined among them. After every epoch the
+trainer embeds the validation rows (no dropout) and records
+
+* the validation loss: the training objective on the validation triplets, the
+  selection criterion (it is what the network optimizes, and on a few hundred
+  rows it is far less noisy than a classifier's F1);
+* a cheap downstream check: weighted F1 of a k-nearest-neighbour vote
+  (k = 15) from the real fitting rows' embeddings, multi-class.
+
+The weights of the epoch with the lowest validation loss are kept; training
+stops once ``patience`` epochs pass without improvement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from sphr.errors import ConfigError
+
+#: neighbours of the validation kNN vote
+KNN_K = 15
+
+
+@dataclass
+class ValidationSplit:
+    """Row indices into the training matrix and the triplets of each side."""
+
+    fit_rows: np.ndarray
+    validation_rows: np.ndarray
+    fit_triplets: np.ndarray
+    validation_triplets: np.ndarray  # indices into the training matrix
+
+
+def split_validation(labels: np.ndarray, augmented: np.ndarray, triplets: np.ndarray,
+                     size: float, seed: int, n_validation_triplets: int = 5_000
+                     ) -> ValidationSplit:
+    """Hold out ``size`` of the real rows of each class; augmented rows always stay in fitting
+    (they are synthetic copies of training BFH, so validating on them would say nothing)."""
+    from sphr.cohorts.triplets import mine_triplets
+
+    if not 0 < size < 1:
+        raise ConfigError(f"validation_size must be in (0, 1), got {size}")
+    labels = np.asarray(labels)
+    real = np.flatnonzero(~np.asarray(augmented, bool))
+    rng = np.random.default_rng(seed)
+    held = []
+    for c in np.unique(labels[real]):
+        members = real[labels[real] == c]
+        k = round(size * members.size)
+        if members.size - k >= 2 and k >= 2:
+            held.append(rng.choice(members, size=k, replace=False))
+    if not held:
+        raise ConfigError("too few real training rows for a validation split")
+    val = np.sort(np.concatenate(held))
+    in_val = np.zeros(labels.size, bool)
+    in_val[val] = True
+    keep = ~in_val[triplets].any(axis=1)
+    if keep.sum() == 0:
+        raise ConfigError("no training triplet is left after the validation split")
+    local = mine_triplets(labels[val], n_validation_triplets, seed=seed + 1)
+    return ValidationSplit(np.flatnonzero(~in_val), val, triplets[keep], val[local])
+
+
+class Validator:
+    """Validation loss and kNN F1 of each model of a training stack, after each epoch."""
+
+    def __init__(self, X: torch.Tensor, labels: np.ndarray, augmented: np.ndarray,
+                 split: ValidationSplit, patience: int | None) -> None:
+        self.split, self.patience = split, patience
+        dev = X.device
+        self.xv = X[torch.as_tensor(split.validation_rows, device=dev)]
+        fit_real = np.setdiff1d(split.fit_rows, np.flatnonzero(np.asarray(augmented, bool)))
+        self.xf = X[torch.as_tensor(fit_real, device=dev)]
+        self.yf, self.yv = np.asarray(labels)[fit_real], np.asarray(labels)[split.validation_rows]
+        pos = np.searchsorted(split.validation_rows, split.validation_triplets)
+        self.tv = torch.as_tensor(pos, device=dev)
+        self.labels_v = torch.as_tensor(self.yv, device=dev)
+        self.history: list[list[tuple[float, float]]] = []
+        self.best: list[tuple[float, int]] = []  # (validation loss, epoch) per model
+        self.best_params: list[list[torch.Tensor]] = []
+
+    @torch.no_grad()
+    def __call__(self, params: list[torch.Tensor], losses: list, forward) -> list[tuple[float, float]]:
+        from sklearn.metrics import f1_score
+        from sklearn.neighbors import KNeighborsClassifier
+
+        k = params[0].shape[0]
+        zv = forward(params, self.xv.unsqueeze(0).expand(k, -1, -1), None).float()
+        zf = forward(params, self.xf.unsqueeze(0).expand(k, -1, -1), None).float()
+        out = []
+        for j, loss in enumerate(losses):
+            t = self.tv
+            lab = None
+            if loss.uses_labels:
+                lab = (self.labels_v[t[:, 0]], self.labels_v[t[:, 1]], self.labels_v[t[:, 2]])
+            was_training = loss.training
+            loss.eval()  # running statistics (MDR) must not learn from validation rows
+            v = float(loss(zv[j, t[:, 0]], zv[j, t[:, 1]], zv[j, t[:, 2]], lab))
+            loss.train(was_training)
+            knn = KNeighborsClassifier(n_neighbors=min(KNN_K, len(self.yf)))
+            knn.fit(zf[j].cpu().numpy(), self.yf)
+            f1 = float(f1_score(self.yv, knn.predict(zv[j].cpu().numpy()), average="weighted"))
+            out.append((v, f1))
+        return out
+
+    def update(self, epoch: int, params: list[torch.Tensor], values: list[tuple[float, float]]
+               ) -> bool:
+        """Record an epoch; keep the best weights per model; True when every model is done."""
+        self.history.append(values)
+        k = len(values)
+        if not self.best:
+            self.best = [(np.inf, 0)] * k
+            self.best_params = [[] for _ in range(k)]
+        for j, (v, _) in enumerate(values):
+            if np.isfinite(v) and v < self.best[j][0]:
+                self.best[j] = (v, epoch)
+                self.best_params[j] = [p[j].detach().clone() for p in params]
+        if self.patience is None:
+            return False
+        return all(epoch - e >= self.patience for _, e in self.best)
+
+    def restore(self, params: list[torch.Tensor]) -> None:
+        """Put each model's best weights back into the stack."""
+        with torch.no_grad():
+            for j, best in enumerate(self.best_params):
+                for p, b in zip(params, best, strict=False):
+                    p[j].copy_(b)
+
+    def state(self) -> dict:
+        return {"history": self.history, "best": self.best,
+                "best_params": [[p.cpu() for p in ps] for ps in self.best_params]}
+
+    def load(self, state: dict, device: torch.device) -> None:
+        self.history = [[tuple(x) for x in row] for row in state["history"]]
+        self.best = [tuple(b) for b in state["best"]]
+        self.best_params = [[p.to(device) for p in ps] for ps in state["best_params"]]

@@ -1,0 +1,83 @@
+"""Model selection: the validation rows never reach training; the best epoch is kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sphr.cohorts.triplets import mine_triplets
+from sphr.train import TrainConfig, train_sphr
+from sphr.train.selection import Validator, split_validation
+
+
+def _data(n: int = 600, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    X = (rng.normal(size=(n, 8)) + labels[:, None] * 0.8).astype(np.float32)
+    augmented = np.zeros(n, bool)
+    augmented[-60:] = True
+    labels[-60:] = 2
+    return X, labels, augmented, mine_triplets(labels, 4000, seed=1)
+
+
+def test_validation_split_keeps_validation_rows_out_of_training_triplets():
+    X, labels, augmented, triplets = _data()
+    split = split_validation(labels, augmented, triplets, 0.2, seed=0)
+    val = set(split.validation_rows.tolist())
+    assert val and not val & set(split.fit_rows.tolist())
+    assert not np.isin(split.fit_triplets, split.validation_rows).any()
+    assert np.isin(split.validation_triplets, split.validation_rows).all()
+    assert not augmented[split.validation_rows].any()  # augmented rows always stay in fitting
+    for c in range(3):  # stratified: ~20% of each class's real rows
+        real = (labels == c) & ~augmented
+        assert (labels[split.validation_rows] == c).sum() == pytest.approx(0.2 * real.sum(), abs=1)
+
+
+def test_training_never_sees_validation_rows():
+    """Changing the validation rows' features changes no training step before selection: the
+    loss curve is identical."""
+    X, labels, augmented, triplets = _data()
+    cfg = TrainConfig(epochs=3, batch_size=256, validation_size=0.2, device="cpu",
+                      checkpoint_every=0)
+    a = train_sphr(X, triplets, cfg, labels=labels, augmented=augmented)
+    split = split_validation(labels, augmented, triplets, 0.2, seed=cfg.seed)
+    X2 = X.copy()
+    X2[split.validation_rows] += 5.0
+    b = train_sphr(X2, triplets, cfg, labels=labels, augmented=augmented)
+    assert a.loss_curve == b.loss_curve
+    assert a.validation["val_loss"] != b.validation["val_loss"]
+    assert a.validation["validation_rows"] == len(split.validation_rows)
+
+
+def test_early_stopping_picks_the_best_epoch_on_a_constructed_example():
+    """A validator fed a validation-loss sequence with its minimum at epoch 3 keeps epoch 3's
+    weights and stops after ``patience`` epochs without improvement."""
+    X, labels, augmented, triplets = _data(200)
+    split = split_validation(labels, augmented, triplets, 0.2, seed=0)
+    v = Validator(torch.from_numpy(X), labels, augmented, split, patience=2)
+    params = [torch.zeros(1, 3)]
+    losses = [5.0, 4.0, 1.0, 2.0, 3.0, 0.5]
+    stopped = None
+    for epoch, value in enumerate(losses, start=1):
+        params[0].fill_(float(epoch))
+        if v.update(epoch, params, [(value, 0.5)]):
+            stopped = epoch
+            break
+    assert stopped == 5 and v.best[0] == (1.0, 3)
+    v.restore(params)
+    assert float(params[0][0, 0]) == 3.0  # epoch 3's weights are back
+
+
+def test_train_reports_model_selection(cohorts_dir, tmp_path):
+    from sphr.train import run_train
+
+    cfg = TrainConfig.profile("demo", epochs=3, device="cpu")
+    report = run_train(cohorts_dir / "female", tmp_path / "nplb", cfg)
+    sel = report["model_selection"]
+    assert 1 <= sel["best_epoch"] <= 3 and sel["epochs_run"] == 3
+    import pandas as pd
+
+    curve = pd.read_parquet(tmp_path / "nplb" / "loss_curve.parquet")
+    assert {"val_loss", "val_knn_f1"} <= set(curve.columns)
+    assert curve["val_knn_f1"].between(0, 1).all()
