@@ -11,9 +11,12 @@ Distances (SPEC 3: pytorch-metric-learning normalizes embeddings by default):
   ``LpDistance(normalize_embeddings=False)``, negative margin = ``margin``.
 - N-Pair (Sohn 2016) is defined on inner products of unnormalized embeddings
   with an L2 penalty on them: ``DotProductSimilarity(normalize_embeddings=False)``
-  plus ``LpRegularizer(power=2)`` weighted ``l2_reg`` (0.002 as in Sohn). Note
-  pytorch-metric-learning keeps one anchor-positive pair per distinct label,
-  so with class labels a batch contributes at most one pair per class.
+  plus ``LpRegularizer(power=2)`` weighted ``l2_reg`` (0.002 as in Sohn).
+  pytorch-metric-learning keeps one anchor-positive pair per distinct label, so
+  with our three class labels a batch would contribute at most three pairs:
+  N-Pair therefore gets the per-triplet pseudo-labels (each triplet's anchor and
+  positive share one label, every other row differs), which gives Sohn's
+  construction: b pairs per batch, each against the other pairs' positives.
 - InfoNCE / NT-Xent is defined on cosine similarity with a temperature:
   ``CosineSimilarity`` (the library's default), temperature 0.07.
 
@@ -65,6 +68,7 @@ class _PMLLoss(TripletObjective):
 
 class NPair(_PMLLoss):
     name = "npair"
+    uses_labels = False  # per-triplet pseudo-labels: see the module docstring
 
     def __init__(self, l2_reg: float = 0.002) -> None:
         distances, losses, regularizers = _pml()
