@@ -22,7 +22,7 @@ def _data(n: int = 600, seed: int = 0):
 
 
 def test_validation_split_keeps_validation_rows_out_of_training_triplets():
-    X, labels, augmented, triplets = _data()
+    _, labels, augmented, triplets = _data()
     split = split_validation(labels, augmented, triplets, 0.2, seed=0)
     val = set(split.validation_rows.tolist())
     assert val and not val & set(split.fit_rows.tolist())
