@@ -324,3 +324,25 @@ def test_mismatched_embeddings_are_refused(run_dir, tmp_path):
         run_evaluate(bad, tmp_path / "o", sexes=["female"], representations=("raw", "sphr"),
                      eval_config=EvalConfig(n_splits=2, classifiers=("lda",), n_jobs=1),
                      losses=())
+
+
+def test_reference_row_trains_on_the_training_partition_only():
+    from sphr.evaluate.protocol import EvalConfig, make_splits, reference_scores
+
+    rng = np.random.default_rng(0)
+    y_train = rng.integers(0, 3, 400)
+    X_train = (rng.normal(size=(400, 5)) + y_train[:, None]).astype(np.float32)
+    y_test = rng.integers(0, 3, 200)
+    X_test = (rng.normal(size=(200, 5)) + y_test[:, None]).astype(np.float32)
+    splits = make_splits(y_test, n_splits=3, seed=0)
+    cfg = EvalConfig(classifiers=("knn", "lda", "nn_ehr"))
+    ref = reference_scores(X_train, y_train, X_test, y_test, splits, cfg)
+    assert set(ref["classifier"]) == {"knn", "lda"}  # NN for EHR left out (cost)
+    assert (ref["n_train"] == 400).all() and len(ref) == 2 * 2 * 3
+    assert ref.loc[ref["task"] == "multi", "weighted_f1"].mean() > 0.6
+    # test labels outside the held-out parts are never used
+    y_other = y_test.copy()
+    outside = np.setdiff1d(np.arange(200), np.concatenate([h for _, h in splits]))
+    y_other[outside] = (y_other[outside] + 1) % 3
+    again = reference_scores(X_train, y_train, X_test, y_other, splits, cfg)
+    assert np.allclose(again["weighted_f1"], ref["weighted_f1"])

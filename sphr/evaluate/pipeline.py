@@ -39,7 +39,13 @@ from sphr.baselines.pipeline import (
 )
 from sphr.errors import ConfigError, InputError
 from sphr.evaluate.paper import LOSSES
-from sphr.evaluate.protocol import EvalConfig, EvalResult, evaluate_embeddings, summarize
+from sphr.evaluate.protocol import (
+    EvalConfig,
+    EvalResult,
+    evaluate_embeddings,
+    reference_scores,
+    summarize,
+)
 from sphr.evaluate.tables import (
     SEX_NAMES,
     loss_markdown,
@@ -121,6 +127,26 @@ def _splits_frame(result: EvalResult, eids: np.ndarray) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
+def reference_markdown(reference: pd.DataFrame, scores: pd.DataFrame) -> str:
+    """Weighted F1 of raw features trained on the training partition, beside the protocol's
+    raw and SPHR rows on the same held-out parts."""
+    def cell(frame: pd.DataFrame, rep: str, clf: str, task: str) -> str:
+        v = frame[(frame["representation"] == rep) & (frame["classifier"] == clf)
+                  & (frame["task"] == task)]["weighted_f1"]
+        return f"{v.mean():.4f} ± {v.std(ddof=1):.4f}" if len(v) else "-"
+
+    n = int(reference["n_train"].iloc[0]) if len(reference) else 0
+    rows = ["", f"**Reference row** (weighted F1): each classifier trained on the {n} real "
+            "training-partition participants' raw features, scored on the same held-out 20% "
+            "parts; the protocol's rows train the classifier on 80% of the test participants "
+            "only.", "", "| classifier | task | raw, training partition | raw, protocol | "
+            "SPHR, protocol |", "| --- | --- | --- | --- | --- |"]
+    for (clf, task), _ in reference.groupby(["classifier", "task"], sort=False):
+        rows.append(f"| {clf} | {task} | {cell(reference, 'raw_training_partition', clf, task)} "
+                    f"| {cell(scores, 'raw', clf, task)} | {cell(scores, 'sphr', clf, task)} |")
+    return "\n".join(rows) + "\n"
+
+
 def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations: Sequence[str],
                  eval_config: EvalConfig, losses: Sequence[str], loss_profile: str,
                  loss_overrides: Mapping[str, Any] | None, loss_classifiers: Sequence[str],
@@ -154,6 +180,12 @@ def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations:
     if info["missing"]:
         md.append(f"Not available (earlier stage not run): {', '.join(info['missing'])}.\n")
     md.append(representation_markdown(table, list(Z)))
+    if "raw" in Z:
+        ref = reference_scores(cohort.matrix("train", real_only=True),
+                               cohort.train.loc[~cohort.train["augmented"], "label"].to_numpy(),
+                               cohort.matrix("test"), labels, result.splits, eval_config)
+        write_parquet(ref, stage / "reference.parquet")
+        md.append(reference_markdown(ref, result.scores))
     write_text("\n".join(md), stage / "representations.md")
 
     plots = {}
