@@ -51,4 +51,9 @@ def evaluation_tables(context: dg.AssetExecutionContext, config: EvaluationConfi
     }
     if (sex_dir / "losses.md").exists():
         meta["losses"] = dg.MetadataValue.md((sex_dir / "losses.md").read_text())
+    # the results page (both sexes evaluated so far): heatmap, rankings, loss dot plot
+    if (out / "report.html").exists():
+        meta["report"] = md.path(out / "report.html")
+    if (out / "report.pdf").exists():
+        meta["report_pdf"] = md.path(out / "report.pdf")
     return dg.MaterializeResult(metadata=meta)

@@ -59,12 +59,12 @@ def risk_groups(context: dg.AssetExecutionContext, config: RiskSettings, storage
 @dg.asset(key=["risk", "risk_report"], group_name="risk_report", deps=[risk_groups],
           description="The exported risk-group report of both sexes, merged from the per-sex "
           "results (nothing refitted): risk_groups.parquet/.csv, thresholds, discrimination, "
-          "validation and a self-contained report.html.")
+          "validation, a self-contained report.html and its A4 report.pdf (metadata: the "
+          "summary figure).")
 def risk_report(context: dg.AssetExecutionContext, config: RiskSettings, storage: RunStorage,
                 compute: Compute) -> dg.MaterializeResult:
     from sphr.labels import SEXES
     from sphr.risk.pipeline import merge_risk
-    from sphr.risk.report import find_chromium, render_png
 
     out = layout.risk_dir(storage.run)
     sexes = [s for s in SEXES if (out / s / "risk_groups.parquet").exists()]
@@ -73,7 +73,12 @@ def risk_report(context: dg.AssetExecutionContext, config: RiskSettings, storage
     meta = {"report": md.path(out / "report.html"), "csv": md.path(out / "risk_groups.csv"),
             "sexes": ", ".join(summary["sexes"]), "rows": summary["rows"],
             "methods": ", ".join(summary["methods"])}
-    if find_chromium():  # a picture of the report itself, as a reader would see it
-        png = render_png(out / "report.html", out / "report.png", height=2200)
-        meta["preview"] = md.image(png.read_bytes(), "risk report")
+    pdf = out / "report.pdf"
+    if pdf.exists() and pdf.stat().st_mtime < (out / "report.html").stat().st_mtime:
+        pdf.unlink()  # from an earlier run: no Chromium this time (logged), not this report's
+    if pdf.exists():
+        meta["pdf"] = md.path(pdf)
+    if (out / "report_summary.png").exists():  # the report's central figure
+        meta["summary_figure"] = md.image((out / "report_summary.png").read_bytes(),
+                                          "does Higher Risk develop more new disease?")
     return dg.MaterializeResult(metadata=meta)

@@ -333,15 +333,23 @@ def test_risk_cli_writes_every_output(risk_out, cohorts_dir):
 
 
 def test_report_html_is_self_contained(risk_out):
+    from sphr.risk.report import find_chromium
+
     text = (risk_out / "report.html").read_text()
     assert text.count("<table") >= 4 and text.count('<img src="data:image/png;base64,') >= 5
     assert "http://" not in text and "https://" not in text
     for needle in ("Definitions", "Table 4", "Thresholds used", "Distance distributions",
-                   "closer than Normal", "Held-out bona fide healthy"):
+                   "closer than Normal", "held-out bona fide healthy",
+                   "New diagnoses over the repeat visits", "Group shares by age group"):
         assert needle in text
-    # the reader's summary comes first, the definitions after it
-    assert text.index("<h2>Summary</h2>") < text.index("<h2>Definitions</h2>")
+    # the reader's summary comes first, its figure before the definitions (in the appendix)
+    assert text.index("<h2>Summary</h2>") < text.index('alt="forest plot') \
+        < text.index("<h2>Definitions</h2>")
     assert text.index("<h2>") == text.index("<h2>Summary</h2>")
+    assert text.index('<details class="appendix"') < text.index("<h2>Definitions</h2>")
+    assert (risk_out / "report_summary.png").is_file()
+    if find_chromium() is not None:  # printed from the same HTML, A4
+        assert (risk_out / "report.pdf").read_bytes()[:5] == b"%PDF-"
 
 
 def test_report_renders_to_a_nonblank_png(risk_out, tmp_path):

@@ -306,4 +306,7 @@ def write_combined(out_dir: str | Path, *, loss_classifiers: Sequence[str] = ("x
             md.append(loss_markdown(lt, classifier=clf))
     path = out_dir / "tables.md"
     write_text("\n".join(md), path)
+    from sphr.evaluate.report import write_evaluate_report
+
+    write_evaluate_report(out_dir)  # report.html + report.pdf: the same numbers, for reading
     return path

@@ -37,7 +37,8 @@
     ``risk_model.json`` (references, standardization and bounds), per sex the
     normalizer, features and the representation files, for ``sphr score``.
 ``report.html``
-    self-contained report (inline CSS, PNG plots); ``risk_report.json`` summary.
+    self-contained report (inline CSS, PNG plots), summary first; ``report.pdf`` (A4, where
+    Chromium is installed), ``report_summary.png``; ``risk_report.json`` summary.
 
 ``sphr score RUN_DIR NEW_EXPORT --out DIR`` writes ``risk_groups.parquet`` /
 ``.csv`` with the same columns (``partition`` = ``new``, ``label`` from the

@@ -74,7 +74,8 @@ def _risk(args: argparse.Namespace) -> int:
         from sphr.risk.report import render_png
 
         print(f"rendered {render_png(out / 'report.html', out / 'report.png')}")
-    print(f"wrote {out}/risk_groups.parquet, discrimination.parquet, validation.md, report.html")
+    print(f"wrote {out}/risk_groups.parquet, discrimination.parquet, validation.md, report.html, "
+          "report.pdf")
     return 0
 
 

@@ -1,52 +1,105 @@
-"""The self-contained HTML risk report (inline CSS, PNG plots as data URIs, no network).
+"""The risk report people forward: ``report.html`` (self-contained) and ``report.pdf`` (A4).
 
-:func:`render_png` screenshots it with headless Chromium so the report can be
-looked at in a test or a script.
+Rendered from ``sphr/report/templates/risk.html.j2``; inline CSS, every figure a
+PNG data URI, no network reference. Reading order (the reader first, the
+method's bookkeeping last):
+
+1. **Summary**: the cohort (n per sex, ages, export file and date, model
+   version), the share of people in each group per sex, and the figure that
+   answers "does Higher Risk develop more new disease than Normal, per method?"
+   (a forest plot of AUROC, C-index and risk ratio with 95% CIs, references
+   marked; or, when linked records are given, their cumulative incidence by
+   group), with a paragraph generated from the numbers (:func:`summary_sentences`).
+2. New diagnoses over the repeat visits (instances 1-3), by group, per sex.
+3. Group shares by age group.
+4. Distance distributions with the thresholds drawn.
+5. Appendix (``<details>``, opened when printed): definitions, discrimination,
+   calibration (held-out BFH in Normal), validation (Table 4), share tables,
+   mode ``paper`` figures, thresholds.
+
+:func:`write_report` also prints ``report.pdf`` with headless Chromium
+(:func:`sphr.report.print_pdf`; skipped with one log line where there is none)
+and writes ``report_summary.png``, the central figure, for the Dagster asset's
+metadata. :func:`render_png` screenshots a report for tests and scripts.
 """
 
 from __future__ import annotations
 
-import html
-import shutil
-import subprocess
+import datetime as dt
+import json
+import logging
+import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sphr.io import write_text
-from sphr.plots import new_figure, png_data_uri, to_png
-from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_Q, NORMAL_Q
+from sphr.io import write_bytes, write_text
+from sphr.report import (
+    FULL_WIDTH,
+    GROUP_COLORS,
+    METHOD_COLORS,
+    SEX_MARKERS,
+    Figure,
+    figure,
+    find_chromium,
+    new_figure,
+    print_pdf,
+    render,
+    render_png,
+    style_axes,
+    styled,
+    table,
+    text_width,
+)
+from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_Q, LOWER_RISK, NORMAL, NORMAL_Q
 from sphr.risk.paper import PAPER_TIME_CORRELATION, paper_cell
 from sphr.risk.spaces import DISPLAY
 from sphr.risk.validation import higher_vs_normal, wide_table
 
-#: every figure lists methods in this order
+__all__ = ["COLORS", "METHOD_ORDER", "REFERENCES", "cumulative_new_diagnosis", "find_chromium",
+           "render_png", "shares", "summary_paragraph", "summary_sentences", "write_report"]
+
+log = logging.getLogger(__name__)
+
+#: every figure and table lists methods in this order: the distances, then the references
 METHOD_ORDER: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
                                  "p0_euclidean", "deep_patient", "sphr", "phenoage",
                                  "supervised_xgboost", "age")
-
-COLORS = {"Normal": "#4c9a2a", "Lower Risk": "#e0a100", "Higher Risk": "#c0392b"}
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;
-max-width:1220px}
-h1{font-size:26px}h2{font-size:20px;border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:32px}
-h3{font-size:16px}table{border-collapse:collapse;font-size:12px;margin:8px 0}
-th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f0f0f0}
-td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:13px}
-code{background:#f4f4f4;padding:1px 3px}img{max-width:100%;border:1px solid #eee}
-.defs li{margin:4px 0}
-"""
+#: scores shown beside the distances for scale, not as peers: PhenoAge acceleration (what
+#: researchers already use), the supervised ceiling (it sees the outcome) and age alone
+REFERENCES: frozenset[str] = frozenset({"phenoage", "supervised_xgboost", "age"})
+COLORS = GROUP_COLORS
+#: figure labels: short enough for a panel, the tables keep the full names
+SHORT: dict[str, str] = {"mahalanobis": "Mahalanobis", "supervised_xgboost": "Supervised ceiling",
+                         "phenoage": "PhenoAge accel.", "homeostatic_dysregulation":
+                         "Homeostatic dysreg."}
+#: the outcome of the summary ("any" new diagnosis)
+OUTCOME = "any"
 
 
-def _img(png: bytes, alt: str) -> str:
-    return f'<img src="{png_data_uri(png)}" alt="{html.escape(alt)}">'
+def _name(method: str) -> str:
+    return DISPLAY.get(method, method)
 
 
-def _table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
-    return df.to_html(index=False, escape=True, border=0, na_rep="-",
-                      float_format=lambda v: floatfmt.format(v))
+def _ordered(methods) -> list[str]:
+    present = set(methods)
+    return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
+
+
+def _age_order(groups) -> list[str]:
+    def start(g: str) -> float:
+        try:
+            return float(str(g).split("-")[0])
+        except ValueError:
+            return float("inf")
+
+    return sorted(set(groups), key=start)
+
+
+# ---------------------------------------------------------------- numbers
 
 
 def shares(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -62,121 +115,542 @@ def shares(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return out.reset_index()
 
 
-def _share_plot(rows: pd.DataFrame, mode: str) -> bytes:
-    sexes = sorted(rows["sex"].unique())
-    fig, axes = new_figure(6.0 * len(sexes), 3.2, ncols=len(sexes), squeeze=False)
-    for ax, sex in zip(axes[0], sexes, strict=True):
-        s = shares(rows[(rows["sex"] == sex) & (rows["mode"] == mode)], ["method"])
-        left = np.zeros(len(s))
-        labels = [DISPLAY.get(m, m) for m in s["method"]]
+def _km(time_: np.ndarray, event: np.ndarray, min_at_risk: int = 5) -> pd.DataFrame:
+    """Kaplan-Meier cumulative incidence 1 - S(t) with a Greenwood log-log 95% interval,
+    cut where fewer than ``min_at_risk`` people are still followed (a tail of two people
+    jumps to 50% or 100% and means nothing)."""
+    t, e = np.asarray(time_, float), np.asarray(event, bool)
+    if not len(t):
+        return pd.DataFrame({"time_years": [0.0], "cum_inc": [0.0], "low": [0.0], "high": [0.0]})
+    end = float(np.sort(t)[-min_at_risk]) if len(t) >= min_at_risk else 0.0
+    times = np.unique(t[e & (t <= end)])
+    n_risk = np.array([(t >= u).sum() for u in times], float)
+    d = np.array([((t == u) & e).sum() for u in times], float)
+    s = np.cumprod(1 - d / n_risk)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        green = np.cumsum(d / (n_risk * (n_risk - d)))
+        c = 1.959964 * np.sqrt(green) / np.abs(np.log(s))
+        s_lo, s_hi = s ** np.exp(c), s ** np.exp(-c)
+    ok = (s > 0) & (s < 1) & np.isfinite(c)
+    s_lo, s_hi = np.where(ok, s_lo, np.nan), np.where(ok, s_hi, np.nan)
+    out = pd.DataFrame({"time_years": [0.0, *times], "cum_inc": [0.0, *(1 - s)],
+                        "low": [0.0, *(1 - s_hi)], "high": [0.0, *(1 - s_lo)]})
+    if end > out["time_years"].iloc[-1]:  # followed up beyond the last event
+        out = pd.concat([out, out.iloc[[-1]].assign(time_years=end)], ignore_index=True)
+    return out
+
+
+def cumulative_new_diagnosis(rows: pd.DataFrame, followup: pd.DataFrame,
+                             outcome: str = OUTCOME, mode: str = "calibrated") -> pd.DataFrame:
+    """Share with a new diagnosis by group over the repeat visits (instances 1-3).
+
+    Population: apparently healthy participants of the ``test`` partition (the validation
+    population), ``mode``'s groups. Kaplan-Meier: time = years from baseline to the first
+    visit reporting the diagnosis, censored at the last visit with a known answer (people
+    attend different visits). Columns: sex, method, outcome, group, time_years, cum_inc,
+    low, high, n, events: the shape of ``sphr.risk.linked``'s cumulative incidence.
+    """
+    from sphr.risk.discrimination import outcome_frames
+
+    cols = ["sex", "method", "outcome", "group", "time_years", "cum_inc", "low", "high", "n",
+            "events"]
+    pop = rows.loc[(rows["mode"] == mode) & (rows["partition"] == "test")
+                   & rows["label"].isin((1, 2)), ["eid", "sex", "method", "group"]]
+    if pop.empty or followup is None or followup.empty:
+        return pd.DataFrame(columns=cols)
+    _, surv = outcome_frames(followup)
+    surv = surv[["eid", f"time_{outcome}", f"event_{outcome}"]].dropna()
+    data = pop.merge(surv, on="eid", how="inner")
+    frames = []
+    for (sex, method, group), g in data.groupby(["sex", "method", "group"]):
+        curve = _km(g[f"time_{outcome}"].to_numpy(float),
+                    g[f"event_{outcome}"].to_numpy(bool))
+        frames.append(curve.assign(sex=sex, method=method, outcome=outcome, group=group,
+                                   n=len(g), events=int(g[f"event_{outcome}"].sum())))
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
+
+
+def _ci(v: float, lo: float, hi: float) -> str:
+    return "-" if pd.isna(v) else (f"{v:.2f} [{lo:.2f}-{hi:.2f}]" if pd.notna(lo) else f"{v:.2f}")
+
+
+def _span(values: pd.Series) -> str:
+    lo, hi = 100 * values.min(), 100 * values.max()
+    return f"{lo:.0f}%" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f}%"
+
+
+def _share_sentence(sex: str, rows: pd.DataFrame) -> str | None:
+    r = rows.loc[(rows["sex"] == sex) & (rows["mode"] == "calibrated")
+                 & ~rows["method"].isin(REFERENCES)]
+    if r.empty:
+        return None
+    frac = r.groupby("method")["group"].value_counts(normalize=True).unstack(fill_value=0.0)
+    frac = frac.reindex(columns=list(GROUPS), fill_value=0.0)
+    people = r.drop_duplicates("eid")
+    text = (f"{sex.capitalize()} (n={len(people):,}, aged {people['age_years'].min():.0f}-"
+            f"{people['age_years'].max():.0f}): {_span(frac[NORMAL])} Normal, "
+            f"{_span(frac[LOWER_RISK])} Lower Risk, {_span(frac[HIGHER_RISK])} Higher Risk "
+            "across methods")
+    if "sphr" in frac.index:
+        s = frac.loc["sphr"]
+        text += (f" (SPHR {100 * s[NORMAL]:.0f} / {100 * s[LOWER_RISK]:.0f} / "
+                 f"{100 * s[HIGHER_RISK]:.0f}%)")
+    return text + "."
+
+
+def _heldout_sentence(sex: str, heldout: pd.DataFrame, named: bool = True) -> str | None:
+    g = heldout[(heldout["mode"] == "calibrated") & (heldout["partition"] == "test")
+                & (heldout["sex"] == sex)]
+    if g.empty:
+        return None
+    lo, hi = g["normal_share"].min(), g["normal_share"].max()
+    return (f"{sex.capitalize() + ': o' if named else 'O'}f the held-out bona fide healthy "
+            f"(n={int(g['n'].max())}), {100 * lo:.0f}-{100 * hi:.0f}% land in Normal "
+            "(target 95%).")
+
+
+def _auroc_sentence(d: pd.DataFrame) -> str:
+    events, n = int(d["events"].max()), int(d["n"].max())
+    g = d.dropna(subset=["auroc"])
+    peers = g[~g["method"].isin(REFERENCES)]
+    if peers.empty:
+        return (f"At the first repeat visit {events} of {n} held-out people had a new "
+                "diagnosis: too few for an AUROC.")
+    best = peers.loc[peers["auroc"].idxmax()]
+    above = [_name(m) for m in _ordered(peers.loc[peers["auroc_low"] > 0.5, "method"])]
+    text = (f"At the first repeat visit (n={int(best['n'])}, {int(best['events'])} new "
+            f"diagnoses) the highest AUROC is {_name(best['method'])} at {best['auroc']:.2f} "
+            f"(95% CI {best['auroc_low']:.2f}-{best['auroc_high']:.2f}). ")
+    text += (("Methods whose interval lies above chance: " + ", ".join(above) + ".")
+             if above else "No method's 95% interval lies above chance (0.5).")
+    return text
+
+
+def _c_index_sentence(d: pd.DataFrame) -> str | None:
+    if "c_index" not in d:
+        return None
+    g = d[~d["method"].isin(REFERENCES)].dropna(subset=["c_index"])
+    if g.empty:
+        return None
+    best = g.loc[g["c_index"].idxmax()]
+    above = [_name(m) for m in _ordered(g.loc[g["c_index_low"] > 0.5, "method"])]
+    return (f"Over visits 1-3 ({int(best['n_survival'])} people, "
+            f"{int(best['events_survival'])} new diagnoses) the best C-index is "
+            f"{_name(best['method'])} {best['c_index']:.2f} "
+            f"({best['c_index_low']:.2f}-{best['c_index_high']:.2f}); "
+            + (f"above chance: {', '.join(above)}." if above else "none above chance."))
+
+
+def _risk_ratio_sentence(d: pd.DataFrame) -> str | None:
+    if "rr_higher_vs_normal" not in d:
+        return None
+    g = d[~d["method"].isin(REFERENCES)]
+    est = g.dropna(subset=["rr_higher_vs_normal"])
+    if est.empty:
+        return ("Nobody with a repeat visit was in Higher Risk under any method, so whether "
+                "Higher Risk develops more new disease than Normal cannot be told yet.")
+    est = est.set_index("method").loc[_ordered(est["method"])].reset_index()
+    parts = [f"{_name(r.method)} {r.rr_higher_vs_normal:.2f} ({r.rr_low:.2f}-"
+             f"{r.rr_high:.2f}, {int(r.n_higher)} in Higher Risk)" for r in est.itertuples()]
+    above = [_name(m) for m in est.loc[est["rr_low"] > 1, "method"]]
+    text = "Risk ratio Higher Risk vs Normal: " + "; ".join(parts) + ", "
+    text += (f"more new disease in Higher Risk beyond chance with {', '.join(above)}."
+             if above else "no interval above 1.")
+    if len(g) > len(est):
+        text += f" The other {len(g) - len(est)} method(s) had nobody in Higher Risk."
+    return text
+
+
+def _reference_sentence(d: pd.DataFrame) -> str | None:
+    parts = []
+    for m in ("supervised_xgboost", "phenoage", "age"):
+        r = d[d["method"] == m]
+        if r.empty:
+            continue
+        r = r.iloc[0]
+        for col, what in (("auroc", "AUROC"), ("c_index", "C-index")):
+            if col in r and pd.notna(r[col]):
+                parts.append(f"{SHORT.get(m, _name(m)).lower() if m != 'phenoage' else _name(m)} "
+                             f"{what} {r[col]:.2f}")
+                break
+    return ("For scale: " + ", ".join(parts) + ".") if parts else None
+
+
+def _linked_sentence(sex: str, hr: pd.DataFrame | None) -> str | None:
+    """Hazard ratio Higher Risk vs Normal on linked records (``sphr.risk.linked``)."""
+    if hr is None or hr.empty or not {"hr", "hr_low", "hr_high"} <= set(hr.columns):
+        return None
+    outcome = OUTCOME if OUTCOME in set(hr["outcome"]) else hr["outcome"].iloc[0]
+    g = hr[(hr["sex"] == sex) & (hr["outcome"] == outcome) & ~hr["method"].isin(REFERENCES)]
+    g = g.dropna(subset=["hr"])
+    if g.empty:
+        return None
+    g = g.set_index("method").loc[_ordered(g["method"])].reset_index()
+    above = [_name(m) for m in g.loc[g["hr_low"] > 1, "method"]]
+    parts = [f"{_name(r.method)} {r.hr:.2f} ({r.hr_low:.2f}-{r.hr_high:.2f})"
+             for r in g.itertuples()]
+    return (f"Linked records ({outcome}), age-adjusted hazard ratio Higher Risk vs Normal: "
+            + "; ".join(parts) + "; " + (f"above 1 for {', '.join(above)}." if above
+                                         else "no interval above 1."))
+
+
+def summary_sentences(discrimination: pd.DataFrame | None, heldout: pd.DataFrame,
+                      outcome: str = OUTCOME, rows: pd.DataFrame | None = None,
+                      linked: dict[str, pd.DataFrame] | None = None) -> list[str]:
+    """Plain-language reading of the numbers, per sex (generated, never hand-written claims).
+
+    ``rows`` (risk_groups) adds the group shares; ``discrimination`` the AUROC, C-index,
+    risk ratio and reference sentences; ``heldout`` the calibration check.
+    """
+    disc = None
+    if discrimination is not None and len(discrimination):
+        disc = discrimination[discrimination["outcome"] == outcome]
+    sexes = []
+    for frame in (rows, heldout, disc):
+        if frame is not None and len(frame):
+            sexes += [s for s in frame["sex"].unique() if s not in sexes]
+    out: list[str] = []
+    for sex in sorted(sexes):
+        mine: list[str | None] = []
+        if rows is not None and len(rows):
+            mine.append(_share_sentence(sex, rows))
+        mine.append(_heldout_sentence(sex, heldout, named=not mine or mine[0] is None))
+        mine.append(_linked_sentence(sex, (linked or {}).get("hazard_ratio")))
+        d = disc[(disc["sex"] == sex) & (disc["method"] != "age")] if disc is not None else None
+        if d is not None and len(d):
+            mine += [_auroc_sentence(d), _c_index_sentence(d), _risk_ratio_sentence(d),
+                     _reference_sentence(disc[disc["sex"] == sex])]
+        mine_ = [m for m in mine if m]
+        if mine_ and not mine_[0].startswith(sex.capitalize()):
+            mine_[0] = f"{sex.capitalize()}: {mine_[0]}"
+        out += mine_
+    return out
+
+
+def summary_paragraph(discrimination: pd.DataFrame | None, heldout: pd.DataFrame,
+                      rows: pd.DataFrame | None = None, outcome: str = OUTCOME,
+                      linked: dict[str, pd.DataFrame] | None = None) -> str:
+    """The summary's one paragraph: :func:`summary_sentences` joined."""
+    return " ".join(summary_sentences(discrimination, heldout, outcome, rows=rows,
+                                      linked=linked))
+
+
+# ---------------------------------------------------------------- figures
+
+def _short(method: str) -> str:
+    return SHORT.get(method, _name(method))
+
+
+def _grid(n: int) -> tuple[int, int]:
+    ncols = n if n <= 5 else 4
+    return int(np.ceil(n / max(ncols, 1))), max(ncols, 1)
+
+
+def _fig_legend(fig, handles, labels, *, y: float, ncol: int, top: bool = False, **kw) -> None:
+    """A legend across the figure at ``y`` inches from its bottom (or top)."""
+    h = fig.get_size_inches()[1]
+    fig.legend(handles, labels, loc="upper center" if top else "lower center", ncol=ncol,
+               bbox_to_anchor=(0.5, (1 - y / h) if top else y / h), frameon=False,
+               handlelength=1.4, columnspacing=1.2, **kw)
+
+
+@styled
+def _share_plot(rows: pd.DataFrame, mode: str) -> Figure:
+    """Stacked bars: % of participants in each group, one bar per method, a panel per sex."""
+    sub = rows[rows["mode"] == mode]
+    sexes = sorted(sub["sex"].unique())
+    methods = _ordered(sub["method"].unique())
+    labels = [_short(m) for m in methods]
+    fig, axes = new_figure(FULL_WIDTH, 0.165 * len(methods) + 0.95, ncols=max(1, len(sexes)),
+                           sharey=True, squeeze=False, left=text_width(labels) + 0.12,
+                           top=0.6, bottom=0.42, wspace=0.25, right=0.15)
+    y = np.arange(len(methods))[::-1]
+    for ax, sex in zip(axes[0], sexes, strict=False):
+        s = shares(sub[sub["sex"] == sex], ["method"]).set_index("method").reindex(methods)
+        left = np.zeros(len(methods))
         for g in GROUPS:
-            ax.barh(labels, s[g], left=left, color=COLORS[g], label=g)
-            left += s[g].to_numpy()
-        ax.set_title(f"{sex}, mode {mode}")
-        ax.set_xlabel("% of participants")
+            v = s[g].fillna(0).to_numpy(float)
+            ax.barh(y, v, left=left, color=GROUP_COLORS[g], label=g, height=0.72,
+                    edgecolor="white", linewidth=0.4)
+            for yy, ll, vv in zip(y, left, v, strict=True):
+                if vv >= 9:
+                    ax.text(ll + vv / 2, yy, f"{vv:.0f}", ha="center", va="center",
+                            fontsize=6.5, color="white" if g != LOWER_RISK else "black")
+            left += v
         ax.set_xlim(0, 100)
-    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    return to_png(fig)
+        ax.set_xlabel("participants (%)")
+        n = int(sub.loc[sub["sex"] == sex, "eid"].nunique())
+        ax.set_title(f"{sex.capitalize()} (n={n:,})")
+    axes[0][0].set_yticks(y, labels)
+    handles, names = axes[0][0].get_legend_handles_labels()
+    _fig_legend(fig, handles, names, y=0.02, ncol=3, top=True)
+    return figure(fig, f"group shares, mode {mode}")
 
 
-def _distance_plot(rows: pd.DataFrame, sex: str, mode: str) -> bytes:
+@styled
+def _forest_plot(disc: pd.DataFrame, outcome: str = OUTCOME) -> Figure:
+    """One row per method; AUROC (visit 1), C-index (visits 1-3) and risk ratio Higher vs
+    Normal with 95% CIs; both sexes in each panel (marker shape), references shaded."""
+    import matplotlib.ticker as mticker
+    from matplotlib.lines import Line2D
+
+    d = disc[disc["outcome"] == outcome]
+    sexes = sorted(d["sex"].unique())
+    methods = _ordered(d["method"].unique())
+    labels = [_short(m) + (" *" if m in REFERENCES else "") for m in methods]
+    panels = [("auroc", "AUROC\nnew diagnosis at visit 1", "AUROC (0.5 = chance)", 0.5),
+              ("c_index", "C-index\ntime to it, visits 1-3", "Harrell's C (0.5 = chance)", 0.5),
+              ("rr_higher_vs_normal", "Risk ratio\nHigher Risk vs Normal, visit 1",
+               "risk ratio, log scale\n(1 = no difference)", 1.0)]
+    fig, axes = new_figure(FULL_WIDTH, 0.22 * len(methods) + 1.45, ncols=3, sharey=True,
+                           squeeze=False, left=text_width(labels) + 0.12, top=0.42,
+                           bottom=1.0, wspace=0.22, right=0.12)
+    y = np.arange(len(methods))[::-1].astype(float)
+    offsets = {s: (0.15 - 0.3 * k / max(1, len(sexes) - 1)) if len(sexes) > 1 else 0.0
+               for k, s in enumerate(sexes)}
+    ref_rows = [yy for yy, m in zip(y, methods, strict=True) if m in REFERENCES]
+    for ax, (col, title, xlabel, null) in zip(axes[0], panels, strict=True):
+        for yy in ref_rows:
+            ax.axhspan(yy - 0.5, yy + 0.5, color="#efefef", zorder=0, lw=0)
+        ax.axvline(null, color="black", lw=0.8, ls="--", zorder=1)
+        finite = []
+        for sex in sexes:
+            s = d[d["sex"] == sex].set_index("method").reindex(methods)
+            lo_col, hi_col = ("rr_low", "rr_high") if col.startswith("rr") else \
+                (f"{col}_low", f"{col}_high")
+            if not {col, lo_col, hi_col} <= set(s.columns):
+                continue
+            for yy, m in zip(y, methods, strict=True):
+                v, lo, hi = (float(s.at[m, c]) for c in (col, lo_col, hi_col))
+                yy = yy + offsets[sex]
+                if not np.isfinite(v):
+                    ax.text(null, yy, "n/e", fontsize=5.5, color="#777777", ha="center",
+                            va="center", zorder=3,
+                            bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none"})
+                    continue
+                color = METHOD_COLORS.get(m, "#333333")
+                err = [[max(v - lo, 0)], [max(hi - v, 0)]] if np.isfinite(lo) else None
+                ax.errorbar([v], [yy], xerr=err, fmt=SEX_MARKERS.get(sex, "o"), color=color,
+                            ms=3.6, capsize=1.8, elinewidth=1.0, zorder=2,
+                            mfc=color if sex == sexes[0] else "white", mew=1.0)
+                finite += [x for x in (v, lo, hi) if np.isfinite(x)]
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(-0.6, len(methods) - 0.4)
+        if col.startswith("rr"):
+            ax.set_xscale("log")
+            lo_x, hi_x = min([0.25, *finite]) / 1.3, max([4.0, *finite]) * 1.3
+            ax.set_xlim(lo_x, hi_x)
+            ticks = [t for t in (0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100, 300)
+                     if lo_x <= t <= hi_x]
+            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+            ax.xaxis.set_minor_locator(mticker.NullLocator())
+        else:
+            ax.set_xlim(0, 1)
+            ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", ".25", ".5", ".75", "1"])
+        ax.grid(True, axis="x", color="#e6e6e6", lw=0.6)
+        ax.set_axisbelow(True)
+        ax.tick_params(axis="y", length=0)
+    axes[0][0].set_yticks(y, labels)
+    for tick, m in zip(axes[0][0].get_yticklabels(), methods, strict=True):
+        tick.set_color("#555555" if m in REFERENCES else METHOD_COLORS.get(m, "#333333"))
+    handles = []
+    for sex in sexes:
+        r = d[d["sex"] == sex]
+        handles.append(Line2D([], [], marker=SEX_MARKERS.get(sex, "o"), ls="", color="#333333",
+                              mfc="#333333" if sex == sexes[0] else "white",
+                              label=f"{sex}: {int(r['n'].max())} people at visit 1 "
+                                    f"({int(r['events'].max())} new diagnoses); "
+                                    f"{int(r['n_survival'].max())} over visits 1-3 "
+                                    f"({int(r['events_survival'].max())})"))
+    _fig_legend(fig, handles, [h.get_label() for h in handles], y=0.02, ncol=1, fontsize=7)
+    return figure(fig, "forest plot: AUROC, C-index and risk ratio per method")
+
+
+@styled
+def _cumulative_plot(curves: pd.DataFrame, sex: str, title: str,
+                     ylabel: str = "new diagnosis (%)") -> Figure:
+    """Cumulative share with a new diagnosis by group (1 - Kaplan-Meier, 95% band), one
+    panel per method."""
+    c = curves[curves["sex"] == sex]
+    methods = _ordered(c["method"].unique())
+    nrows, ncols = _grid(len(methods))
+    fig, axes = new_figure(FULL_WIDTH, 1.55 * nrows + 0.75, nrows=nrows, ncols=ncols,
+                           sharex=True, sharey=True, squeeze=False, left=0.5, top=0.42,
+                           bottom=0.4, wspace=0.12, hspace=0.3)
+    ymax = 0.0
+    for ax, m in zip(axes.ravel(), methods, strict=False):
+        style_axes(ax)
+        for g in GROUPS:
+            k = c[(c["method"] == m) & (c["group"] == g)].sort_values("time_years")
+            if "at_risk" in k:  # linked records on a time grid: stop where < 5 are followed
+                k = k[k["at_risk"].fillna(0) >= 5]
+            if k.empty:
+                continue
+            n = int(k["n"].iloc[0]) if "n" in k else None
+            if n is not None:
+                label = f"{g}: {int(k['events'].iloc[0])}/{n}"
+            else:
+                label = f"{g}: n={int(k['at_risk'].iloc[0])}" if "at_risk" in k else g
+            t = k["time_years"].to_numpy(float)
+            ax.step(t, 100 * k["cum_inc"].to_numpy(float), where="post",
+                    color=GROUP_COLORS[g], lw=1.5, label=label)
+            if n is None or n >= 5:
+                ax.fill_between(t, 100 * k["low"].to_numpy(float),
+                                100 * k["high"].to_numpy(float), step="post",
+                                color=GROUP_COLORS[g], alpha=0.13, lw=0)
+            ymax = max(ymax, 100 * float(np.nanmax(k["cum_inc"])))
+        ax.set_title(_short(m), color=METHOD_COLORS.get(m, "black"), fontsize=7.5, pad=2)
+        ax.legend(loc="upper left", fontsize=6.2, handlelength=1.0, borderaxespad=0.2,
+                  labelspacing=0.2)
+    for ax in axes.ravel()[len(methods):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("years since baseline")
+    axes[0, 0].set_ylim(0, min(100, max(10.0, 1.7 * ymax)))
+    fig.suptitle(title, fontsize=8.5, fontweight="bold", y=1 - 0.08 / fig.get_size_inches()[1],
+                 va="top")
+    return figure(fig, f"cumulative new diagnoses by group, {sex}")
+
+
+@styled
+def _age_share_plot(rows: pd.DataFrame, mode: str = "calibrated") -> Figure:
+    """% Lower Risk and % Higher Risk by age group, a line per method, a row per sex."""
+    sub = rows[rows["mode"] == mode]
+    sexes = sorted(sub["sex"].unique())
+    methods = _ordered(sub["method"].unique())
+    ages = _age_order(sub["age_group"].astype(str))
+    n_leg = int(np.ceil(len(methods) / 5))
+    fig, axes = new_figure(FULL_WIDTH, 1.85 * len(sexes) + 0.75 + 0.16 * n_leg,
+                           nrows=max(1, len(sexes)), ncols=2, sharex=True, squeeze=False,
+                           left=0.5, top=0.25, bottom=0.45 + 0.16 * n_leg, wspace=0.55,
+                           hspace=0.35)
+    tab = shares(sub, ["sex", "method", "age_group"])
+    tab["age_group"] = tab["age_group"].astype(str)
+    x = np.arange(len(ages))
+    for i, sex in enumerate(sexes):
+        for j, g in enumerate((LOWER_RISK, HIGHER_RISK)):
+            ax = axes[i, j]
+            style_axes(ax)
+            for m in methods:
+                t = tab[(tab["sex"] == sex) & (tab["method"] == m)].set_index("age_group")
+                v = t.reindex(ages)[g].to_numpy(float)
+                ax.plot(x, v, marker="o", ms=2.8, lw=1.2, color=METHOD_COLORS.get(m, "#333"),
+                        ls=":" if m in REFERENCES else "-", label=_short(m))
+            ax.set_title(f"{sex.capitalize()}: {g}", color=GROUP_COLORS[g], pad=3)
+            ax.set_ylabel("% of the age group")
+            ax.set_ylim(bottom=0)
+    for ax in axes[-1]:
+        ax.set_xticks(x, ages)
+        ax.set_xlabel("age group (years)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    _fig_legend(fig, handles, labels, y=0.02, ncol=5, fontsize=7)
+    return figure(fig, "group shares by age group")
+
+
+def _stacked_hist(ax, values: dict[str, np.ndarray], edges: np.ndarray) -> None:
+    bottom = np.zeros(len(edges) - 1)
+    for g in GROUPS:
+        v = values.get(g)
+        if v is None or not len(v):
+            continue
+        counts, _ = np.histogram(np.clip(v, edges[0], edges[-1]), bins=edges)
+        ax.stairs(bottom + counts, edges, baseline=bottom, fill=True, color=GROUP_COLORS[g],
+                  label=g)
+        bottom = bottom + counts
+
+
+@styled
+def _distance_plot(rows: pd.DataFrame, thresholds: pd.DataFrame, sex: str,
+                   mode: str = "calibrated") -> Figure:
+    """Stacked histogram of the score by group, one panel per method, bounds drawn.
+
+    Mode ``calibrated``: the age-standardized score with the Normal (95%) and Lower Risk
+    (99%) bounds, one value per method. Mode ``paper``: the distance over the age group's
+    Normal upper bound (the intervals differ by age group), 1 = that bound.
+    """
+    import matplotlib.ticker as mticker
+
     sub = rows[(rows["sex"] == sex) & (rows["mode"] == mode)]
-    methods = list(dict.fromkeys(sub["method"]))
-    fig, axes = new_figure(3.0 * max(1, len(methods)), 2.8, ncols=max(1, len(methods)), squeeze=False)
-    for ax, method in zip(axes[0], methods, strict=False):
-        m = sub[sub["method"] == method]
-        # distance over the age group's Normal upper bound: one scale for every age group
-        rel = m["distance"] / m["normal_high"].where(m["normal_high"] > 0, np.nan)
-        hi = np.nanpercentile(rel, 99.5) if rel.notna().any() else 1.0
-        bins = np.linspace(0, max(hi, 1.05), 50)
-        ax.hist([rel[m["group"] == g].clip(upper=bins[-1]) for g in GROUPS], bins=bins,
-                stacked=True, color=[COLORS[g] for g in GROUPS], label=list(GROUPS))
-        ax.axvline(1.0, color="k", lw=0.8, ls="--")
-        ax.set_title(DISPLAY.get(method, method), fontsize=10)
-        ax.set_xlabel("distance / Normal upper bound", fontsize=8)
-    axes[0][0].legend(fontsize=7)
-    return to_png(fig)
+    methods = _ordered(sub["method"].unique())
+    nrows, ncols = _grid(len(methods))
+    fig, axes = new_figure(FULL_WIDTH, 1.45 * nrows + 1.15, nrows=nrows, ncols=ncols,
+                           squeeze=False, left=0.55, top=0.4, bottom=0.78, wspace=0.38,
+                           hspace=0.42)
+    th = thresholds[(thresholds["sex"] == sex) & (thresholds["mode"] == mode)]
+    for ax, m in zip(axes.ravel(), methods, strict=False):
+        style_axes(ax)
+        r = sub[sub["method"] == m]
+        if mode == "calibrated":
+            x = r["score"].to_numpy(float)
+            t = th[th["method"] == m]
+            bounds = [(float(t["z_normal"].iloc[0]), "--", "Normal bound (95%)"),
+                      (float(t["z_lower"].iloc[0]), ":", "Lower Risk bound (99%)")] \
+                if len(t) and "z_normal" in t else []
+        else:
+            x = (r["distance"] / r["normal_high"].where(r["normal_high"] > 0)).to_numpy(float)
+            bounds = [(1.0, "--", "Normal upper bound")]
+        ok = np.isfinite(x)
+        ax.set_title(_short(m), color=METHOD_COLORS.get(m, "black"), fontsize=7.5, pad=2)
+        if not ok.any():
+            continue
+        lo = float(np.percentile(x[ok], 0.2))
+        hi = max(float(np.percentile(x[ok], 99.8)), *(b[0] * 1.08 for b in bounds))
+        edges = np.linspace(min(lo, 0.0) if mode == "paper" else lo, hi, 45)
+        groups = r["group"].to_numpy(object)[ok]
+        _stacked_hist(ax, {g: x[ok][groups == g] for g in GROUPS}, edges)
+        for value, ls, label in bounds:
+            ax.axvline(value, color="black", lw=0.9, ls=ls, label=label)
+        ax.xaxis.set_major_locator(mticker.MaxNLocator(4))
+    for ax in axes.ravel()[len(methods):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("participants")
+    xlabel = ("age-standardized score: (distance - BFH median) / IQR of the age group "
+              "(values beyond the axis are in the last bin)" if mode == "calibrated"
+              else "distance / the age group's Normal upper bound (values beyond the axis are "
+                   "in the last bin)")
+    h = fig.get_size_inches()[1]
+    fig.text(0.5, 0.3 / h, xlabel, ha="center", va="bottom", fontsize=7.5)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    _fig_legend(fig, handles, labels, y=0.02, ncol=5, fontsize=7)
+    fig.suptitle(f"{sex.capitalize()}, mode {mode}", fontsize=8.5, fontweight="bold",
+                 y=1 - 0.06 / h, va="top")
+    return figure(fig, f"distances {sex} {mode}")
 
 
-def _validation_plot(validation: pd.DataFrame, mode: str) -> bytes:
+@styled
+def _validation_plot(validation: pd.DataFrame, mode: str) -> Figure:
+    """% with any new condition at visit 1 per group and method (Wilson 95% CI)."""
     v = validation[(validation["mode"] == mode) & (validation["condition"] == "any")]
     sexes = sorted(v["sex"].unique())
-    fig, axes = new_figure(6.0 * max(1, len(sexes)), 3.2, ncols=max(1, len(sexes)), squeeze=False)
-    for ax, sex in zip(axes[0], sexes, strict=False):
+    fig, axes = new_figure(FULL_WIDTH, 2.0 * max(1, len(sexes)) + 0.55,
+                           nrows=max(1, len(sexes)), squeeze=False, left=0.55, top=0.45,
+                           bottom=0.42, hspace=0.75)
+    for ax, sex in zip(axes[:, 0], sexes, strict=False):
+        style_axes(ax)
         s = v[v["sex"] == sex]
-        methods = list(dict.fromkeys(s["method"]))
+        methods = _ordered(s["method"].unique())
         x = np.arange(len(methods))
         for k, g in enumerate(GROUPS):
             r = s[s["group"] == g].set_index("method").reindex(methods)
             y = 100 * r["rate"].to_numpy(float)
             err = np.abs(100 * r[["rate_low", "rate_high"]].to_numpy(float).T - y)
-            ax.bar(x + (k - 1) * 0.27, np.nan_to_num(y), 0.27, color=COLORS[g], label=g,
-                   yerr=np.nan_to_num(err), capsize=2)
-        ax.set_xticks(x, [DISPLAY.get(m, m) for m in methods], fontsize=8)
-        ax.set_ylabel("% with any new condition")
-        ax.set_title(f"{sex}, mode {mode} (Wilson 95% CI)")
-    axes[0][0].legend(fontsize=8)
-    return to_png(fig)
+            ax.bar(x + (k - 1) * 0.27, np.nan_to_num(y), 0.27, color=GROUP_COLORS[g], label=g,
+                   yerr=np.nan_to_num(err), capsize=1.5, error_kw={"elinewidth": 0.7})
+        ax.set_xticks(x, ["\n".join(textwrap.wrap(_short(m), 12)) for m in methods],
+                      fontsize=7)
+        ax.set_ylabel("any new condition (%)")
+        ax.set_title(f"{sex.capitalize()}, mode {mode}: new condition at visit 1, Wilson 95% CI",
+                     pad=3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    _fig_legend(fig, handles, labels, y=0.02, ncol=3, top=True)
+    return figure(fig, f"validation {mode}")
 
 
-def _forest_plot(disc: pd.DataFrame, outcome: str = "any") -> bytes:
-    """AUROC (first repeat visit) and C-index (visits 1-3) per method with 95% CIs, per sex."""
-    d = disc[disc["outcome"] == outcome]
-    sexes = sorted(d["sex"].unique())
-    methods = [m for m in METHOD_ORDER if m in set(d["method"])]
-    fig, axes = new_figure(5.2 * max(1, len(sexes)), 0.42 * len(methods) + 1.4,
-                           ncols=max(1, len(sexes)), squeeze=False)
-    for ax, sex in zip(axes[0], sexes, strict=False):
-        s = d[d["sex"] == sex].set_index("method").reindex(methods)
-        y = np.arange(len(methods))[::-1]
-        for k, (col, color, label) in enumerate((("auroc", "#2c6fbb", "AUROC, visit 1"),
-                                                 ("c_index", "#7b3294", "C-index, visits 1-3"))):
-            v = s[col].to_numpy(float)
-            lo, hi = s[f"{col}_low"].to_numpy(float), s[f"{col}_high"].to_numpy(float)
-            yy = y + (0.14 if k == 0 else -0.14)
-            ax.errorbar(v, yy, xerr=[np.nan_to_num(v - lo), np.nan_to_num(hi - v)], fmt="o",
-                        color=color, ms=4, capsize=2, label=label)
-        ax.axvline(0.5, color="k", lw=0.8, ls="--")
-        ax.set_yticks(y, [DISPLAY.get(m, m) for m in methods], fontsize=8)
-        ax.set_xlim(0, 1)
-        n, ev = int(s["n"].max()), int(s["events"].max())
-        ax.set_xlabel("AUROC / C-index (0.5 = chance)", fontsize=8)
-        ax.set_title(f"{sex}: n={n} at visit 1, {ev} with a new diagnosis", fontsize=9)
-    axes[0][0].legend(fontsize=7, loc="lower left")
-    return to_png(fig)
-
-
-def summary_sentences(discrimination: pd.DataFrame | None, heldout: pd.DataFrame,
-                      outcome: str = "any") -> list[str]:
-    """Plain-language reading of the numbers (generated, never hand-written claims)."""
-    out = []
-    cal = heldout[(heldout["mode"] == "calibrated") & (heldout["partition"] == "test")]
-    for sex, g in cal.groupby("sex"):
-        lo, hi = g["normal_share"].min(), g["normal_share"].max()
-        out.append(f"{sex.capitalize()}: of the held-out bona fide healthy (n={int(g['n'].max())}), "
-                   f"{100 * lo:.0f}-{100 * hi:.0f}% land in Normal depending on the method "
-                   "(the calibrated bound targets 95%).")
-    if discrimination is None or discrimination.empty:
-        return out
-    d = discrimination[(discrimination["outcome"] == outcome)
-                       & (discrimination["method"] != "age")]
-    for sex, g in d.groupby("sex"):
-        events, n = int(g["events"].max()), int(g["n"].max())
-        g = g.dropna(subset=["auroc"])
-        if g.empty:
-            out.append(f"{sex.capitalize()}: {events} of {n} held-out participants reported a "
-                       "new diagnosis at the first repeat visit: too few to measure "
-                       "discrimination.")
-            continue
-        above = g[g["auroc_low"] > 0.5]["method"].map(lambda m: DISPLAY.get(m, m)).tolist()
-        best = g.loc[g["auroc"].idxmax()]
-        text = (f"{sex.capitalize()} (n={int(best['n'])}, {int(best['events'])} with a new "
-                f"diagnosis): the highest AUROC is {DISPLAY.get(best['method'], best['method'])} "
-                f"at {best['auroc']:.2f} (95% CI {best['auroc_low']:.2f}-{best['auroc_high']:.2f}). ")
-        text += (("Methods whose interval lies above chance: " + ", ".join(above) + ".")
-                 if above else "No method's 95% interval lies above chance (0.5).")
-        out.append(text)
-    return out
+# ---------------------------------------------------------------- tables and text
 
 
 def _definitions(summary: dict[str, Any]) -> str:
@@ -216,20 +690,21 @@ peer.</li>
 training members borrows its neighbouring groups' members (nearest first), column
 "pooled_groups". Ages outside every group join the nearest group.</li>
 <li><b>Validation population</b>: apparently healthy participants (incl. BFH) of the
-<code>test</code> partition, whom no fit has seen, with a first repeat visit (instance 1); a new
-diagnosis = positive at the repeat visit and negative at baseline. AUROC / C-index intervals:
-participant bootstrap; Higher-vs-Normal p-values are Holm-adjusted over the whole table.</li>
+<code>test</code> partition, whom no fit has seen, with a repeat visit; a new diagnosis =
+positive at a repeat visit and negative at baseline (self-report). AUROC: first repeat visit
+(instance 1); C-index and the cumulative curves: time to the first visit reporting one
+(instances 1-3), censored at the last visit with a known answer. Intervals: participant
+bootstrap (AUROC, C-index), Katz (risk ratio), Greenwood log-log (curves), Wilson (shares);
+Higher-vs-Normal p-values are Holm-adjusted over the whole table.</li>
 </ul>"""
 
 
-def _ci(v: float, lo: float, hi: float) -> str:
-    return "-" if pd.isna(v) else (f"{v:.2f} [{lo:.2f}-{hi:.2f}]" if pd.notna(lo) else f"{v:.2f}")
-
-
-def _discrimination_compact(disc: pd.DataFrame, outcome: str = "any") -> pd.DataFrame:
-    d = disc[disc["outcome"] == outcome]
-    out = pd.DataFrame({
-        "sex": d["sex"], "method": [DISPLAY.get(m, m) for m in d["method"]],
+def _discrimination_compact(disc: pd.DataFrame, outcome: str = OUTCOME) -> pd.DataFrame:
+    d = disc[disc["outcome"] == outcome].copy()
+    d["_o"] = d["method"].map({m: i for i, m in enumerate(METHOD_ORDER)})
+    d = d.sort_values(["sex", "_o"])
+    return pd.DataFrame({
+        "sex": d["sex"], "method": [_name(m) for m in d["method"]],
         "n / events (visit 1)": [f"{r.n} / {r.events}" for r in d.itertuples()],
         "AUROC [95% CI]": [_ci(r.auroc, r.auroc_low, r.auroc_high) for r in d.itertuples()],
         "n / events (visits 1-3)": [f"{r.n_survival} / {r.events_survival}"
@@ -241,8 +716,8 @@ def _discrimination_compact(disc: pd.DataFrame, outcome: str = "any") -> pd.Data
             f"{_ci(r.auroc_minus_raw, r.diff_low, r.diff_high)}, p={r.p_diff_holm:.2g}"
             for r in d.itertuples()],
         "risk ratio HR vs N [95% CI]": [_ci(r.rr_higher_vs_normal, r.rr_low, r.rr_high)
-                                        for r in d.itertuples()]})
-    return out
+                                        for r in d.itertuples()],
+        "n Higher / Normal": [f"{r.n_higher} / {r.n_normal}" for r in d.itertuples()]})
 
 
 def _heldout_compact(heldout: pd.DataFrame) -> pd.DataFrame:
@@ -251,127 +726,198 @@ def _heldout_compact(heldout: pd.DataFrame) -> pd.DataFrame:
                           f"n={r.n}" for r in h.itertuples()])
     wide = cell.pivot_table(index="method", columns=["mode", "sex"], values="cell",
                             aggfunc="first")
-    wide = wide.reindex([m for m in METHOD_ORDER if m in wide.index])
-    wide.index = [DISPLAY.get(m, m) for m in wide.index]
+    wide = wide.reindex(_ordered(wide.index))
+    wide.index = [_name(m) for m in wide.index]
     wide.columns = [f"{sex}, {mode}" for mode, sex in wide.columns]
     return wide.reset_index().rename(columns={"index": "method"})
 
 
-def _people(rows: pd.DataFrame) -> pd.DataFrame:
+def _cohort_table(rows: pd.DataFrame, discrimination: pd.DataFrame | None) -> pd.DataFrame:
     first = rows.drop_duplicates(["sex", "eid"])
-    return first.groupby("sex").agg(
+    out = first.groupby("sex").agg(
         participants=("eid", "size"),
+        ages=("age_years", lambda a: f"{a.min():.0f}-{a.max():.0f}"),
         train=("partition", lambda p: int((p == "train").sum())),
         calibration=("partition", lambda p: int((p == "calibration").sum())),
         test=("partition", lambda p: int((p == "test").sum())),
-        age_min=("age_years", "min"), age_max=("age_years", "max")).reset_index()
+        bfh=("label", lambda v: int((v == 2).sum()))).reset_index()
+    out = out.rename(columns={"ages": "age range (years)", "bfh": "bona fide healthy",
+                              "test": "test (held out)"})
+    if discrimination is not None and len(discrimination):
+        d = discrimination[discrimination["outcome"] == OUTCOME].groupby("sex")
+        out["validated (repeat visit)"] = out["sex"].map(d["n_survival"].max()).fillna(0)
+        out["new diagnoses"] = out["sex"].map(d["events_survival"].max()).fillna(0)
+        out = out.astype({"validated (repeat visit)": int, "new diagnoses": int})
+    return out
+
+
+def _provenance(path: Path, summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) lines: export file and date, model version, run, methods, generated."""
+    items: list[tuple[str, str]] = []
+    ingest = Path(summary.get("run", ".")) / "ingest" / "ingest_report.json"
+    if ingest.exists():
+        info = json.loads(ingest.read_text())
+        source = Path(str(info.get("source", "")))
+        stamp = source if source.exists() else ingest
+        date = dt.datetime.fromtimestamp(stamp.stat().st_mtime).strftime("%Y-%m-%d")
+        n = info.get("participants")
+        items.append(("export", f"{source.name} ({info.get('format', '?')}"
+                                + (f", {n:,} participants" if isinstance(n, int) else "")
+                                + f"), file dated {date}"))
+    spec = path.parent / "model" / "risk_model.json"
+    version = json.loads(spec.read_text()).get("version", "?") if spec.exists() else "?"
+    if summary.get("skipped"):
+        items.append(("skipped", "; ".join(f"{k}: {v}" for k, v in summary["skipped"].items())))
+    items.append(("model version", f"{version} (model/risk_model.json); run "
+                                   f"{summary.get('run', '')}; report generated "
+                                   f"{dt.datetime.now():%Y-%m-%d %H:%M}"))
+    return items
+
+
+def _age_table(rows: pd.DataFrame, mode: str = "calibrated") -> pd.DataFrame:
+    """Rows sex x method, a column per age group: "Normal / Lower / Higher" percent."""
+    sub = rows[rows["mode"] == mode]
+    tab = shares(sub, ["sex", "method", "age_group"])
+    tab["cell"] = [f"{r[NORMAL]:.0f} / {r[LOWER_RISK]:.0f} / {r[HIGHER_RISK]:.0f} (n={r['n']})"
+                   for _, r in tab.iterrows()]
+    wide = tab.pivot_table(index=["sex", "method"], columns="age_group", values="cell",
+                           aggfunc="first")
+    wide = wide[[c for c in _age_order(wide.columns.astype(str)) if c in wide.columns]]
+    wide.columns = [str(c) for c in wide.columns]
+    wide = wide.reset_index()
+    wide["_o"] = wide["method"].map({m: i for i, m in enumerate(METHOD_ORDER)})
+    wide = wide.sort_values(["sex", "_o"]).drop(columns="_o")
+    wide["method"] = wide["method"].map(_name)
+    return wide
+
+
+def _thresholds_tables(thresholds: pd.DataFrame) -> list[tuple[str, str]]:
+    out = []
+    cal = thresholds[thresholds["mode"] == "calibrated"]
+    if len(cal):
+        g = cal.groupby(["sex", "method"], sort=False)
+        t = g.agg(n_calibration_bfh=("n_calibration_bfh", "first"),
+                  z_normal=("z_normal", "first"), z_lower=("z_lower", "first"),
+                  bound_method=("bound_method", "first"),
+                  normal_high_min=("normal_high", "min"), normal_high_max=("normal_high", "max"),
+                  lower_high_min=("lower_high", "min"), lower_high_max=("lower_high", "max"),
+                  ).reset_index()
+        t["method"] = t["method"].map(_name)
+        out.append(("Mode calibrated: one bound per sex and method on the standardized score "
+                    "(z); the distance bounds it implies range over the age groups (min-max).",
+                    table(t, "{:.3f}")))
+    paper = thresholds[thresholds["mode"] == "paper"]
+    if len(paper):
+        cols = [c for c in ("sex", "method", "age_group", "n_bfh", "n_reference", "pooled_groups",
+                            "normal_low", "normal_high", "lower_low", "lower_high", "repairs")
+                if c in paper]
+        t = paper[cols].assign(method=paper["method"].map(_name))
+        out.append(("Mode paper: the intervals per sex, method and age group.",
+                    table(t, "{:.3f}")))
+    return out
+
+
+# ---------------------------------------------------------------- the report
+
+
+def _read_followup(followup: pd.DataFrame | str | Path | None) -> pd.DataFrame | None:
+    if followup is None or isinstance(followup, pd.DataFrame):
+        return followup
+    path = Path(followup)
+    return pd.read_parquet(path) if path.exists() else None
 
 
 def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
                  validation: pd.DataFrame | None, correlation: pd.DataFrame | None,
                  summary: dict[str, Any], heldout: pd.DataFrame | None = None,
-                 discrimination: pd.DataFrame | None = None) -> Path:
-    modes = list(dict.fromkeys(rows["mode"]))
-    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>SPHR risk report</title>",
-             f"<style>{CSS}</style></head><body>", "<h1>Single-visit health risk groups</h1>",
-             "<h2>Summary</h2>",
-             f"<p class='note'>Run <code>{html.escape(summary['run'])}</code>; methods "
-             f"{', '.join(DISPLAY.get(m, m) for m in summary['methods'])}; "
-             f"{len(rows)} rows in risk_groups.parquet.</p>", _table(_people(rows), "{:.0f}")]
-    if summary.get("skipped"):
-        parts.append("<p class='note'>Skipped: " + "; ".join(
-            html.escape(f"{k}: {v}") for k, v in summary["skipped"].items()) + "</p>")
-    if heldout is not None:
-        parts.append("<ul>" + "".join(f"<li>{html.escape(t)}</li>"
-                                      for t in summary_sentences(discrimination, heldout)) + "</ul>")
-    if "calibrated" in modes:
-        parts.append(_img(_share_plot(rows, "calibrated"), "group shares, calibrated"))
-    if discrimination is not None and len(discrimination):
-        parts.append("<h3>Does a higher score come before new disease?</h3><p class='note'>"
-                     "Held-out apparently healthy participants; AUROC for a new diagnosis at the "
-                     "first repeat visit, Harrell's C for the time to the first visit reporting "
-                     "one (visits 1-3); 95% participant-bootstrap intervals. Age alone and the "
-                     "supervised model (which uses the outcome) are references.</p>")
-        parts.append(_img(_forest_plot(discrimination), "discrimination forest plot"))
-        parts.append(_table(_discrimination_compact(discrimination)))
-    if heldout is not None and len(heldout):
-        parts.append("<h3>Held-out bona fide healthy in Normal</h3><p class='note'>Share of the "
-                     "test partition's BFH in Normal, Wilson 95% CI, n; calibrated bounds "
-                     "target 95% for people like the calibration set. All roles and modes: "
-                     "appendix.</p>")
-        parts.append(_table(_heldout_compact(heldout)))
-    parts += ["<h2>Definitions</h2>", _definitions(summary)]
+                 discrimination: pd.DataFrame | None = None,
+                 followup: pd.DataFrame | str | Path | None = None,
+                 linked: dict[str, pd.DataFrame] | None = None, pdf: bool = True) -> Path:
+    """Write ``report.html`` (and ``report.pdf`` next to it, and ``report_summary.png``, the
+    central figure).
 
-    parts.append("<h2>Validation against the repeat visit (Table 4 shape)</h2>")
+    ``followup``: ``RUN/ingest/followup.parquet`` (frame or path) for the cumulative
+    new-diagnosis curves over the repeat visits; without it that section says so.
+    ``linked``: ``sphr.risk.linked.linked_validation``'s frames ("discrimination",
+    "hazard_ratio", "cumulative_incidence" with sex, method, outcome, group, time_years,
+    cum_inc, low, high); when given, its cumulative incidence by group is the central figure
+    and the forest plot follows it.
+    """
+    t0 = time.perf_counter()
+    path = Path(path)
+    modes = list(dict.fromkeys(rows["mode"]))
+    sexes = list(summary.get("sexes") or sorted(rows["sex"].unique()))
+    heldout = heldout if heldout is not None else pd.DataFrame(
+        columns=["sex", "method", "mode", "partition", "n", "normal_share", "low", "high"])
+    has_disc = discrimination is not None and len(discrimination) > 0
+    ctx: dict[str, Any] = {
+        "title": "Single-visit health risk groups",
+        "provenance": _provenance(path, summary),
+        "cohort": table(_cohort_table(rows, discrimination), "{:.0f}"),
+        "n_rows": len(rows),
+        "paragraph": summary_paragraph(discrimination, heldout, rows=rows, linked=linked),
+        "share_fig": _share_plot(rows, "calibrated") if "calibrated" in modes else None,
+    }
+
+    # the central figure: linked records when there are any, else the repeat visits' forest
+    central: list[Figure] = []
+    linked_ci = (linked or {}).get("cumulative_incidence")
+    if linked_ci is not None and len(linked_ci):
+        outcome = OUTCOME if OUTCOME in set(linked_ci["outcome"]) else linked_ci["outcome"].iloc[0]
+        lc = linked_ci[linked_ci["outcome"] == outcome]
+        central += [_cumulative_plot(lc, sex, f"{sex.capitalize()}: cumulative incidence of a "
+                                              f"linked diagnosis ({outcome}) by group",
+                                     ylabel="cumulative incidence (%)")
+                    for sex in sexes if (lc["sex"] == sex).any()]
+    forest = _forest_plot(discrimination) if has_disc else None
+    ctx["central"] = central
+    ctx["forest"] = forest
+    ctx["linked_tables"] = [(name.replace("_", " "), table(frame, "{:.3g}"))
+                            for name, frame in (linked or {}).items()
+                            if name != "cumulative_incidence" and frame is not None and len(frame)]
+
+    fu = _read_followup(followup)
+    curves = cumulative_new_diagnosis(rows, fu) if fu is not None else None
+    ctx["followup_figs"] = [] if curves is None or curves.empty else [
+        _cumulative_plot(curves, sex, f"{sex.capitalize()}: share with a new diagnosis "
+                                      "(self-reported at visits 1-3) by group, mode calibrated")
+        for sex in sexes if (curves["sex"] == sex).any()]
+    ctx["followup_given"] = fu is not None
+    ctx["age_fig"] = _age_share_plot(rows) if "calibrated" in modes else None
+    ctx["distance_figs"] = [_distance_plot(rows, thresholds, sex, "calibrated")
+                            for sex in sexes if "calibrated" in modes]
+
+    # appendix
+    ctx["definitions"] = _definitions(summary)
+    ctx["disc_table"] = table(_discrimination_compact(discrimination)) if has_disc else None
+    ctx["heldout_compact"] = table(_heldout_compact(heldout)) if len(heldout) else None
+    ctx["heldout_full"] = table(heldout, "{:.3f}") if len(heldout) else None
+    val: dict[str, Any] | None = None
     if validation is not None and len(validation):
-        parts.append("<p class='note'>Cells: % (count/denominator) [Wilson 95% CI]. The paper "
-                     "column gives Table 4 (women) / Table A7 (men) as N / LR / HR; '-' = not "
-                     "published.</p>")
-        for mode in modes:
-            parts.append(_img(_validation_plot(validation, mode), f"validation {mode}"))
         wide = wide_table(validation)
         wide["paper N / LR / HR"] = [" / ".join(paper_cell(r.sex, r.method, r.measure, g) or "-"
                                                for g in GROUPS) for r in wide.itertuples()]
-        parts.append(_table(wide))
-        parts.append("<h3>Higher Risk vs Normal</h3><p class='note'>Share with a new condition "
-                     "in Higher Risk vs Normal; p: one-sided Fisher exact test (HR &gt; N).</p>")
-        parts.append(_table(higher_vs_normal(validation)))
-        if correlation is not None:
-            parts.append("<h3>Time to diagnosis (Appendix C)</h3><p class='note'>Pearson r of "
-                         "health distance vs years to the first visit reporting a new diagnosis. "
-                         "Paper (SPHR): " + ", ".join(f"{k} r={r} (p={p})" for k, (r, p) in
-                                                      PAPER_TIME_CORRELATION.items()) + ".</p>")
-            parts.append(_table(correlation))
-    else:
-        parts.append("<p>No followup.parquet: no validation.</p>")
+        wide["method"] = wide["method"].map(_name)
+        val = {"figs": [_validation_plot(validation, m) for m in modes],
+               "wide": table(wide), "hvn": table(higher_vs_normal(validation)),
+               "correlation": table(correlation) if correlation is not None else None,
+               "paper_r": ", ".join(f"{k} r={r} (p={p})"
+                                    for k, (r, p) in PAPER_TIME_CORRELATION.items())}
+    ctx["validation"] = val
+    ctx["shares_table"] = table(shares(rows, ["sex", "method", "mode"]))
+    ctx["age_table"] = table(_age_table(rows)) if "calibrated" in modes else None
+    ctx["paper_share_fig"] = _share_plot(rows, "paper") if "paper" in modes else None
+    ctx["paper_distance_figs"] = [_distance_plot(rows, thresholds, sex, "paper")
+                                  for sex in sexes if "paper" in modes]
+    ctx["thresholds"] = _thresholds_tables(thresholds)
+    ctx["higher_rows"] = int((rows["group"] == HIGHER_RISK).sum())
 
-    parts.append("<h2>Group shares</h2><p class='note'>Percent of all real participants (every "
-                 "class, train and test) in each group; the validation table above gives the "
-                 "shares within the validation population (Table 4's first row).</p>")
-    for mode in modes:
-        parts.append(_img(_share_plot(rows, mode), f"shares {mode}"))
-    parts.append(_table(shares(rows, ["sex", "method", "mode"])))
-    parts.append("<h3>By age group</h3>")
-    parts.append(_table(shares(rows, ["sex", "mode", "method", "age_group"])))
-
-    parts.append("<h2>Distance distributions per group</h2>")
-    for sex in summary["sexes"]:
-        for mode in modes:
-            parts.append(f"<h3>{html.escape(sex)}, mode {html.escape(mode)}</h3>")
-            parts.append(_img(_distance_plot(rows, sex, mode), f"distances {sex} {mode}"))
-
-    if heldout is not None and len(heldout):
-        parts.append("<h2>Held-out BFH, every role and mode</h2>")
-        parts.append(_table(heldout, "{:.3f}"))
-    parts.append("<h2>Thresholds used</h2>")
-    parts.append(_table(thresholds, "{:.4f}"))
-    hr = rows["group"] == HIGHER_RISK
-    parts.append(f"<p class='note'>{int(hr.sum())} of {len(rows)} rows are Higher Risk.</p>")
-    parts.append("</body></html>")
-    return write_text("\n".join(parts), path)
-
-
-def find_chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def render_png(html_path: str | Path, png_path: str | Path, *, width: int = 1280,
-               height: int = 3000, timeout: float = 120.0) -> Path:
-    """Screenshot an HTML file with headless Chromium (no network needed for our report)."""
-    binary = find_chromium()
-    if binary is None:
-        raise FileNotFoundError("no chromium / chromium-browser / google-chrome on PATH")
-    html_path, png_path = Path(html_path).resolve(), Path(png_path).resolve()
-    png_path.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-           "--no-first-run", "--disable-dev-shm-usage", f"--screenshot={png_path}",
-           f"--window-size={width},{height}", html_path.as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    if not png_path.exists():
-        raise RuntimeError(f"chromium wrote no screenshot (exit {proc.returncode}): "
-                           f"{proc.stderr[-500:]}")
-    return png_path
+    out = write_text(render("risk.html.j2", **ctx), path)
+    main = central[0] if central else forest or ctx["share_fig"]
+    if main is not None:
+        write_bytes(main.png, path.with_name(path.stem + "_summary.png"))
+    t_html = time.perf_counter() - t0
+    if pdf:
+        print_pdf(out)
+    log.info("risk report: html %.1f s, pdf %.1f s", t_html, time.perf_counter() - t0 - t_html)
+    return out
