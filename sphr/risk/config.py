@@ -32,6 +32,8 @@ class RiskConfig:
     standardize_min_group: int = 30
     #: participant bootstrap resamples of the discrimination intervals
     n_bootstrap: int = 500
+    #: resamples for the linked-outcome intervals (Cox and Kaplan-Meier fits are slower)
+    n_bootstrap_linked: int = 200
     seed: int = 0
     device: str = "auto"
     sexes: tuple[str, ...] = SEXES

@@ -249,10 +249,37 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
                           stage / "discrimination.parquet")
         else:
             log.warning("no %s: validation skipped", followup_path)
+        for name, table in linked_tables(run, rows, config).items():
+            write_parquet(table, stage / f"linked_{name}.parquet")
         summary = {"run": str(run), "out": str(out), "sexes": [sex], "rows": len(rows),
                    "skipped": skipped, "validation": followup_path.exists()}
         write_json(summary, stage / "risk_report.json")
     return summary
+
+
+#: the linked-outcome tables of :func:`sphr.risk.linked.linked_validation`
+LINKED_TABLES: tuple[str, ...] = ("discrimination", "hazard_ratio", "cumulative_incidence")
+
+
+def linked_tables(run: Path, rows: pd.DataFrame, config: RiskConfig) -> dict[str, pd.DataFrame]:
+    """Validation on linked hospital, cancer and death records (``ingest/outcomes.parquet``),
+    which follow every participant, not only the ~4% at a repeat visit. Population: the
+    held-out (test) apparently healthy participants, as for the repeat visit; empty when the
+    export had no linked fields."""
+    path = ingest_dir(run) / "outcomes.parquet"
+    if not path.exists():
+        return {}
+    from sphr.risk.linked import linked_validation
+
+    outcomes = pd.read_parquet(path)
+    pop = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test")
+                   & rows["label"].isin((1, 2)),
+                   ["eid", "sex", "method", "score", "group", "age_years"]]
+    if pop.empty or outcomes.empty:
+        return {}
+    tables = linked_validation(pop, outcomes.loc[outcomes["eid"].isin(pop["eid"])],
+                               n_bootstrap=config.n_bootstrap_linked, seed=config.seed)
+    return {k: tables[k] for k in LINKED_TABLES if k in tables}
 
 
 def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
@@ -286,6 +313,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
     discrimination = concat("discrimination.parquet")
     if discrimination is not None:  # one family of comparisons over both sexes
         discrimination["p_diff_holm"] = holm(discrimination["p_diff"].to_numpy(float))
+    linked = {k: t for k in LINKED_TABLES if (t := concat(f"linked_{k}.parquet")) is not None}
     with staged_outputs(out) as stage:
         for d, sex in zip(sex_dirs, sexes, strict=True):
             shutil.copytree(Path(d) / "model" / sex, stage / "model" / sex)
@@ -300,11 +328,13 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
             write_parquet(correlation, stage / "time_correlation.parquet")
             write_parquet(discrimination, stage / "discrimination.parquet")
             write_text(validation_markdown(validation, correlation, config), stage / "validation.md")
+        for name, table in linked.items():
+            write_parquet(table, stage / f"linked_{name}.parquet")
         summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
                    "methods": sorted(rows["method"].unique().tolist()),
                    "modes": sorted(rows["mode"].unique().tolist()),
                    "skipped": spec["skipped"], "validate_on": "test",
-                   "validation": validation is not None,
+                   "validation": validation is not None, "linked_outcomes": bool(linked),
                    "min_group_size": spec["config"]["min_group_size"],
                    "heldout_bfh_normal_share": {
                        f"{r.sex}/{r.method}/{r.mode}": {
@@ -314,7 +344,8 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
         write_json(summary, stage / "risk_report.json")
         write_report(stage / "report.html", rows=rows, thresholds=thresholds,
                      validation=validation, correlation=correlation, summary=summary,
-                     heldout=normal_share, discrimination=discrimination)
+                     heldout=normal_share, discrimination=discrimination,
+                     followup=ingest_dir(run) / "followup.parquet", linked=linked or None)
     return summary
 
 

@@ -73,8 +73,8 @@ class Validator:
     """Validation loss and kNN F1 of each model of a training stack, after each epoch."""
 
     def __init__(self, X: torch.Tensor, labels: np.ndarray, augmented: np.ndarray,
-                 split: ValidationSplit, patience: int | None) -> None:
-        self.split, self.patience = split, patience
+                 split: ValidationSplit, patience: int | None, batch_size: int = 512) -> None:
+        self.split, self.patience, self.batch_size = split, patience, batch_size
         dev = X.device
         self.xv = X[torch.as_tensor(split.validation_rows, device=dev)]
         fit_real = np.setdiff1d(split.fit_rows, np.flatnonzero(np.asarray(augmented, bool)))
@@ -97,13 +97,21 @@ class Validator:
         zf = forward(params, self.xf.unsqueeze(0).expand(k, -1, -1), None).float()
         out = []
         for j, loss in enumerate(losses):
-            t = self.tv
-            lab = None
-            if loss.uses_labels:
-                lab = (self.labels_v[t[:, 0]], self.labels_v[t[:, 1]], self.labels_v[t[:, 2]])
             was_training = loss.training
             loss.eval()  # running statistics (MDR) must not learn from validation rows
-            v = float(loss(zv[j, t[:, 0]], zv[j, t[:, 1]], zv[j, t[:, 2]], lab))
+            # in training-sized batches: the batch-wise losses (N-Pair, LiftedStruct, InfoNCE)
+            # compare every row of a batch with every other, so one 5,000-triplet batch would
+            # be both slow and a different objective
+            total, count = 0.0, 0
+            for start in range(0, len(self.tv), self.batch_size):
+                t = self.tv[start:start + self.batch_size]
+                lab = None
+                if loss.uses_labels:
+                    lab = (self.labels_v[t[:, 0]], self.labels_v[t[:, 1]],
+                           self.labels_v[t[:, 2]])
+                total += float(loss(zv[j, t[:, 0]], zv[j, t[:, 1]], zv[j, t[:, 2]], lab)) * len(t)
+                count += len(t)
+            v = total / count
             loss.train(was_training)
             knn = KNeighborsClassifier(n_neighbors=min(KNN_K, len(self.yf)))
             knn.fit(zf[j].cpu().numpy(), self.yf)

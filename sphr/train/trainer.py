@@ -148,7 +148,8 @@ class _Group:
         self.forward = torch.compile(stacked_forward) if cfg.compile else stacked_forward
         self.validator = None
         if split is not None:
-            self.validator = Validator(self.X, labels, augmented, split, cfg.patience)
+            self.validator = Validator(self.X, labels, augmented, split, cfg.patience,
+                                       cfg.batch_size)
 
     # ------------------------------------------------------------ checkpoints
     def state(self) -> dict[str, Any]:
