@@ -13,7 +13,12 @@ DATASETS = ("digits", "forensic")
 
 
 class RetrievalSettings(dg.Config):
-    """Losses, seeds and run profile (`quick` for the default pipeline; `demo`, `paper`)."""
+    """Losses, seeds and run profile (`quick` for the default pipeline; `demo`, `paper`).
+
+    `quick` and `demo` scale the Linear / DAMS margin steps to their epochs, warm AutoMargin up,
+    pick the best epoch on held-out training subjects and train OCAM's S-bit heads (see
+    docs/RETRIEVAL.md); `paper` keeps the papers' per-epoch values.
+    """
 
     losses: list[str] = []  # empty: sphr.retrieval.DEFAULT_LOSSES
     seeds: list[int] = [0]
@@ -23,7 +28,8 @@ class RetrievalSettings(dg.Config):
 def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
     @dg.asset(key=["retrieval", dataset], group_name="retrieval",
               description=f"Loss x metric comparison on {dataset} (mean ± SE over seeds): "
-              "mAP, mAP@R, CMC, Recall@k, pair AUC, P@Z, Hamming; margin curves; query strips.")
+              "mAP, mAP@R, CMC, Recall@k, pair AUC, P@Z, Hamming (trained S-bit heads and projected codes); "
+              "last- and best-epoch mAP, final margins, collapse flags; margin curves; query strips.")
     def comparison(context: dg.AssetExecutionContext, config: RetrievalSettings,
                    storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
         from sphr.retrieval import DEFAULT_LOSSES, run_comparison
@@ -35,6 +41,9 @@ def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
         meta = {"path": md.path(out / "comparison.md"),
                 "comparison": dg.MetadataValue.md(result.markdown),
                 "seeds": len(config.seeds), "profile": config.profile}
+        ps = result.per_seed
+        flagged = sorted(set(ps[(ps["metric"] == "collapse") & (ps["value"] > 0)]["loss"]))
+        meta["collapsed_losses"] = ", ".join(flagged) if flagged else "none"
         if "margin_curves.png" in result.pngs:
             meta["margin_curves"] = md.image(result.pngs["margin_curves.png"], "margins")
         strip = next((k for k in sorted(result.pngs) if k.startswith("strips/")), None)

@@ -4,7 +4,8 @@ Training: images per second for the default backbone of a profile (``demo``:
 the small CNN, D 128) at that profile's image size for a dataset (forensic: 64
 px, grey), m-per-class batches of 128, train-time augmentation on the device,
 one loss (AdaTriplet + AutoMargin by default), Adam; warm-up steps are not
-timed. Retrieval: top-k (k 10) for 10,000 query embeddings against 100,000
+timed; ``--code-bits 16 64`` adds the S-output code heads and their losses
+(what OCAM's S-bit codes cost). Retrieval: top-k (k 10) for 10,000 query embeddings against 100,000
 gallery embeddings, D = 128, by chunked matmul + topk
 (``sphr.retrieval.metrics.knn``), median of a few repeats after a warm-up.
 Last line: one JSON object with device, train_images_per_s, query_10k_vs_100k_s.
@@ -29,7 +30,7 @@ def _sync(device) -> None:
 
 
 def train_throughput(device, profile: str, dataset: str, loss_name: str, steps: int, warmup: int,
-                     threads: int) -> dict:
+                     threads: int, code_bits: tuple[int, ...] = ()) -> dict:
     import numpy as np
     import torch
 
@@ -43,8 +44,10 @@ def train_throughput(device, profile: str, dataset: str, loss_name: str, steps: 
     native = {"digits": 8, "forensic": 64}.get(dataset, 280)
     channels = 1
     torch.manual_seed(0)
-    model = build_model(prof.backbone, in_channels=channels, dim=prof.dim, width=prof.width).to(device)
+    model = build_model(prof.backbone, in_channels=channels, dim=prof.dim, width=prof.width,
+                        code_bits=code_bits).to(device)
     loss = build_loss(loss_name).to(device)
+    code_losses = {b: build_loss(loss_name).to(device) for b in code_bits}
     opt = torch.optim.Adam(model.parameters(), lr=prof.lr, weight_decay=prof.weight_decay)
     transform = BatchTransform(size, train=prof.augment)
     per_batch = prof.batch_size // prof.m_per_class
@@ -55,7 +58,11 @@ def train_throughput(device, profile: str, dataset: str, loss_name: str, steps: 
 
     def step() -> None:
         x = transform(images.to(device, non_blocking=True), gen)
-        value = loss(model(x), labels)
+        if code_losses:
+            emb, codes = model.forward_all(x)
+            value = loss(emb, labels) + sum(c(codes[b], labels) for b, c in code_losses.items())
+        else:
+            value = loss(model(x), labels)
         opt.zero_grad(set_to_none=True)
         value.backward()
         opt.step()
@@ -72,6 +79,7 @@ def train_throughput(device, profile: str, dataset: str, loss_name: str, steps: 
     seconds = time.perf_counter() - t
     return {"profile": profile, "dataset": dataset, "backbone": prof.backbone, "width": prof.width,
             "image_size": size, "batch_size": prof.batch_size, "loss": loss_name, "steps": steps,
+            "code_bits": list(code_bits),
             "train_images_per_s": round(steps * prof.batch_size / seconds, 1), "threads": threads}
 
 
@@ -104,6 +112,8 @@ def main() -> None:
     parser.add_argument("--profile", default="demo")
     parser.add_argument("--dataset", default="forensic", help="which of the profile's image sizes to use")
     parser.add_argument("--loss", default="adatriplet_automargin")
+    parser.add_argument("--code-bits", type=int, nargs="*", default=[],
+                        help="also train S-output code heads (OCAM's S-bit codes), e.g. 16 64")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--queries", type=int, default=10_000)
@@ -122,7 +132,8 @@ def main() -> None:
     device = resolve_device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({threads} threads)"
     print(f"device: {name}", file=sys.stderr)
-    train = train_throughput(device, args.profile, args.dataset, args.loss, args.steps, args.warmup, threads)
+    train = train_throughput(device, args.profile, args.dataset, args.loss, args.steps, args.warmup, threads,
+                             tuple(args.code_bits))
     print(f"train: {train}", file=sys.stderr)
     query = query_time(device, args.queries, args.gallery, args.dim, args.k, args.repeats)
     print(f"query: {query}", file=sys.stderr)

@@ -110,7 +110,7 @@ def test_run_comparison_on_a_tiny_profile_writes_its_files(tmp_path: Path) -> No
     assert set(res.table["loss"]) == {"triplet", "triplet_dams"}
     assert (res.table["n_seeds"] == 2).all()
     wide = res.wide()
-    for metric in ("mAP", "mAP@R", "CMC@1", "CMC@5", "R@1", "R@8", "AUC", "P@4", "mAP_H16"):
+    for metric in ("mAP", "mAP@R", "CMC@1", "CMC@5", "R@1", "R@8", "AUC", "P@4", "mAP_H16_proj"):
         assert metric in wide.columns
         assert wide[metric].between(0, 1).all()
     # SE is SD/sqrt(n) over the seeds

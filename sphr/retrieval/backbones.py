@@ -125,22 +125,41 @@ def load_resnet_weights(model: ResNet18, path: str | Path) -> list[str]:
 
 
 class EmbeddingNet(nn.Module):
-    """backbone -> (dropout) -> Linear(features, dim) -> L2 normalization."""
+    """backbone -> (dropout) -> Linear(features, dim) -> L2 normalization.
 
-    def __init__(self, backbone: nn.Module, dim: int = 128, dropout: float = 0.0) -> None:
+    ``code_bits`` adds one Linear(features, S) head per code length S (OCAM's
+    S-output layer, Eq. 2: the code is the sign of the output); ``detach_codes``
+    feeds them detached features, so they learn without moving the backbone.
+    """
+
+    def __init__(self, backbone: nn.Module, dim: int = 128, dropout: float = 0.0, *,
+                 code_bits: tuple[int, ...] = (), detach_codes: bool = True) -> None:
         super().__init__()
         self.backbone = backbone
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.head = nn.Linear(backbone.out_features, dim)  # type: ignore[arg-type]
         self.dim = dim
+        self.code_bits = tuple(int(b) for b in code_bits)
+        self.detach_codes = detach_codes
+        self.code_heads = nn.ModuleDict({str(b): nn.Linear(backbone.out_features, b)  # type: ignore[arg-type]
+                                         for b in self.code_bits})
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.normalize(self.head(self.dropout(self.backbone(x))), dim=1)
 
+    def forward_all(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        """The D-d embedding and, per code length S, the L2-normalized S-d head output (sign = code)."""
+        f = self.dropout(self.backbone(x))
+        emb = F.normalize(self.head(f), dim=1)
+        fc = f.detach() if self.detach_codes else f
+        return emb, {int(b): F.normalize(h(fc), dim=1) for b, h in self.code_heads.items()}
+
 
 def build_model(backbone: str = "small_cnn", *, in_channels: int = 1, dim: int = 128,
-                weights: str | Path | None = None, width: int = 32, dropout: float = 0.0) -> EmbeddingNet:
-    """An embedding network; ``weights`` (ResNet-18 only) is a local state-dict file."""
+                weights: str | Path | None = None, width: int = 32, dropout: float = 0.0,
+                code_bits: tuple[int, ...] = (), detach_codes: bool = True) -> EmbeddingNet:
+    """An embedding network; ``weights`` (ResNet-18 only) is a local state-dict file;
+    ``code_bits``: S-output code heads (see :class:`EmbeddingNet`)."""
     if backbone == "small_cnn":
         if weights is not None:
             raise ConfigError("weights can only be loaded into resnet18")
@@ -151,4 +170,4 @@ def build_model(backbone: str = "small_cnn", *, in_channels: int = 1, dim: int =
             load_resnet_weights(net, weights)  # type: ignore[arg-type]
     else:
         raise ConfigError(f"unknown backbone {backbone!r}: use one of {', '.join(BACKBONES)}")
-    return EmbeddingNet(net, dim=dim, dropout=dropout)
+    return EmbeddingNet(net, dim=dim, dropout=dropout, code_bits=code_bits, detach_codes=detach_codes)

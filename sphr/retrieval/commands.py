@@ -22,7 +22,10 @@ default losses: {' '.join(DEFAULT_LOSSES)}
 Writes OUT/comparison.md (loss x metric, mean ± standard error over seeds),
 comparison.parquet, per_seed.parquet, per_year.parquet, margin_curves.parquet,
 runs.parquet, config.json, margin_curves.png and strips/<loss>.png.
-CMC is the standard first-match CMC.
+CMC is the standard first-match CMC. comparison.md also gives, per loss,
+last- and best-epoch mAP (best on held-out training subjects), the margin
+curve, final margins and a collapse flag; mAP_H<S> are trained S-bit heads,
+mAP_H<S>_proj projected codes. See docs/RETRIEVAL.md.
 """
 
 
@@ -57,6 +60,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", help="local ResNet-18 state-dict file (torchvision layout); no download")
     p.add_argument("--image-size", type=int, help="model input size for this dataset")
     p.add_argument("--no-augment", action="store_true", help="train without augmentation")
+    p.add_argument("--val-fraction", type=float,
+                   help="share of training subjects held out for best-epoch selection (0: none; default 0.2)")
+    p.add_argument("--code-heads", metavar="LOSSES",
+                   help="losses whose S-bit code heads are trained: comma-separated names, 'all' or '' "
+                        "(profile default: quick 'ocam', demo / paper 'all')")
+    p.add_argument("--paper-schedules", action="store_true",
+                   help="keep the papers' per-epoch Linear / DAMS steps (no scaling to the epochs) and no "
+                        "AutoMargin warm-up")
     p.add_argument("--data-option", action="append", type=_kv, default=[], metavar="KEY=VALUE",
                    help="dataset loader option, e.g. n_subjects=500, channels=3, load_size=280, split_seed=1")
     p.add_argument("--no-strips", action="store_true", help="skip the query / result strip PNGs")
@@ -92,6 +103,13 @@ def _run(args: argparse.Namespace) -> int:
             overrides[key] = getattr(args, flag)
     if args.no_augment:
         overrides["augment"] = False
+    if args.val_fraction is not None:
+        overrides["val_fraction"] = args.val_fraction
+    if args.code_heads is not None:
+        overrides["code_heads"] = args.code_heads
+    if args.paper_schedules:
+        overrides["scale_schedules"] = False
+        overrides["loss_options"] = {}
     if args.image_size is not None:
         base = get_profile(args.profile).image_size
         kind = args.dataset if args.dataset in base else "manifest"

@@ -21,17 +21,57 @@ import torch
 
 from sphr.errors import ConfigError
 from sphr.retrieval.data import RetrievalData, load_retrieval_data
+from sphr.retrieval.data.core import ImageSet, split_by_group, split_stratified
 from sphr.retrieval.data.transforms import BatchTransform, to_display
+from sphr.retrieval.losses.base import RetrievalLoss
 from sphr.retrieval.losses.registry import DEFAULT_LOSSES, LOSSES, build_loss, parse_loss_spec
-from sphr.retrieval.metrics import evaluate_embeddings
+from sphr.retrieval.metrics import evaluate_embeddings, map_score
+from sphr.retrieval.monitor import embedding_health
 from sphr.retrieval.profiles import Profile, get_profile
-from sphr.retrieval.train import embed, image_size_for, train_model
+from sphr.retrieval.train import embed, embed_all, image_size_for, train_model
 
 log = logging.getLogger(__name__)
 
 #: columns of the markdown comparison table, in order (those a dataset has)
 TABLE_METRICS: tuple[str, ...] = ("mAP", "mAP@R", "CMC@1", "CMC@5", "CMC@10", "R@1", "R@2", "R@4", "R@8",
-                                  "AUC", "P@4", "P@10", "mAP_H16", "mAP_H64")
+                                  "AUC", "P@4", "P@10", "mAP_H16", "mAP_H64", "mAP_H16_proj", "mAP_H64_proj")
+#: split seed of the validation subjects (fixed, like the test split)
+VAL_SPLIT_SEED = 0
+#: below this many training subjects there is no validation split
+MIN_VAL_SUBJECTS = 10
+
+
+def split_validation(data: RetrievalData, fraction: float,
+                     seed: int = VAL_SPLIT_SEED) -> tuple[RetrievalData, ImageSet | None]:
+    """Hold out ``fraction`` of the training subjects (class level: of each class's images) for
+    best-epoch selection; returns the reduced data and the validation split (None when 0)."""
+    if fraction <= 0:
+        return data, None
+    if not 0 < fraction < 1:
+        raise ConfigError(f"val_fraction must be in [0, 1), got {fraction}")
+    labels = data.train.labels
+    if data.level == "subject" and len(np.unique(labels)) < MIN_VAL_SUBJECTS:
+        log.info("%s: %d training subjects, too few to hold some out: no best-epoch selection", data.name,
+                 len(np.unique(labels)))
+        return data, None
+    mask = (split_by_group(labels, fraction, seed) if data.level == "subject"
+            else split_stratified(labels, fraction, seed))
+    if mask.all() or not mask.any():
+        return data, None
+    train = data.train.subset(~mask)
+    reduced = RetrievalData(data.name, data.level, train, data.test, data.channels, data.native_size,
+                            {**data.info, "val_fraction": fraction, "val_images": int(mask.sum())})
+    return reduced, data.train.subset(mask)
+
+
+def loss_for(spec: str, profile: Profile) -> RetrievalLoss:
+    """``build_loss(spec)`` with the profile's budget options for its scheduler family
+    (``profile.loss_options``) where the spec does not set them."""
+    name, opts = parse_loss_spec(spec)
+    entry = LOSSES[name]
+    extra = {k: v for k, v in profile.loss_options.get(entry.scheduler, {}).items()
+             if k in entry.defaults and k not in opts}
+    return build_loss(spec, **extra)
 
 
 @dataclass
@@ -151,6 +191,7 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
         kind = str(dataset) if str(dataset) in prof.data else "manifest"
         data = load_retrieval_data(dataset, **{**prof.data.get(kind, {}), **(data_options or {})})
     transform = BatchTransform(image_size_for(data, prof))
+    data, val = split_validation(data, prof.val_fraction)
     metric_rows: list[dict[str, Any]] = []
     year_rows: list[pd.DataFrame] = []
     curve_rows: list[dict[str, Any]] = []
@@ -159,12 +200,16 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
     start = time.perf_counter()
     for spec in losses:
         for seed in seeds:
-            loss = build_loss(spec)
-            tr = train_model(data, loss, prof, seed=int(seed), device=dev, desc=f"{spec} seed {seed}")
-            emb = embed(tr.model, data.test, transform, device=dev, batch_size=prof.eval_batch_size,
-                        workers=prof.workers)
+            loss = loss_for(spec, prof)
+            code_losses = ({int(b): loss_for(spec, prof) for b in prof.hamming_bits}
+                           if prof.trains_code_heads(spec) else {})
+            tr = train_model(data, loss, prof, seed=int(seed), device=dev, desc=f"{spec} seed {seed}", val=val,
+                             code_losses=code_losses)
+            emb, codes = embed_all(tr.model, data.test, transform, device=dev, batch_size=prof.eval_batch_size,
+                                   workers=prof.workers)
             ev = evaluate_embeddings(emb, data.test.labels, data.test.years, seed=int(seed),
-                                     p_at_z=_p_at_z(prof, data), hamming_bits=prof.hamming_bits)
+                                     p_at_z=_p_at_z(prof, data), hamming_bits=prof.hamming_bits, codes=codes)
+            ev.metrics.update(_run_summary(tr, emb, data, transform, prof, dev, spec, seed))
             for name, value in ev.metrics.items():
                 metric_rows.append({"dataset": data.name, "loss": spec, "seed": int(seed), "metric": name,
                                     "value": float(value)})
@@ -175,7 +220,9 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
                                                                         for k, v in rec.items()}})
             run_rows.append({"loss": spec, "seed": int(seed), "train_seconds": tr.seconds,
                              "train_images_per_s": tr.images_per_s, "epochs": prof.epochs,
-                             "final_loss": tr.history[-1]["loss"] if tr.history else math.nan})
+                             "final_loss": tr.history[-1]["loss"] if tr.history else math.nan,
+                             "best_epoch": -1 if tr.best_epoch is None else tr.best_epoch,
+                             "collapsed_epochs": tr.collapsed_epochs})
             examples.setdefault(spec, ev.examples)
             log.info("%s %s seed %s: mAP %.3f CMC@1 %.3f R@1 %.3f (%.0f s)", data.name, spec, seed,
                      ev.metrics["mAP"], ev.metrics["CMC@1"], ev.metrics["R@1"], tr.seconds)
@@ -187,7 +234,9 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
               "loss_descriptions": {s: LOSSES[parse_loss_spec(s)[0]].description for s in losses},
               "seeds": [int(s) for s in seeds], "device": str(dev), "profile": prof.to_dict(),
               "image_size": image_size_for(data, prof), "train_images": len(data.train),
-              "test_images": len(data.test), "seconds": time.perf_counter() - start,
+              "val_images": 0 if val is None else len(val), "test_images": len(data.test),
+              "seconds": time.perf_counter() - start,
+              "loss_options": {s: _resolved_options(s, prof) for s in losses},
               "cmc": "first-match CMC (not the open-reid split-credit CMC of the AdaTriplet code)"}
     result = _assemble(data.name, per_seed, per_year, pd.DataFrame(curve_rows), pd.DataFrame(run_rows), config)
     if strips:
@@ -197,13 +246,101 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
     return result
 
 
+def _resolved_options(spec: str, profile: Profile) -> dict[str, Any]:
+    name, opts = parse_loss_spec(spec)
+    entry = LOSSES[name]
+    extra = {k: v for k, v in profile.loss_options.get(entry.scheduler, {}).items() if k in entry.defaults}
+    return {**entry.defaults, **extra, **opts}
+
+
+def _run_summary(tr: Any, emb: torch.Tensor, data: RetrievalData, transform: BatchTransform, prof: Profile,
+                 dev: torch.device, spec: str, seed: int) -> dict[str, float]:
+    """Per-run extras for the table: best-epoch mAP, final margins, collapse flag."""
+    out: dict[str, float] = {}
+    last = tr.history[-1] if tr.history else {}
+    health = embedding_health(emb, data.test.labels)
+    collapsed = bool(health.collapsed or last.get("collapsed", 0.0))
+    if collapsed:
+        log.warning("%s %s seed %s: collapsed embedding (test: mean negative-pair cosine %.3f, effective "
+                    "rank %.1f; last training epoch: %.3f, %.1f)", data.name, spec, seed,
+                    health.mean_negative_cosine, health.effective_rank, last.get("neg_cos", math.nan),
+                    last.get("eff_rank", math.nan))
+    out.update({"collapse": float(collapsed), "neg_cos": health.mean_negative_cosine,
+                "eff_rank": health.effective_rank, "collapsed_epochs": float(tr.collapsed_epochs)})
+    for key in ("margin", "beta", "easy_share"):
+        if key in last and last[key] is not None and np.isfinite(last[key]):
+            out[f"final_{key}"] = float(last[key])
+    if tr.best_state is not None:
+        out["best_epoch"] = float(tr.best_epoch)
+        if tr.best_epoch == len(tr.history) - 1:
+            out["mAP_best"] = float(map_score(emb, data.test.labels, data.test.years))
+        else:
+            final_state = {k: v.detach().clone() for k, v in tr.model.state_dict().items()}
+            tr.model.load_state_dict(tr.best_state)
+            best = embed(tr.model, data.test, transform, device=dev, batch_size=prof.eval_batch_size,
+                         workers=prof.workers)
+            out["mAP_best"] = float(map_score(best, data.test.labels, data.test.years))
+            tr.model.load_state_dict(final_state)
+    return out
+
+
+def _fmt(v: float, s: float, digits: int = 3) -> str:
+    if not np.isfinite(v):
+        return ""
+    return f"{v:.{digits}f}" + (f" ± {s:.{digits}f}" if np.isfinite(s) else "")
+
+
+def selection_markdown(per_seed: pd.DataFrame, curves: pd.DataFrame, families: dict[str, str] | None = None, *,
+                       digits: int = 3, max_points: int = 10) -> str:
+    """Per loss: last- and best-epoch mAP (mean ± SD over seeds), the best epoch, the margin curve
+    (mean over seeds, at most ``max_points`` epochs shown), final margin / beta / easy share, the
+    test embedding's mean negative-pair cosine and effective rank, and the collapse flag."""
+    g = per_seed.groupby(["loss", "metric"], sort=False)["value"]
+    st = g.agg(mean="mean", sd=lambda v: v.std(ddof=1), n="count").reset_index()
+    mean = st.pivot(index="loss", columns="metric", values="mean")
+    sd = st.pivot(index="loss", columns="metric", values="sd")
+    n_seeds = per_seed.groupby("loss", sort=False)["seed"].nunique()
+    lines = ["| loss | mAP last epoch | mAP best epoch | best epoch | margin per epoch | final margin | "
+             "final beta | final easy share | neg. cos (test) | eff. rank (test) | collapse |",
+             "| --- |" + " --- |" * 10]
+    for loss in dict.fromkeys(per_seed["loss"]):
+        def cell(metric: str, d: int = digits, loss: str = loss) -> str:
+            if metric not in mean.columns or pd.isna(mean.loc[loss, metric]):
+                return ""
+            return _fmt(float(mean.loc[loss, metric]), float(sd.loc[loss, metric]), d)
+
+        curve = ""
+        if not curves.empty and "margin" in curves:
+            sub = curves[curves["loss"] == loss].groupby("epoch")["margin"].mean()
+            scheduled = (families or {}).get(loss) in {"linear", "dams", "automargin"}
+            if sub.notna().any() and (scheduled or sub.max() != sub.min()):
+                idx = np.unique(np.linspace(0, len(sub) - 1, min(max_points, len(sub))).round().astype(int))
+                curve = " ".join(f"{sub.iloc[i]:.2f}" for i in idx)
+        n_col = int(mean.loc[loss, "collapse"] * n_seeds[loss] + 0.5) if "collapse" in mean.columns else 0
+        flag = f"**yes ({n_col}/{n_seeds[loss]})**" if n_col else "no"
+        lines.append(f"| {loss} | {cell('mAP')} | {cell('mAP_best')} | {cell('best_epoch', 1)} | {curve} | "
+                     f"{cell('final_margin')} | {cell('final_beta')} | {cell('final_easy_share', 2)} | "
+                     f"{cell('neg_cos')} | {cell('eff_rank', 1)} | {flag} |")
+    return "\n".join(lines) + "\n"
+
+
 def _assemble(dataset: str, per_seed: pd.DataFrame, per_year: pd.DataFrame, curves: pd.DataFrame,
               runs: pd.DataFrame, config: dict[str, Any]) -> ComparisonResult:
     from sphr.retrieval.plots import margin_curves_png
 
     table = summarize(per_seed)
     md = [f"## {dataset}: loss x metric (mean ± standard error over {per_seed['seed'].nunique()} seeds)\n",
-          markdown_table(table)]
+          markdown_table(table),
+          "\nmAP_H<S>: signs of a trained S-output head (OCAM's S-bit codes; only the losses in the profile's "
+          "code_heads have them); mAP_H<S>_proj: projected codes (signs of a seeded random projection of the "
+          "D-d embedding), for every loss.\n",
+          "\n### Best epoch, margins and collapse (mean ± SD over seeds)\n\n"
+          "mAP last epoch: the model after the final epoch (the table above); mAP best epoch: the epoch with "
+          "the best mAP on the validation subjects (held out from training), evaluated on the test split. "
+          "Margin per epoch: the margin in force (mean over seeds). Collapse: the test embedding or the last "
+          "epoch's training batches had a mean negative-pair cosine > 0.95 or an effective rank < 2.\n\n",
+          selection_markdown(per_seed, curves, {s: LOSSES[parse_loss_spec(s)[0]].scheduler
+                                                for s in dict.fromkeys(per_seed["loss"])})]
     if not per_year.empty:
         for metric in ("mAP", "CMC@1"):
             md += [f"\n### {metric} by follow-up year (gallery = baseline images)\n", per_year_markdown(per_year, metric)]

@@ -14,9 +14,11 @@ Definitions (per query q with relevant set R_q in the gallery, ranks from 1):
 * **P@Z** (OCAM paper, Eq. 15): precision among the Z nearest, leave-one-out,
   averaged within each class and then over classes.
 * Hamming: embeddings are sign-binarized into S-bit +-1 codes; Hamming distance =
-  (S - code_q . code_g) / 2, so ranking is a matmul too. With S < D the codes
-  are signs of a seeded Gaussian projection (SimHash, which preserves angles);
-  with S = D they are the signs of the embedding itself (OCAM Eq. 2).
+  (S - code_q . code_g) / 2, so ranking is a matmul too. OCAM's codes are the
+  signs of a trained S-output layer (Eq. 2); the training loop trains such
+  heads (``mAP_H<S>``). The "projected codes" (``mAP_H<S>_proj``) are the signs
+  of a seeded Gaussian projection of the D-d embedding (SimHash, which
+  preserves angles); with S = D, the signs of the embedding itself.
 
 Queries without any relevant gallery item are left out of mAP / mAP@R / CMC
 and counted in ``n_queries_without_match``. Ties are broken by gallery order
@@ -215,6 +217,27 @@ class Evaluation:
     examples: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+def protocol_indices(years: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(query rows, gallery rows, leave-one-out): follow-ups against baselines when the split has
+    visits, else every image against all others."""
+    years = np.asarray(years, dtype=float)
+    visits = bool(np.isfinite(years).any()) and bool((years == 0).any()) and bool((years > 0).any())
+    if visits:
+        return np.flatnonzero(years > 0), np.flatnonzero(years == 0), False
+    idx = np.arange(len(years))
+    return idx, idx, True
+
+
+def map_score(embeddings: torch.Tensor, labels: np.ndarray, years: np.ndarray) -> float:
+    """mAP under the evaluation protocol of :func:`evaluate_embeddings` (for best-epoch selection)."""
+    labels = np.asarray(labels)
+    x = F.normalize(embeddings.float(), dim=1)
+    q_idx, g_idx, loo = protocol_indices(years)
+    qi, gi = torch.as_tensor(q_idx, device=x.device), torch.as_tensor(g_idx, device=x.device)
+    r = ranking_metrics(x[qi], labels[q_idx], x[gi], labels[g_idx], metric="cosine", exclude_self=loo)
+    return float(np.nanmean(r.ap)) if np.isfinite(r.ap).any() else math.nan
+
+
 def _summary(r: RankingMetrics, cmc_ks: Sequence[int]) -> dict[str, float]:
     out = {"mAP": float(np.nanmean(r.ap)), "mAP@R": float(np.nanmean(r.ap_at_r))}
     for k in cmc_ks:
@@ -243,23 +266,26 @@ def evaluate_embeddings(embeddings: torch.Tensor, labels: np.ndarray, years: np.
                         seed: int = 0, cmc_ks: Sequence[int] = (1, 5, 10),
                         recall_ks: Sequence[int] = (1, 2, 4, 8), p_at_z: Sequence[int] = (10,),
                         hamming_bits: Sequence[int] = (16, 64), n_examples: int = 4,
-                        example_k: int = 5) -> Evaluation:
+                        example_k: int = 5, codes: dict[int, torch.Tensor] | None = None) -> Evaluation:
     """All metrics of one trained model on its test split.
 
     With visits (years with 0 and > 0): gallery = baseline images, queries =
     follow-ups, for mAP, mAP@R and CMC (also per year). Without: those are
     leave-one-out over the test split. R@k, AUC and P@Z are always
     leave-one-out over all test images (the DAMS and OCAM protocols).
+
+    Hamming: ``codes`` maps S to the S-d output of a trained code head (its
+    sign is the code; OCAM Eq. 2) -> ``mAP_H<S>``, ``P@Z_H<S>``. Every S in
+    ``hamming_bits`` also gets the seeded projection of the D-d embedding
+    (SimHash) -> ``mAP_H<S>_proj``, ``P@Z_H<S>_proj``. Without a trained head
+    for S there is no ``mAP_H<S>`` (the two kinds of code are not mixed),
+    unless S = D: then the embedding's own signs are the S-bit code.
     """
     labels = np.asarray(labels)
     years = np.asarray(years, dtype=float)
     x = F.normalize(embeddings.float(), dim=1)
-    visits = bool(np.isfinite(years).any()) and bool((years == 0).any()) and bool((years > 0).any())
-    if visits:
-        g_idx, q_idx = np.flatnonzero(years == 0), np.flatnonzero(years > 0)
-    else:
-        g_idx = q_idx = np.arange(len(labels))
-    loo = not visits
+    q_idx, g_idx, loo = protocol_indices(years)
+    visits = not loo
 
     def protocol(emb: torch.Tensor, metric: str, extra_p: Sequence[int] = ()) -> RankingMetrics:
         qi, gi = torch.as_tensor(q_idx, device=emb.device), torch.as_tensor(g_idx, device=emb.device)
@@ -276,14 +302,20 @@ def evaluate_embeddings(embeddings: torch.Tensor, labels: np.ndarray, years: np.
     metrics["AUC"] = pair_auc(x, labels, seed=seed)
     for z in p_at_z:
         metrics[f"P@{z}"] = class_averaged(all_loo.precision_at[z], labels)
-    for bits in hamming_bits:
-        codes = binarize(x, bits, seed=seed)
-        h = protocol(codes, "hamming")
-        metrics[f"mAP_H{bits}"] = float(np.nanmean(h.ap))
-        h_loo = ranking_metrics(codes, labels, codes, labels, metric="hamming", exclude_self=True,
-                                precision_at=p_at_z)
+    def hamming(c: torch.Tensor, suffix: str) -> None:
+        h = protocol(c, "hamming")
+        metrics[f"mAP_H{c.shape[1]}{suffix}"] = float(np.nanmean(h.ap))
+        h_loo = ranking_metrics(c, labels, c, labels, metric="hamming", exclude_self=True, precision_at=p_at_z)
         for z in p_at_z:
-            metrics[f"P@{z}_H{bits}"] = class_averaged(h_loo.precision_at[z], labels)
+            metrics[f"P@{z}_H{c.shape[1]}{suffix}"] = class_averaged(h_loo.precision_at[z], labels)
+
+    trained = codes or {}
+    for bits in hamming_bits:
+        hamming(binarize(x, bits, seed=seed), "_proj")
+        if bits in trained:
+            hamming(binarize(trained[bits].to(x.device), trained[bits].shape[1]), "")
+        elif bits == x.shape[1]:  # the embedding is S-d itself: its signs are the S-bit code (OCAM Eq. 2)
+            hamming(binarize(x, bits), "")
     rows = []
     if visits:
         q_years = years[q_idx]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
@@ -19,6 +20,8 @@ from sphr.retrieval.data.core import ImageSet, RetrievalData
 from sphr.retrieval.data.sampler import MPerClassBatchSampler
 from sphr.retrieval.data.transforms import BatchTransform
 from sphr.retrieval.losses.base import RetrievalLoss
+from sphr.retrieval.metrics import map_score
+from sphr.retrieval.monitor import CollapseMonitor
 from sphr.retrieval.profiles import Profile
 
 log = logging.getLogger(__name__)
@@ -27,10 +30,16 @@ log = logging.getLogger(__name__)
 @dataclass
 class TrainResult:
     model: EmbeddingNet
-    #: one record per epoch: epoch, loss, seconds, images, + the margins in force and easy share
+    #: one record per epoch: epoch, loss, seconds, images, + the margins in force and easy share,
+    #: the collapse monitor (neg_cos, eff_rank, collapsed) and val_mAP when there is a validation split
     history: list[dict[str, float]] = field(default_factory=list)
     seconds: float = 0.0
     images: int = 0
+    #: the epoch with the best validation mAP and the model's weights after it (None: no validation)
+    best_epoch: int | None = None
+    best_state: dict[str, torch.Tensor] | None = None
+    #: epochs whose training batches looked collapsed (see ``sphr.retrieval.monitor``)
+    collapsed_epochs: int = 0
 
     @property
     def images_per_s(self) -> float:
@@ -59,45 +68,70 @@ def _batches(images: ImageSet, batches: Iterator[list[int]] | list[list[int]], w
 
 
 def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, seed: int = 0,
-                device: torch.device | str = "cpu", desc: str = "train") -> TrainResult:
+                device: torch.device | str = "cpu", desc: str = "train", val: ImageSet | None = None,
+                code_losses: dict[int, RetrievalLoss] | None = None) -> TrainResult:
     """Train a fresh model with ``loss`` on ``data.train``; deterministic on CPU for a given seed.
 
-    Per epoch: ``len(sampler)`` m-per-class batches (about one pass over the
-    training images), augmentation on the device, Adam; then
-    ``loss.on_epoch_end()`` advances the margin scheduler.
+    Before the first epoch the loss learns the budget (``set_budget``: epochs,
+    batches, ``profile.scale_schedules``). Per epoch: ``len(sampler)``
+    m-per-class batches (about one pass over the training images),
+    augmentation on the device, Adam; then ``loss.on_epoch_end()`` advances
+    the margin scheduler, the collapse monitor reports (a warning when the
+    epoch's batches look collapsed), and with ``val`` the validation mAP is
+    measured and the best epoch's weights kept. ``code_losses`` (S -> a loss
+    of the same kind) train the model's S-output code heads.
     """
     device = torch.device(device)
     if device.type == "cuda":
         # conv autotuning and TF32 matmuls: faster, at the price of bit-exact repeatability
         torch.backends.cudnn.benchmark = True
     seed_everything(seed)
+    code_losses = {int(b): c.to(device) for b, c in (code_losses or {}).items()}
     model = build_model(profile.backbone, in_channels=data.channels, dim=profile.dim, weights=profile.weights,
-                        width=profile.width, dropout=profile.dropout).to(device)
+                        width=profile.width, dropout=profile.dropout, code_bits=tuple(sorted(code_losses)),
+                        detach_codes=profile.code_heads_detach).to(device)
     loss = loss.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=profile.lr, weight_decay=profile.weight_decay)
     sampler = MPerClassBatchSampler(data.train.labels, profile.m_per_class, profile.batch_size, seed=seed,
                                     batches_per_epoch=profile.batches_per_epoch)
+    for lo in (loss, *code_losses.values()):
+        lo.set_budget(profile.epochs, len(sampler), scale=profile.scale_schedules)
     transform = BatchTransform(image_size_for(data, profile), train=profile.augment)
+    eval_transform = BatchTransform(image_size_for(data, profile))
     gen = torch.Generator(device=device).manual_seed(seed)
     labels_all = torch.as_tensor(data.train.labels, device=device)
+    monitor = CollapseMonitor()
     result = TrainResult(model)
+    best_map = -math.inf
+    warned = False
     start = time.perf_counter()
     bar = progress(total=profile.epochs * len(sampler), desc=desc, unit="batch")
     for epoch in range(profile.epochs):
         model.train()
         t0, total, n_batches, n_images = time.perf_counter(), 0.0, 0, 0
         for images, idx in _batches(data.train, iter(sampler), profile.workers, device):
-            emb = model(transform(images, gen))
-            value = loss(emb, labels_all[torch.as_tensor(idx, device=device)])
+            labels = labels_all[torch.as_tensor(idx, device=device)]
+            x = transform(images, gen)
+            if code_losses:
+                emb, codes = model.forward_all(x)
+                value = loss(emb, labels)
+                for bits, code_loss in code_losses.items():
+                    value = value + code_loss(codes[bits], labels)
+            else:
+                emb = model(x)
+                value = loss(emb, labels)
             opt.zero_grad(set_to_none=True)
             value.backward()
             opt.step()
+            monitor.update(emb, labels)
             total += float(value.detach())
             n_batches += 1
             n_images += len(idx)
             bar.update(1)
         margins_used = loss.margins()
         loss.on_epoch_end()
+        for code_loss in code_losses.values():
+            code_loss.on_epoch_end()
         record: dict[str, Any] = {"epoch": epoch, "loss": total / max(n_batches, 1),
                                   "seconds": time.perf_counter() - t0, "images": n_images}
         sched = getattr(loss, "scheduler", None)
@@ -105,11 +139,26 @@ def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, s
             record.update({k: v for k, v in sched.history[-1].items() if k != "epoch"})
         else:
             record.update(margins_used)
+        health = monitor.end_epoch()
+        record.update(health.as_dict())
+        if health.collapsed and not warned:
+            log.warning("%s: embedding collapse at epoch %d (mean negative-pair cosine %.3f, effective rank %.1f)",
+                        desc, epoch, health.mean_negative_cosine, health.effective_rank)
+            warned = True
+        if val is not None and len(val):
+            emb_val = embed(model, val, eval_transform, device=device, batch_size=profile.eval_batch_size,
+                            workers=profile.workers)
+            record["val_mAP"] = map_score(emb_val, val.labels, val.years)
+            if math.isfinite(record["val_mAP"]) and record["val_mAP"] > best_map:
+                best_map = record["val_mAP"]
+                result.best_epoch = epoch
+                result.best_state = copy.deepcopy(model.state_dict())
         result.history.append(record)
         result.images += n_images
         if not math.isfinite(record["loss"]):
             log.warning("%s: loss is %s at epoch %d", desc, record["loss"], epoch)
     bar.close()
+    result.collapsed_epochs = monitor.epochs_collapsed
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     result.seconds = time.perf_counter() - start
@@ -120,9 +169,28 @@ def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, s
 def embed(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, *, device: torch.device | str,
           batch_size: int = 512, workers: int = 0) -> torch.Tensor:
     """L2-normalized embeddings ``(N, D)`` on ``device`` (eval mode, test-time transform)."""
+    return embed_all(model, images, transform, device=device, batch_size=batch_size, workers=workers)[0]
+
+
+@torch.no_grad()
+def embed_all(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, *, device: torch.device | str,
+              batch_size: int = 512, workers: int = 0) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+    """The embeddings and, per code head S, its ``(N, S)`` outputs (empty without code heads)."""
     device = torch.device(device)
     model.eval()
     order = np.arange(len(images))
     batches = [order[i:i + batch_size].tolist() for i in range(0, len(order), batch_size)]
-    out = [model(transform(x)) for x, _ in _batches(images, batches, workers, device)]
-    return torch.cat(out) if out else torch.zeros(0, model.dim, device=device)
+    bits = getattr(model, "code_bits", ())
+    embs: list[torch.Tensor] = []
+    codes: dict[int, list[torch.Tensor]] = {b: [] for b in bits}
+    for x, _ in _batches(images, batches, workers, device):
+        if bits:
+            e, c = model.forward_all(transform(x))
+            for b in bits:
+                codes[b].append(c[b])
+        else:
+            e = model(transform(x))
+        embs.append(e)
+    if not embs:
+        return torch.zeros(0, model.dim, device=device), {b: torch.zeros(0, b, device=device) for b in bits}
+    return torch.cat(embs), {b: torch.cat(v) for b, v in codes.items()}

@@ -187,6 +187,11 @@ class RetrievalLoss(torch.nn.Module):
         if self.scheduler is not None:
             self.scheduler.observe(stats)
 
+    def set_budget(self, epochs: int, batches_per_epoch: int = 1, *, scale: bool = False) -> None:
+        """Tell the scheduler the training budget (see ``MarginScheduler.set_budget``)."""
+        if self.scheduler is not None:
+            self.scheduler.set_budget(epochs, batches_per_epoch, scale=scale)
+
     def on_epoch_end(self) -> dict[str, float]:
         """Advance the scheduler; returns the margins that the next epoch will use."""
         if self.scheduler is not None:

@@ -45,16 +45,19 @@ _BUILDERS: dict[str, Callable[[dict[str, Any]], RetrievalLoss]] = {
     "triplet_euclidean": lambda o: _triplet_const(o, "euclidean"),
     "triplet_automargin": lambda o: TripletLoss(
         o["eps0"], geometry="cosine", selection=o["selection"], reduction=o["reduction"],
-        scheduler=AutoMargin(o["k_delta"], 2.0, o["eps0"], 0.0, o["per_batch"])),
+        scheduler=AutoMargin(o["k_delta"], 2.0, o["eps0"], 0.0, o["per_batch"],
+                             warmup_epochs=o["warmup_epochs"], warmup_until_delta=o["warmup_until_delta"])),
     "adatriplet": lambda o: AdaTripletLoss(
         o["eps"], o["beta"], o["lam"], selection=o["selection"], reduction=o["reduction"],
         scheduler=ConstantMargin(o["eps"])),
     "adatriplet_automargin": lambda o: AdaTripletLoss(
         o["eps0"], o["beta0"], o["lam"], selection=o["selection"], reduction=o["reduction"],
-        scheduler=AutoMargin(o["k_delta"], o["k_an"], o["eps0"], o["beta0"], o["per_batch"])),
+        scheduler=AutoMargin(o["k_delta"], o["k_an"], o["eps0"], o["beta0"], o["per_batch"],
+                             warmup_epochs=o["warmup_epochs"], warmup_until_delta=o["warmup_until_delta"])),
     "triplet_constant": lambda o: _triplet_const(o, "euclidean"),
-    "triplet_linear": lambda o: _dams_family(o, LinearMargin(o["mu0"], o["step"])),
-    "triplet_dams": lambda o: _dams_family(o, DAMSMargin(o["mu0"], o["step"], o["threshold"])),
+    "triplet_linear": lambda o: _dams_family(o, LinearMargin(o["mu0"], o["step"], paper_epochs=o["paper_epochs"])),
+    "triplet_dams": lambda o: _dams_family(o, DAMSMargin(o["mu0"], o["step"], o["threshold"],
+                                                                     paper_epochs=o["paper_epochs"])),
     "ocam": lambda o: OCAMLoss(selection=o["selection"], reduction=o["reduction"]),
     "nplb": lambda o: NPLBLoss(o["margin"], o["p"], selection=o["selection"], reduction=o["reduction"],
                                scheduler=ConstantMargin(o["margin"])),
