@@ -88,8 +88,9 @@ def test_cli_round_trip(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "labels by sex" in out
     assert {p.name for p in (tmp_path / "ingest").iterdir()} == {
-        "baseline.parquet", "followup.parquet", "ingest_report.json"}
+        "baseline.parquet", "followup.parquet", "outcomes.parquet", "ingest_report.json"}
     assert pl.read_parquet(tmp_path / "ingest" / "baseline.parquet").height == 400
+    assert "outcomes:" in out
 
 
 def test_run_ingest_writes_atomically(tmp_path, ukb_export):

@@ -17,6 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    choices=("ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet"))
     p.add_argument("--decoys", type=int, default=40,
                    help="columns of fields the pipeline does not use (default: 40)")
+    p.add_argument("--no-linked-records", action="store_true",
+                   help="leave out the hospital, cancer and death records (41270/41280, "
+                   "40005/40006, 40000-40002)")
     p.add_argument("--out", type=Path, required=True, help="export file to write")
     p.set_defaults(func=_synth)
 
@@ -28,6 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--drop-truncated-last-row", action="store_true",
                    help="go on (with a warning) when the file's last line is cut off")
+    p.add_argument("--outcomes", type=Path, default=None,
+                   help='JSON override of the outcome table and censoring dates, e.g. '
+                   '{"outcomes": {"copd": {"codes": ["J44"], "sources": ["hospital"]}}, '
+                   '"censoring": {"hospital": "2021-03-31"}} (docs/OUTCOMES.md)')
     p.set_defaults(func=_ingest)
 
 
@@ -36,18 +43,29 @@ def _synth(args: argparse.Namespace) -> int:
     from sphr.data.synth import generate_cohort
 
     cohort = generate_cohort(args.participants, args.seed)
-    path = write_export(cohort, args.out, args.format, decoys=args.decoys, seed=args.seed)
+    path = write_export(cohort, args.out, args.format, decoys=args.decoys, seed=args.seed,
+                        linked=not args.no_linked_records)
     print(f"wrote {path} ({args.participants} participants, {args.format})")
     return 0
 
 
 def _ingest(args: argparse.Namespace) -> int:
     from sphr.data.ingest import run_ingest
+    from sphr.data.outcomes import load_outcome_config
 
-    result = run_ingest(args.export, args.out, drop_truncated_last_row=args.drop_truncated_last_row)
+    result = run_ingest(args.export, args.out, drop_truncated_last_row=args.drop_truncated_last_row,
+                        outcome_config=load_outcome_config(args.outcomes))
     r = result.report
     print(f"read {r['rows_read']} rows ({r['format']}, {r['columns_read']} of "
           f"{r['columns_in_file']} columns) in {r['seconds']} s")
     print("labels by sex: " + json.dumps(r["labels_by_sex"]))
-    print(f"wrote {args.out}/baseline.parquet, followup.parquet, ingest_report.json")
+    files = "baseline.parquet, followup.parquet, "
+    if result.outcomes is not None:
+        files += "outcomes.parquet, "
+        counts = {o: f"{v['events']} events, {v['prevalent']} prevalent"
+                  for o, v in r["outcomes"]["by_outcome"].items()}
+        print("outcomes: " + json.dumps(counts))
+    else:
+        print(f"no outcomes: {r['outcomes']['why']}")
+    print(f"wrote {args.out}/{files}ingest_report.json")
     return 0

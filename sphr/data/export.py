@@ -6,22 +6,43 @@ Formats: ``ukbconv`` (legacy CSV, every value quoted, missing ``""``), ``tsv``
 categorical codes as their text labels) and ``parquet`` (legacy names, typed
 columns). Columns are sorted by field, instance and array as UKB's tools
 write them, decoy fields (never used by the pipeline) included.
+
+Linked records (41270/41280 hospital, 40005/40006 cancer, 40000-40002 death) are
+written as UKB does: ICD-10 codes without the dot (``E119``, coding 19) in one
+column per array index; on the RAP a multi-valued field is one column holding
+the whole array, ``["E119","I10"]`` (``rap``, as ``dx extract_dataset``) or
+``E11.9 <title>|I10 <title>`` (``rap-labels``, as the Table Exporter), while its
+dates stay one column per index (``p41280_a0``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import polars as pl
 
-from sphr.data.fields import CATALOG, SPECIAL_CODES, Field
+from sphr.data.fields import (
+    CANCER_DATE,
+    CANCER_TYPE,
+    CATALOG,
+    DEATH_CONTRIBUTORY,
+    DEATH_DATE,
+    DEATH_UNDERLYING,
+    HOSPITAL_DATES,
+    HOSPITAL_DIAGNOSES,
+    SPECIAL_CODES,
+    Field,
+)
 from sphr.data.headers import ColumnKey, Style, eid_column, format_column
 from sphr.data.synth import SyntheticCohort
 from sphr.errors import ConfigError
 from sphr.io import atomic_path, write_parquet
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ExportFormat = Literal["ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet"]
 FORMATS: tuple[str, ...] = ("ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet")
@@ -56,8 +77,10 @@ DECOYS: tuple[Decoy, ...] = (
                                  15: "Anxiety, nerves or generalized anxiety disorder"}),
     Decoy(21000, "code", 3, 1, {1001: "British", 1002: "Irish", 3001: "Indian"}),
     Decoy(23099, "float", 4, 1, scale=31), Decoy(30510, "float", 2, 1, scale=8.9),
-    Decoy(30530, "float", 2, 1, scale=76), Decoy(41270, "text", 1, 40),
+    Decoy(30530, "float", 2, 1, scale=76), Decoy(41272, "text", 1, 40),
 )
+#: operative procedures (OPCS-4, field 41272) for the text decoy
+_OPCS = np.array(["H22.9", "W40.1", "C75.1", "K40.1", "Q07.4", "M45.9"])
 #: 130000+ "date first reported" fields fill any further decoys, as in a real main dataset
 _FIRST_OCCURRENCE_START = 130_000
 
@@ -96,8 +119,7 @@ def _decoy_values(rng: np.random.Generator, d: Decoy, n: int, labels: bool) -> p
         days = rng.integers(0, 6000, n)
         dates = pl.Series(np.datetime64("1995-01-01") + days.astype("timedelta64[D]"))
         return pl.select(pl.when(pl.Series(rng.random(n) < 0.05)).then(dates)).to_series()
-    icd = np.array(["E11.9", "I10", "K57.3", "J45.9", "M17.1", "C50.9"])
-    return pl.select(pl.when(pl.Series(present)).then(pl.Series(rng.choice(icd, n)))).to_series()
+    return pl.select(pl.when(pl.Series(present)).then(pl.Series(rng.choice(_OPCS, n)))).to_series()
 
 
 def _field_values(f: Field, visits: dict[int, tuple[np.ndarray, object]], n: int,
@@ -134,9 +156,87 @@ def _to_series(f: Field, values: np.ndarray, labels: bool) -> pl.Series:
     return series
 
 
+def _positions(rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """For records sorted by participant row: each record's index within its participant, and
+    the most records any participant has (the array width)."""
+    if not rows.shape[0]:
+        return np.zeros(0, int), 0
+    start = np.ones(rows.shape[0], bool)
+    start[1:] = rows[1:] != rows[:-1]
+    first = np.maximum.accumulate(np.where(start, np.arange(rows.shape[0]), 0))
+    pos = np.arange(rows.shape[0]) - first
+    return pos, int(pos.max()) + 1
+
+
+def _linked_columns(linked: pd.DataFrame, eid: np.ndarray, fmt: str
+                    ) -> list[tuple[ColumnKey, pl.Series, Field]]:
+    """The linked-record columns of one export form (see the module docstring)."""
+    from sphr.data.synth_linked import TITLES
+
+    n = eid.shape[0]
+    rap, labels = _STYLE[fmt] == "rap", fmt == "rap-labels"
+    out: list[tuple[ColumnKey, pl.Series, Field]] = []
+
+    def text(codes: np.ndarray) -> np.ndarray:
+        if labels:
+            return np.array([f"{c} {TITLES[c]}" for c in codes], dtype=object)
+        return np.array([c.replace(".", "") for c in codes], dtype=object)
+
+    def take(source: str, by: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        part = linked.loc[linked["source"] == source]
+        rows = np.searchsorted(eid, part["eid"].to_numpy())
+        # UKB orders 41270's array by code; registrations and deaths by date
+        key = part["code"].to_numpy(str) if by == "code" else part["date"].to_numpy()
+        order = np.lexsort((key, rows))
+        pos, width = _positions(rows[order])
+        return part.iloc[order].reset_index(drop=True), rows[order], pos, width
+
+    def dates(f: Field, rows, pos, width, values, axis: str) -> None:
+        grid = np.full((n, width), np.datetime64("NaT"), "M8[D]")
+        grid[rows, pos] = values.astype("M8[D]")
+        for j in range(width):
+            key = ColumnKey(f.id, 0, j) if axis == "array" else ColumnKey(f.id, j, 0)
+            out.append((key, pl.Series(grid[:, j]), f))
+
+    def codes(f: Field, rows, pos, width, values, axis: str, one_column: bool) -> None:
+        values = text(values)
+        if one_column:  # RAP: the whole array in one column
+            frame = pl.DataFrame({"row": rows,
+                                  "code": pl.Series(values.tolist(), dtype=pl.String)})
+            joined = frame.group_by("row", maintain_order=True).agg(
+                (pl.col("code").str.join("|") if labels else
+                 pl.concat_str(pl.lit('["'), pl.col("code").str.join('","'), pl.lit('"]')))
+                .alias("code"))
+            cell = np.full(n, None, object)
+            cell[joined["row"].to_numpy()] = joined["code"].to_numpy()
+            out.append((ColumnKey(f.id, 0, 0), pl.Series(cell.tolist(), dtype=pl.String),
+                        replace(f, arrays=1)))
+            return
+        grid = np.full((n, width), None, object)
+        grid[rows, pos] = values
+        for j in range(width):
+            key = ColumnKey(f.id, 0, j) if axis == "array" else ColumnKey(f.id, j, 0)
+            out.append((key, pl.Series(grid[:, j].tolist(), dtype=pl.String), f))
+
+    part, rows, pos, width = take("hospital", "code")
+    codes(HOSPITAL_DIAGNOSES, rows, pos, width, part["code"].to_numpy(), "array", rap)
+    dates(HOSPITAL_DATES, rows, pos, width, part["date"].to_numpy(), "array")
+    part, rows, pos, width = take("cancer_registry", "date")
+    codes(CANCER_TYPE, rows, pos, width, part["code"].to_numpy(), "instance", False)
+    dates(CANCER_DATE, rows, pos, width, part["date"].to_numpy(), "instance")
+    part, rows, pos, width = take("death", "date")
+    dates(DEATH_DATE, rows, pos, width, part["date"].to_numpy(), "instance")
+    part, rows, pos, width = take("death_underlying", "date")
+    codes(DEATH_UNDERLYING, rows, pos, width, part["code"].to_numpy(), "instance", False)
+    part, rows, pos, width = take("death_contributory", "code")
+    codes(DEATH_CONTRIBUTORY, rows, pos, width, part["code"].to_numpy(), "array", rap)
+    return out
+
+
 def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = "ukbconv",
-                       decoys: int = 40, seed: int = 0) -> pl.DataFrame:
-    """The export as a polars frame with the column names of ``fmt``."""
+                       decoys: int = 40, seed: int = 0, *, linked: bool = True) -> pl.DataFrame:
+    """The export as a polars frame with the column names of ``fmt`` (with the cohort's linked
+    records unless ``linked`` is False)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     style, labels = _STYLE[fmt], fmt == "rap-labels"
@@ -160,6 +260,8 @@ def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = "ukbconv",
     rng = np.random.default_rng(seed + 7919)
     for key, d in _decoy_columns(decoys):
         columns.append((key, _decoy_values(rng, d, n, labels), None))
+    if linked and cohort.linked is not None:
+        columns += _linked_columns(cohort.linked, eid, fmt)
     columns.sort(key=lambda c: c[0])
 
     def name(key: ColumnKey, f: Field | None) -> str:
@@ -175,10 +277,10 @@ def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = "ukbconv",
 
 
 def write_export(cohort: SyntheticCohort, path: str | Path, fmt: ExportFormat = "ukbconv",
-                 decoys: int = 40, seed: int = 0) -> Path:
+                 decoys: int = 40, seed: int = 0, *, linked: bool = True) -> Path:
     """Write the export atomically, and the latent truth next to it (``*.truth.parquet``)."""
     path = Path(path)
-    frame = build_export_frame(cohort, fmt, decoys, seed)
+    frame = build_export_frame(cohort, fmt, decoys, seed, linked=linked)
     with atomic_path(path) as tmp:
         if fmt == "parquet":
             frame.write_parquet(tmp, compression="zstd")

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-ValueType = Literal["continuous", "integer", "categorical", "categorical_multiple", "date"]
-Role = Literal["predictor", "sex", "date", "condition", "medication", "context"]
+#: "text": values kept as text (ICD-10 codes of the linked records, coding 19)
+ValueType = Literal["continuous", "integer", "categorical", "categorical_multiple", "date", "text"]
+Role = Literal["predictor", "sex", "date", "condition", "medication", "context", "outcome"]
 Group = Literal[
-    "demographics", "blood_count", "biochemistry", "lifestyle", "health", "assessment"
+    "demographics", "blood_count", "biochemistry", "lifestyle", "health", "assessment",
+    "linked",
 ]
 
 #: Codes UK Biobank stores as ordinary values but that mean "no answer" (never a number).
@@ -201,7 +203,32 @@ NON_PREDICTORS: tuple[Field, ...] = (
     CANCER_CODE, ILLNESS_CODE, MEDICATION_CODE, FASTING_TIME,
 )
 CATALOG: tuple[Field, ...] = PREDICTORS + NON_PREDICTORS
-BY_ID: dict[int, Field] = {f.id: f for f in CATALOG}
+
+# Linked health records (hospital inpatient, cancer and death registries). They are not
+# per-visit answers, so they stay out of CATALOG (whose fields the generator writes per visit);
+# sphr.data.outcomes turns them into outcomes. Instances and arrays are the most a real export
+# has (Showcase, 2024); an export may have fewer.
+HOSPITAL_DIAGNOSES = Field(41270, "hospital_icd10", "Diagnoses - ICD10", "", "text", "outcome",
+                           "linked", (0,), arrays=259, decimals=0)
+HOSPITAL_DATES = Field(41280, "hospital_icd10_date", "Date of first in-patient diagnosis - ICD10",
+                       "date", "date", "outcome", "linked", (0,), arrays=259, decimals=0)
+CANCER_TYPE = Field(40006, "cancer_icd10", "Type of cancer: ICD10", "", "text", "outcome",
+                    "linked", tuple(range(22)), decimals=0)
+CANCER_DATE = Field(40005, "cancer_date", "Date of cancer diagnosis", "date", "date", "outcome",
+                    "linked", tuple(range(22)), decimals=0)
+DEATH_DATE = Field(40000, "death_date", "Date of death", "date", "date", "outcome", "linked",
+                   (0, 1), decimals=0)
+DEATH_UNDERLYING = Field(40001, "death_underlying_icd10",
+                         "Underlying (primary) cause of death: ICD10", "", "text", "outcome",
+                         "linked", (0, 1), decimals=0)
+DEATH_CONTRIBUTORY = Field(40002, "death_contributory_icd10",
+                           "Contributory (secondary) causes of death: ICD10", "", "text",
+                           "outcome", "linked", (0, 1), arrays=15, decimals=0)
+LINKED: tuple[Field, ...] = (
+    HOSPITAL_DIAGNOSES, HOSPITAL_DATES, CANCER_TYPE, CANCER_DATE, DEATH_DATE, DEATH_UNDERLYING,
+    DEATH_CONTRIBUTORY,
+)
+BY_ID: dict[int, Field] = {f.id: f for f in CATALOG + LINKED}
 BY_NAME: dict[str, Field] = {f.name: f for f in CATALOG}
 PREDICTOR_NAMES: tuple[str, ...] = tuple(f.name for f in PREDICTORS)
 CONDITIONS: tuple[Field, ...] = (DIABETES, CANCER, OTHER_SERIOUS)

@@ -1,4 +1,5 @@
-"""``sphr ingest``: a UK Biobank export in, ``baseline.parquet`` + ``followup.parquet`` out.
+"""``sphr ingest``: a UK Biobank export in, ``baseline.parquet`` + ``followup.parquet`` out,
+and ``outcomes.parquet`` when the export has linked health records (:mod:`sphr.data.outcomes`).
 
 Baseline values are instance 0 only. A later visit never fills a baseline gap
 (taking "the last non-null instance" silently mixes visits). Special negative
@@ -29,6 +30,13 @@ from sphr.data.fields import (
     Field,
 )
 from sphr.data.headers import ColumnKey
+from sphr.data.outcomes import (
+    LinkedCollector,
+    OutcomeConfig,
+    build_outcomes,
+    no_outcomes_report,
+    plan_linked,
+)
 from sphr.data.reader import ExportLayout, inspect_export, read_columns
 from sphr.errors import InputError
 from sphr.io import staged_outputs, write_json, write_parquet
@@ -49,6 +57,8 @@ class IngestResult:
     baseline: pl.DataFrame
     followup: pl.DataFrame
     report: dict
+    #: one row per participant and outcome; None when the export has no linked records
+    outcomes: pl.DataFrame | None = None
 
 
 def _col(key: ColumnKey) -> str:
@@ -278,14 +288,21 @@ def _report(layout: ExportLayout, frame: pl.DataFrame, baseline: pl.DataFrame,
     }
 
 
-def ingest(export: str | Path, *, drop_truncated_last_row: bool = False) -> IngestResult:
-    """Read an export and build baseline, follow-up and the ingest report (no files written)."""
+def ingest(export: str | Path, *, drop_truncated_last_row: bool = False,
+           outcome_config: OutcomeConfig | None = None) -> IngestResult:
+    """Read an export and build baseline, follow-up, outcomes and the ingest report (no files
+    written)."""
     start = time.perf_counter()
+    config = outcome_config or OutcomeConfig()
     layout = inspect_export(export)
     warnings: list[str] = []
     keys = _plan(layout, warnings)
+    linked = plan_linked(layout, warnings)
+    # the linked records are read in the same pass, block by block (see read_columns)
+    collector = LinkedCollector(layout, linked, config) if linked.sources else None
     raw = read_columns(layout, keys, drop_truncated_last_row=drop_truncated_last_row,
-                       warnings=warnings)
+                       warnings=warnings, side_keys=linked.keys if collector else None,
+                       side_hook=collector)
     if raw.num_rows == 0:
         raise InputError("the export has a header but no participants", file=layout.path, row=1)
     special: dict[str, dict[str, int]] = {}
@@ -298,19 +315,39 @@ def ingest(export: str | Path, *, drop_truncated_last_row: bool = False) -> Inge
         frame = frame.filter(pl.col(sex_col).is_not_null())
     baseline = build_baseline(frame, layout)
     followup = build_followup(frame, layout)
+    if collector is not None:
+        outcomes, outcome_report = build_outcomes(baseline.select("eid", "assessment_date"),
+                                                  collector)
+        log.info("%s: outcomes from %s", layout.path, ", ".join(linked.sources))
+    else:
+        outcomes, outcome_report = None, no_outcomes_report(config)
+        log.info("%s: %s; no outcomes.parquet", layout.path, outcome_report["why"])
     for w in warnings:
         log.warning("%s: %s", layout.path, w)
     report = _report(layout, frame, baseline, followup, special, warnings,
                      time.perf_counter() - start, no_sex)
-    return IngestResult(baseline.drop("medication_answered"), followup, report)
+    report["outcomes"] = outcome_report
+    report["columns_read"] += len(linked.keys)
+    return IngestResult(baseline.drop("medication_answered"), followup, report, outcomes)
+
+
+OUTCOMES_FILE = "outcomes.parquet"
 
 
 def run_ingest(export: str | Path, out_dir: str | Path, *,
-               drop_truncated_last_row: bool = False) -> IngestResult:
-    """``sphr ingest``: write baseline.parquet, followup.parquet, ingest_report.json atomically."""
-    result = ingest(export, drop_truncated_last_row=drop_truncated_last_row)
+               drop_truncated_last_row: bool = False,
+               outcome_config: OutcomeConfig | None = None) -> IngestResult:
+    """``sphr ingest``: write baseline.parquet, followup.parquet, outcomes.parquet (when the
+    export has linked records) and ingest_report.json, all or nothing."""
+    result = ingest(export, drop_truncated_last_row=drop_truncated_last_row,
+                    outcome_config=outcome_config)
     with staged_outputs(out_dir) as stage:
         write_parquet(result.baseline, stage / "baseline.parquet")
         write_parquet(result.followup, stage / "followup.parquet")
+        if result.outcomes is not None:
+            write_parquet(result.outcomes, stage / OUTCOMES_FILE)
         write_json(result.report, stage / "ingest_report.json")
+    if result.outcomes is None:
+        # an outcomes file from an earlier export would pass for this one's
+        (Path(out_dir) / OUTCOMES_FILE).unlink(missing_ok=True)
     return result

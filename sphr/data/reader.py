@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,11 @@ _ID_NAMES = {"eid", "f.eid", "participant.eid"}
 _NULLS = ["", "NA"]
 _TAIL_BYTES = 1 << 20
 _BLOCK_BYTES = 16 << 20
+_PARQUET_BATCH_ROWS = 65_536
+
+#: ``hook(table, first_row)``: a block of side columns (eid + the side keys, named as in the
+#: file, all text) and the 1-based data row of its first row
+BatchHook = Callable[[pa.Table, int], None]
 
 
 @dataclass
@@ -124,7 +130,7 @@ def inspect_export(path: str | Path) -> ExportLayout:
 
 def _arrow_type(f: Field) -> pa.DataType:
     # Coded fields arrive as numbers or as text labels ("Yes", "Do not know"): read as text.
-    if f.value_type == "date":
+    if f.value_type in ("date", "text"):
         return pa.string()
     if f.coding is not None or f.special_codes:
         return pa.string()
@@ -171,17 +177,31 @@ def _find_row(path: Path, text: str) -> int | None:
 
 
 def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_last_row: bool = False,
-                 warnings: list[str] | None = None) -> pa.Table:
+                 warnings: list[str] | None = None, side_keys: list[ColumnKey] | None = None,
+                 side_hook: BatchHook | None = None) -> pa.Table:
     """Stream the export and return eid plus the requested columns (named as in the file).
 
     Numeric fields are float64, dates and coded fields text (decoded by the caller).
+
+    ``side_keys`` are read in the same pass but never kept whole: each block of rows goes to
+    ``side_hook`` as text and is dropped. A real export has hundreds of sparse linked-record
+    columns (41270 alone has 259 arrays); holding them all for 500,000 rows would cost
+    gigabytes, and a second pass over a 10+ GB file would double the ingest time.
     """
     warnings = warnings if warnings is not None else []
+    side_keys = list(side_keys or [])
+    if side_keys and side_hook is None:
+        raise ValueError("side_keys need a side_hook")
     names = [layout.eid_column] + [layout.columns[k] for k in keys]
+    side_names = [layout.columns[k] for k in side_keys]
     types = {layout.eid_column: pa.string()}
     for k in keys:
         types[layout.columns[k]] = _arrow_type(BY_ID[k.field])
+    for name in side_names:
+        types[name] = pa.string()
     if layout.format == "parquet":
+        if side_names:
+            _stream_parquet_side(layout, [layout.eid_column, *side_names], side_hook)
         return _read_parquet(layout, names, types)
 
     truncated_row = check_tail(layout)
@@ -205,13 +225,26 @@ def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_
             read_options=pc.ReadOptions(block_size=_BLOCK_BYTES, use_threads=True),
             parse_options=pc.ParseOptions(delimiter=layout.delimiter,
                                           invalid_row_handler=on_invalid),
-            convert_options=pc.ConvertOptions(include_columns=names, column_types=types,
-                                              null_values=_NULLS, strings_can_be_null=True,
+            convert_options=pc.ConvertOptions(include_columns=names + side_names,
+                                              column_types=types, null_values=_NULLS,
+                                              strings_can_be_null=True,
                                               quoted_strings_can_be_null=True),
         )
     except pa.ArrowInvalid as exc:  # the first block is parsed on open
         raise _conversion_error(layout, str(exc)) from None
     batches = []
+    # A block goes to the side hook only once the next one has been read cleanly: a ragged
+    # row must be reported as such (not as whatever the hook finds in a shifted row), and the
+    # cut-off last row, if any, is only known to be the last at the end.
+    pending: pa.RecordBatch | None = None
+    side_rows = 0
+
+    def flush(batch: pa.RecordBatch) -> None:
+        nonlocal side_rows
+        side_hook(pa.Table.from_batches([batch]).select([layout.eid_column, *side_names]),
+                  side_rows + 1)
+        side_rows += batch.num_rows
+
     size = layout.path.stat().st_size
     bar = progress(desc=f"reading {layout.path.name}", total=size, unit="B", unit_scale=True)
     try:
@@ -222,14 +255,20 @@ def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_
                 break
             except pa.ArrowInvalid as exc:
                 raise _conversion_error(layout, str(exc)) from None
-            batches.append(batch)
             bar.update(min(_BLOCK_BYTES, size - bar.n))
             # the cut-off last line is the one ragged row we may meet (and skip) at the end
             if len(invalid) > (truncated_row is not None):
+                batches.append(batch.select(names))
                 break
+            if side_names:
+                if pending is not None:
+                    flush(pending)
+                pending = batch
+            batches.append(batch.select(names) if side_names else batch)
     finally:
         bar.close()
-    table = pa.Table.from_batches(batches, schema=reader.schema)
+    schema = pa.schema([reader.schema.field(n) for n in names])
+    table = pa.Table.from_batches(batches, schema=schema)
     ragged = invalid[: len(invalid) - (truncated_row is not None)] if invalid else []
     if ragged:
         bad = ragged[0]
@@ -242,8 +281,53 @@ def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_
     if truncated_row is not None:
         if not invalid:  # the cut line still had every field (cut inside the last value)
             table = table.slice(0, table.num_rows - 1)
+            if pending is not None:
+                pending = pending.slice(0, pending.num_rows - 1)
         warnings.append(f"dropped the cut-off last row {truncated_row} (--drop-truncated-last-row)")
+    if pending is not None:
+        flush(pending)
     return table
+
+
+def _stream_parquet_side(layout: ExportLayout, names: list[str], hook: BatchHook) -> None:
+    """Side columns of a parquet export, in row batches, as text (see :func:`read_columns`)."""
+    import pyarrow.parquet as pq
+
+    first = 1
+    for batch in pq.ParquetFile(layout.path).iter_batches(batch_size=_PARQUET_BATCH_ROWS,
+                                                          columns=names):
+        cols = [_as_text(batch.column(i)) for i in range(batch.num_columns)]
+        hook(pa.table(cols, names=names), first)
+        first += batch.num_rows
+
+
+def _as_text(col: pa.Array) -> pa.Array:
+    """Any parquet column as text: dates as YYYY-MM-DD, lists joined with '|', codes as digits."""
+    import pyarrow.compute as pc
+
+    if pa.types.is_string(col.type):
+        return col
+    if pa.types.is_large_string(col.type):
+        return pc.cast(col, pa.string())
+    if pa.types.is_date(col.type) or pa.types.is_timestamp(col.type):
+        return pc.strftime(col, format="%Y-%m-%d")
+    if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        # one column holding every array value (RAP's form of 41270): a null inside the list
+        # stays an empty slot, so the positions (and the dates aligned with them) are kept
+        items = _as_text(pa.array([v for row in col.to_pylist() for v in (row or [])],
+                                  col.type.value_type)).to_pylist()
+        out, at = [], 0
+        for row in col.to_pylist():
+            if row is None:
+                out.append(None)
+                continue
+            out.append("|".join("" if v is None else v for v in items[at:at + len(row)]))
+            at += len(row)
+        return pa.array(out, pa.string())
+    if pa.types.is_floating(col.type):
+        col = pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col)
+        return pc.cast(pc.cast(col, pa.int64(), safe=False), pa.string())
+    return pc.cast(col, pa.string())
 
 
 def _conversion_error(layout: ExportLayout, message: str) -> InputError:

@@ -17,6 +17,10 @@ factor which grows with age. The factors drive
   trivial: diabetes follows the metabolic factor that HbA1c and glucose show,
   "other serious condition" follows frailty and inflammation, cancer mostly age.
 
+Linked health records (hospital diagnoses, cancer and death registries) follow the
+same latents (:mod:`sphr.data.synth_linked`); they come from a random stream of
+their own, so the visits and truth columns above are the same with or without them.
+
 The latent ground truth is returned separately (:class:`SyntheticCohort`.truth)
 and written next to the export, never inside it.
 """
@@ -47,6 +51,10 @@ class SyntheticCohort:
     visits: pd.DataFrame
     #: one row per participant: latents, hazards, true diagnosis times (never exported)
     truth: pd.DataFrame
+    #: one row per linked record: eid, source (hospital, cancer_registry, death,
+    #: death_underlying, death_contributory), code (ICD-10 with its dot; None for a death's
+    #: date), date; None for a cohort without linked records
+    linked: pd.DataFrame | None = None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -280,8 +288,9 @@ def _apply_missingness(rng: np.random.Generator, v: dict[str, np.ndarray], n: in
 
 
 # --------------------------------------------------------------------------- the cohort
-def generate_cohort(n: int = 20_000, seed: int = 0) -> SyntheticCohort:
-    """Baseline and later visits for ``n`` participants; same seed, same cohort."""
+def generate_cohort(n: int = 20_000, seed: int = 0, *, linked: bool = True) -> SyntheticCohort:
+    """Baseline and later visits (and linked records) for ``n`` participants; same seed, same
+    cohort."""
     from sphr.errors import ConfigError
 
     if n < 1:
@@ -328,7 +337,15 @@ def generate_cohort(n: int = 20_000, seed: int = 0) -> SyntheticCohort:
         truth[f"onset_years_{k}"] = onset[k]  # 0 = diagnosed before baseline
     for k in ("statin", "bp_med", "insulin", "hrt", "pill"):
         truth[f"baseline_{k}"] = c[k]
-    return SyntheticCohort(visits=visits, truth=truth)
+    if not linked:
+        return SyntheticCohort(visits=visits, truth=truth)
+    from sphr.data.synth_linked import linked_records
+
+    # after everything above, from its own stream: the existing columns do not move
+    records, true_times = linked_records(seed, p, onset, hazard, c["insulin"], eid, frames[0])
+    for k, v in true_times.items():
+        truth[k] = v  # years from baseline; 0 = before baseline
+    return SyntheticCohort(visits=visits, truth=truth, linked=records)
 
 
 def _visit(rng, p, c, onset, idx, years, instance, eid) -> pd.DataFrame:

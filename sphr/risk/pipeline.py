@@ -263,17 +263,17 @@ LINKED_TABLES: tuple[str, ...] = ("discrimination", "hazard_ratio", "cumulative_
 
 def linked_tables(run: Path, rows: pd.DataFrame, config: RiskConfig) -> dict[str, pd.DataFrame]:
     """Validation on linked hospital, cancer and death records (``ingest/outcomes.parquet``),
-    which follow every participant, not only the ~4% at a repeat visit. Population: the
-    held-out (test) apparently healthy participants, as for the repeat visit; empty when the
-    export had no linked fields."""
+    which follow every participant, not only the ~4% at a repeat visit. Population: every
+    held-out (test) participant, whatever their class at baseline (records follow everyone;
+    each outcome's prevalent cases are excluded from that outcome); empty when the export had
+    no linked fields."""
     path = ingest_dir(run) / "outcomes.parquet"
     if not path.exists():
         return {}
     from sphr.risk.linked import linked_validation
 
     outcomes = pd.read_parquet(path)
-    pop = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test")
-                   & rows["label"].isin((1, 2)),
+    pop = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test"),
                    ["eid", "sex", "method", "score", "group", "age_years"]]
     if pop.empty or outcomes.empty:
         return {}
