@@ -3,7 +3,8 @@ early stopping (docs/METHODS.md, "Model selection").
 
 :func:`split_validation` takes ``validation_size`` of the *real* training rows
 (stratified by class, seeded) out of training: triplets that touch them are
-dropped, and fresh triplets are mined among them. After every epoch the
+replaced by triplets mined among the fitting rows (training keeps its number of
+triplets), and validation triplets are mined among the held-out rows. After every epoch the
 trainer embeds the validation rows (no dropout) and records
 
 * the validation loss: the training objective on the validation triplets, the
@@ -63,10 +64,16 @@ def split_validation(labels: np.ndarray, augmented: np.ndarray, triplets: np.nda
     in_val = np.zeros(labels.size, bool)
     in_val[val] = True
     keep = ~in_val[triplets].any(axis=1)
-    if keep.sum() == 0:
-        raise ConfigError("no training triplet is left after the validation split")
+    fit_rows = np.flatnonzero(~in_val)
+    # a triplet touching a validation row is dropped (about 1 - 0.8^3 = 49% of them): top up
+    # with triplets mined among the fitting rows, so training keeps the configured number
+    fit_triplets = triplets[keep]
+    missing = len(triplets) - len(fit_triplets)
+    if missing:
+        extra = fit_rows[mine_triplets(labels[fit_rows], missing, seed=seed + 2)]
+        fit_triplets = np.concatenate([fit_triplets, extra])
     local = mine_triplets(labels[val], n_validation_triplets, seed=seed + 1)
-    return ValidationSplit(np.flatnonzero(~in_val), val, triplets[keep], val[local])
+    return ValidationSplit(fit_rows, val, fit_triplets, val[local])
 
 
 class Validator:
