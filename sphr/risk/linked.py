@@ -372,7 +372,9 @@ def _hr_row(sex, method, name, t, e, g, age, min_events) -> dict:
            "n": int(normal.sum() + higher.sum()), "events_normal": k_n,
            "n_normal": int(normal.sum()), "events_higher": k_h, "n_higher": int(higher.sum())}
     hr = (np.nan,) * 4
-    if k_n + k_h >= min_events and k_n > 0 and k_h > 0:
+    # a group of one or two people gives a hazard ratio of 40 with an interval to 300: ask
+    # for min_events members on each side as well as an event in each
+    if k_n + k_h >= min_events and k_n > 0 and k_h > 0 and min(normal.sum(), higher.sum()) >= min_events:
         both = normal | higher
         hr = hazard_ratio(t[both], e[both], higher[both], age[both])
     row.update(zip(("hr", "hr_low", "hr_high", "p"), hr, strict=True))
@@ -382,7 +384,7 @@ def _hr_row(sex, method, name, t, e, g, age, min_events) -> dict:
     k_o = int(e[outside].sum())
     row.update(events_outside=k_o, n_outside=int(outside.sum()))
     hr_o = (np.nan,) * 4
-    if k_n + k_o >= min_events and k_n > 0 and k_o > 0:
+    if k_n + k_o >= min_events and k_n > 0 and k_o > 0 and outside.sum() >= min_events:
         both = normal | outside
         hr_o = hazard_ratio(t[both], e[both], outside[both], age[both])
     row.update(zip(("hr_outside", "hr_outside_low", "hr_outside_high", "p_outside"), hr_o,
