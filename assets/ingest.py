@@ -8,9 +8,46 @@ from pipeline.resources import DataSource, RunStorage
 from sphr import layout
 
 
-@dg.asset(group_name="ingest", key_prefix=["export"],
+def export_version(data_source: DataSource, storage: RunStorage) -> tuple[str, dict]:
+    """Data version of the configured export: its content fingerprint (sphr.data.fingerprint);
+    for the embedded synthetic cohort, its size and seed (the file is written by ukb_export)."""
+    from sphr.data.fingerprint import fingerprint
+
+    if data_source.synthetic:
+        version = f"synthetic-{data_source.synthetic_participants}-{data_source.synthetic_seed}"
+        return version, {"data_version": version, "source": "synthetic"}
+    path = data_source.export_file(storage.run)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: the configured export does not exist")
+    st = path.stat()
+    version = fingerprint(path)
+    return version, {"data_version": version, "path": md.path(path),
+                     "size_mb": round(st.st_size / 2**20, 2), "modified": st.st_mtime}
+
+
+@dg.observable_source_asset(
+    key=["export", "ukb_export_file"], group_name="export",
+    description="The export file as delivered. Observed (the UI's 'Observe sources', the "
+    "new-export sensor, `python -m pipeline run`) with a content fingerprint as its data version, so a "
+    "changed file marks everything downstream stale.")
+def ukb_export_file(data_source: DataSource, storage: RunStorage) -> dg.ObserveResult:
+    version, meta = export_version(data_source, storage)
+    return dg.ObserveResult(data_version=dg.DataVersion(version), metadata=meta)
+
+
+def export_observation(data_source: DataSource, storage: RunStorage) -> dg.AssetObservation:
+    """An observation of ukb_export_file with the export's version, for callers outside a step
+    (the runner, tests) to record *before* materializing: a step's own observation would come
+    after the provenance of what it materializes."""
+    version, meta = export_version(data_source, storage)
+    return dg.AssetObservation(asset_key=ukb_export_file.key, metadata=meta,
+                               tags={"dagster/data_version": version})
+
+
+@dg.asset(group_name="ingest", key_prefix=["export"], deps=[ukb_export_file],
           description="The UK Biobank export: the configured file, or the embedded synthetic "
-          "cohort (true UKB ukbconv format) when no export is configured.")
+          "cohort (true UKB ukbconv format) when no export is configured. Data version: the "
+          "file's content fingerprint.")
 def ukb_export(context: dg.AssetExecutionContext, data_source: DataSource,
                storage: RunStorage) -> dg.MaterializeResult:
     from sphr.data.reader import inspect_export
@@ -24,7 +61,11 @@ def ukb_export(context: dg.AssetExecutionContext, data_source: DataSource,
         cohort = generate_cohort(data_source.synthetic_participants, data_source.synthetic_seed)
         write_export(cohort, path, "ukbconv", seed=data_source.synthetic_seed)
     layout_ = inspect_export(path)
-    return dg.MaterializeResult(metadata={
+    from sphr.data.fingerprint import fingerprint
+
+    version = fingerprint(path)
+    return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata={
+        "data_version": version,
         "path": md.path(path), "source": "synthetic" if data_source.synthetic else "user export",
         "format": layout_.describe(), "columns": len(layout_.header),
         "size_mb": round(path.stat().st_size / 2**20, 2),
@@ -42,6 +83,11 @@ def ukb_export(context: dg.AssetExecutionContext, data_source: DataSource,
         "followup": dg.AssetOut(key=["ingest", "followup"], io_manager_key="parquet_io",
                                 description="One row per participant and later visit, with "
                                 "new diagnoses since baseline."),
+        "outcomes": dg.AssetOut(key=["ingest", "outcomes"], io_manager_key="parquet_io",
+                                is_required=False,
+                                description="Linked hospital, cancer and death records: one "
+                                "row per participant and outcome (event, time_years, "
+                                "prevalent); only when the export has the linked fields."),
     },
 )
 def ingest(context: dg.AssetExecutionContext, data_source: DataSource, storage: RunStorage):
@@ -66,3 +112,15 @@ def ingest(context: dg.AssetExecutionContext, data_source: DataSource, storage: 
     yield dg.Output(result.followup.to_pandas(), output_name="followup", metadata={
         "visits": dg.MetadataValue.json(report["followup_visits"]),
     })
+    stale = layout.ingest_dir(storage.run) / "outcomes.parquet"
+    if result.outcomes is not None:
+        outcomes = result.outcomes
+        outcomes = outcomes.to_pandas() if hasattr(outcomes, "to_pandas") else outcomes
+        yield dg.Output(outcomes, output_name="outcomes", metadata={
+            "rows": len(outcomes),
+            "incident_events": dg.MetadataValue.json(
+                outcomes[~outcomes["prevalent"]].groupby("outcome")["event"].sum()
+                .astype(int).to_dict()),
+        })
+    elif stale.exists():  # an earlier export had linked fields, this one has none
+        stale.unlink()

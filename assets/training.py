@@ -17,6 +17,10 @@ class TrainingConfig(dg.Config):
     seed: int = 0
     epochs: int | None = None
     batch_size: int | None = None
+    #: "pipes": `python -m sphr.train.pipes_entry` launched by the pipes_client resource (a
+    #: subprocess by default; PipesK8sClient for a GPU node, README); "in_process": call
+    #: sphr.train.run_train in the step's own process
+    launcher: str = "pipes"
 
 
 @dg.multi_asset(
@@ -34,8 +38,10 @@ class TrainingConfig(dg.Config):
     partitions_def=sex_partitions,
 )
 def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
-                  storage: RunStorage, compute: Compute):
+                  storage: RunStorage, compute: Compute,
+                  pipes_client: dg.PipesSubprocessClient):
     import dataclasses
+    import sys
 
     import pandas as pd
 
@@ -50,9 +56,23 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
         overrides["epochs"] = config.epochs
     if config.batch_size is not None:
         overrides["batch_size"] = config.batch_size
-    settings = dataclasses.replace(TrainConfig.profile(config.profile), **overrides)
     out = layout.train_dir(storage.run, sex, config.loss)
-    run_train(layout.cohort_dir(storage.run, sex), out, settings)
+    reported = {}
+    if config.launcher == "pipes":
+        # the training side needs only sphr and dagster-pipes; it reports the loss curve and
+        # metrics back as materialization metadata
+        command = [sys.executable, "-m", "sphr.train.pipes_entry",
+                   str(layout.cohort_dir(storage.run, sex)), str(out)]
+        results = pipes_client.run(context=context, command=command,
+                                   extras={"profile": config.profile, "overrides": overrides}
+                                   ).get_results()
+        reported = {k: v for r in results if r.asset_key == dg.AssetKey(["train", "sphr_model"])
+                    for k, v in (r.metadata or {}).items()}
+    elif config.launcher == "in_process":
+        settings = dataclasses.replace(TrainConfig.profile(config.profile), **overrides)
+        run_train(layout.cohort_dir(storage.run, sex), out, settings)
+    else:
+        raise ValueError(f"launcher {config.launcher!r}: choose pipes or in_process")
 
     report = read_json(out / "train_report.json")
     curve = pd.read_parquet(out / "loss_curve.parquet")
@@ -66,6 +86,8 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
     }
     if curve_png:
         model_meta["loss_curve"] = md.image(curve_png, "loss curve")
+    model_meta.update(reported)  # what the Pipes side reported (loss curve, metrics)
+    model_meta["launcher"] = config.launcher
     yield dg.MaterializeResult(asset_key=["train", "sphr_model"], metadata=model_meta)
     yield dg.MaterializeResult(asset_key=["train", "embeddings"], metadata={
         "path": md.path(out / "embeddings_test.parquet"), "test_rows": len(Z),

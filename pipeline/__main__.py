@@ -50,6 +50,11 @@ def run(args: argparse.Namespace) -> int:
     if cross:
         stages.append((" + ".join(cross), dg.AssetSelection.groups(*cross), None))
     t_all = time.perf_counter()
+    # the export's data version (content fingerprint) first, so what follows records it
+    from assets.ingest import export_observation
+
+    instance.report_runless_asset_event(export_observation(resources["data_source"],
+                                                           resources["storage"]))
     for title, selection, partition in stages:
         keys = selection.resolve(graph)
         if not keys:

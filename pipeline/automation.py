@@ -1,4 +1,4 @@
-"""Jobs, the weekly cohort refresh schedule and the new-export sensor."""
+"""Jobs (risk_refresh, retrain, ...), their schedules and the new-export sensor."""
 
 from __future__ import annotations
 
@@ -30,12 +30,39 @@ sphr_pipeline = dg.define_asset_job(
     description="Everything for one sex: export to risk groups.",
 )
 
-@dg.schedule(job=cohort_refresh, cron_schedule="0 3 * * 1", name="weekly_cohort_refresh",
-             description="Every Monday 03:00: refresh both sexes' cohorts from the configured "
-             "export.")
-def weekly_cohort_refresh(context: dg.ScheduleEvaluationContext):
+risk_refresh = dg.define_asset_job(
+    "risk_refresh",
+    selection=dg.AssetSelection.groups("refresh"),
+    description="Re-score everyone in the export with the current model (nothing refitted): "
+    "ingest, blocking drift check, RUN/risk/refresh/<export-version>/ with the changes since "
+    "the previous refresh.",
+)
+
+retrain = dg.define_asset_job(
+    "retrain",
+    selection=dg.AssetSelection.groups("ingest", "cohorts", "training", "baselines",
+                                       "evaluation", "risk"),
+    description="Rebuild one sex's cohorts and models from the export (manual, or the monthly "
+    "schedule, off by default); then materialize risk/risk_report to merge the sexes into the "
+    "model that risk_refresh uses.",
+)
+
+
+@dg.schedule(job=risk_refresh, cron_schedule="0 3 * * 1", name="weekly_risk_refresh",
+             description="Every Monday 03:00: re-score the configured export with the current "
+             "model.")
+def weekly_risk_refresh(context: dg.ScheduleEvaluationContext):
     day = context.scheduled_execution_time.strftime("%Y-%m-%d")
-    return [dg.RunRequest(run_key=f"weekly:{day}:{sex}", partition_key=sex) for sex in SEXES]
+    return dg.RunRequest(run_key=f"weekly:{day}")
+
+
+@dg.schedule(job=retrain, cron_schedule="0 2 1 * *", name="monthly_retrain",
+             default_status=dg.DefaultScheduleStatus.STOPPED,
+             description="First of the month 02:00: rebuild cohorts and models for both sexes. "
+             "Off by default: turn it on in the UI.")
+def monthly_retrain(context: dg.ScheduleEvaluationContext):
+    month = context.scheduled_execution_time.strftime("%Y-%m")
+    return [dg.RunRequest(run_key=f"monthly:{month}:{sex}", partition_key=sex) for sex in SEXES]
 
 
 def _exports(folder: Path) -> list[Path]:
@@ -44,29 +71,44 @@ def _exports(folder: Path) -> list[Path]:
                   and not p.name.startswith(".") and not p.name.endswith(".truth.parquet"))
 
 
-@dg.sensor(job=cohort_refresh, minimum_interval_seconds=60,
-           description="Refresh both sexes' cohorts when a new or changed export file appears in "
-           "the data source's watch_folder (each file version triggers once).")
+@dg.sensor(job=risk_refresh, minimum_interval_seconds=60,
+           description="Run risk_refresh when a new or changed export file appears in the data "
+           "source's watch_folder: once per file version (content fingerprint), recorded as an "
+           "observation of export/ukb_export_file.")
 def new_export_sensor(context: dg.SensorEvaluationContext, data_source: DataSource):
+    from sphr.data.fingerprint import fingerprint, stat_key
+
     if not data_source.watch_folder:
         return dg.SkipReason("no watch_folder configured on the data_source resource")
     folder = Path(data_source.watch_folder).expanduser()
     if not folder.is_dir():
         return dg.SkipReason(f"watch folder {folder} does not exist")
-    # cursor: file -> "mtime_ns:size" of the version already requested
-    seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+    # cursor: file -> {"stat": "size:mtime_ns", "version": fingerprint} of what was requested;
+    # an unchanged stat skips re-hashing, a touched file with the same content is no new version
+    seen: dict[str, dict] = json.loads(context.cursor) if context.cursor else {}
     now = time.time()
-    requests = []
+    requests, observations = [], []
     for path in _exports(folder):
-        st = path.stat()
-        stamp = f"{st.st_mtime_ns}:{st.st_size}"
-        if seen.get(str(path)) == stamp or now - st.st_mtime < SETTLE_SECONDS:
+        key, st = str(path), path.stat()
+        before = seen.get(key) if isinstance(seen.get(key), dict) else None
+        if (before and before["stat"] == stat_key(path)) or now - st.st_mtime < SETTLE_SECONDS:
             continue
-        seen[str(path)] = stamp
+        version = fingerprint(path)
+        seen[key] = {"stat": stat_key(path), "version": version}
+        if before and before["version"] == version:
+            continue
         config = {"resources": {"data_source": {"config": {"export_path": str(path.resolve())}}}}
-        requests += [dg.RunRequest(run_key=f"{path.name}:{stamp}:{sex}", partition_key=sex,
-                                   run_config=config, tags={"sphr/export": path.name})
-                     for sex in SEXES]
+        requests.append(dg.RunRequest(run_key=f"{path.name}:{version}", run_config=config,
+                                      tags={"sphr/export": path.name,
+                                            "sphr/export_version": version}))
+        observations.append(dg.AssetObservation(
+            asset_key=["export", "ukb_export_file"],
+            metadata={"data_version": version,
+                      "path": dg.MetadataValue.path(str(path.resolve())),
+                      "size_mb": round(st.st_size / 2**20, 2)},
+            tags={"dagster/data_version": version}))
     if not requests:
-        return dg.SkipReason(f"no new or changed export in {folder}")
-    return dg.SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True))
+        return dg.SensorResult(skip_reason=f"no new export version in {folder}",
+                               cursor=json.dumps(seen, sort_keys=True))
+    return dg.SensorResult(run_requests=requests, asset_events=observations,
+                           cursor=json.dumps(seen, sort_keys=True))

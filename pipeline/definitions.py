@@ -4,29 +4,32 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import baselines, cohorts, evaluation, ingest, retrieval, risk, training
+from assets import baselines, cohorts, evaluation, ingest, refresh, retrieval, risk, training
 from pipeline import checks
 from pipeline.automation import (
     cohort_refresh,
+    monthly_retrain,
     new_export_sensor,
+    retrain,
+    risk_refresh,
     sphr_pipeline,
-    weekly_cohort_refresh,
+    weekly_risk_refresh,
 )
 from pipeline.resources import default_resources
 
-ASSET_MODULES = (ingest, cohorts, training, baselines, evaluation, risk, retrieval)
+ASSET_MODULES = (ingest, cohorts, training, baselines, evaluation, risk, retrieval, refresh)
 #: asset groups partitioned by sex, and the groups that read both sexes (run after them)
 PER_SEX_GROUPS = ("cohorts", "training", "baselines", "evaluation", "risk")
 CROSS_SEX_GROUPS = ("risk_report", "retrieval")
 
 ASSETS = dg.load_assets_from_modules(ASSET_MODULES)
-CHECKS = dg.load_asset_checks_from_modules([checks])
+CHECKS = dg.load_asset_checks_from_modules([checks, refresh])
 
 defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=CHECKS,
-    jobs=[cohort_refresh, sphr_pipeline],
-    schedules=[weekly_cohort_refresh],
+    jobs=[cohort_refresh, sphr_pipeline, risk_refresh, retrain],
+    schedules=[weekly_risk_refresh, monthly_retrain],
     sensors=[new_export_sensor],
     resources=default_resources(),
 )

@@ -66,4 +66,7 @@ def default_resources(run_root: str | None = None) -> dict:
         "storage": RunStorage(root=root),
         "compute": Compute(device=os.environ.get("SPHR_DEVICE", "auto")),
         "parquet_io": ParquetIOManager(root=root),
+        # the training step's launcher (assets/training.py); swap in dagster_k8s.PipesK8sClient
+        # for a GPU node (README, Dagster section)
+        "pipes_client": dg.PipesSubprocessClient(),
     }

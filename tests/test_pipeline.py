@@ -24,7 +24,8 @@ def test_definitions_load_and_validate():
                 "train/sphr_model", "train/embeddings", "baselines/representations",
                 "evaluate/tables"):
         assert key in keys
-    assert {j.name for j in defs.resolve_all_job_defs()} >= {"cohort_refresh", "sphr_pipeline"}
+    assert {j.name for j in defs.resolve_all_job_defs()} >= {"cohort_refresh", "sphr_pipeline",
+                                                              "risk_refresh", "retrain"}
 
 
 @pytest.mark.parametrize("profile", ["demo", "paper"])
@@ -36,21 +37,29 @@ def test_runner_config_names_real_ops(profile):
     assert set(_run_config(profile)["ops"]) <= ops
 
 
-def test_schedule_targets_the_refresh_job_for_both_sexes():
-    schedule = defs.resolve_schedule_def("weekly_cohort_refresh")
-    assert schedule.job_name == "cohort_refresh"
+def test_schedules_target_risk_refresh_and_retrain():
+    schedule = defs.resolve_schedule_def("weekly_risk_refresh")
+    assert schedule.job_name == "risk_refresh"
     assert schedule.cron_schedule == "0 3 * * 1"
     import datetime
 
     ctx = dg.build_schedule_context(scheduled_execution_time=datetime.datetime(2026, 11, 23, 3),
                                     repository_def=defs.get_repository_def())
     requests = schedule.evaluate_tick(ctx).run_requests
+    assert len(requests) == 1 and requests[0].run_key == "weekly:2026-11-23"
+    monthly = defs.resolve_schedule_def("monthly_retrain")
+    assert monthly.job_name == "retrain"
+    assert monthly.default_status == dg.DefaultScheduleStatus.STOPPED
+    requests = monthly.evaluate_tick(ctx).run_requests
     assert sorted(r.partition_key for r in requests) == ["female", "male"]
     job = defs.resolve_job_def("cohort_refresh")
     assert set(job.partitions_def.get_partition_keys()) == {"female", "male"}
     selected = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
     assert {"ingest/baseline", "cohorts/triplets"} <= selected
     assert "train/sphr_model" not in selected
+    selected = {k.to_user_string() for k in
+                defs.resolve_job_def("retrain").asset_layer.executable_asset_keys}
+    assert {"cohorts/triplets", "train/sphr_model", "risk/risk_groups"} <= selected
 
 
 def _sensor_requests(folder, cursor=None):
@@ -59,7 +68,7 @@ def _sensor_requests(folder, cursor=None):
     result = new_export_sensor(ctx)
     if isinstance(result, dg.SkipReason):
         return [], cursor
-    return result.run_requests, result.cursor
+    return list(result.run_requests or []), result.cursor
 
 
 def _age(path, seconds=SETTLE_SECONDS + 5):
@@ -77,9 +86,8 @@ def test_sensor_requests_one_refresh_per_new_file(tmp_path):
     (folder / "notes.md").write_text("not an export")
     _age(folder / "ukb_a.csv")
     requests, cursor = _sensor_requests(folder, cursor)
-    # one refresh of the new file: a run per sex partition, keyed on the file version
-    assert sorted(r.partition_key for r in requests) == ["female", "male"]
-    assert len({r.run_key for r in requests}) == 2
+    # one risk_refresh of the new file, keyed on the file version (content fingerprint)
+    assert len(requests) == 1 and requests[0].partition_key is None
     assert all(r.run_config["resources"]["data_source"]["config"]["export_path"]
                .endswith("ukb_a.csv") for r in requests)
 
@@ -94,10 +102,13 @@ def test_sensor_requests_one_refresh_per_new_file(tmp_path):
     assert {r.run_config["resources"]["data_source"]["config"]["export_path"].rsplit("/", 1)[-1]
             for r in requests} == {"ukb_b.csv"}
 
+    _age(folder / "ukb_a.csv", SETTLE_SECONDS + 9)  # touched, same content: no new version
+    requests, cursor3 = _sensor_requests(folder, cursor3)
+    assert requests == []
     (folder / "ukb_a.csv").write_text("eid,31-0.0\n1,0\n3,1\n")  # changed content
     _age(folder / "ukb_a.csv", SETTLE_SECONDS + 1)
     requests, _ = _sensor_requests(folder, cursor3)
-    assert len(requests) == 2 and json.loads(_)
+    assert len(requests) == 1 and json.loads(_)
 
 
 def test_sensor_without_folder_skips(tmp_path):

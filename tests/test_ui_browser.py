@@ -146,12 +146,16 @@ def test_ui_lists_assets_and_materializes_one_partition(dagster_ui):
         _wait_for(lambda: "Global asset lineage" in body() and all(g in body() for g in groups),
                   90, "the stage groups in the asset graph")
         driver.save_screenshot(str(SHOTS / "dagster_asset_graph.png"))
+        # the catalog renders only the rows in view: a window tall enough for every asset
+        driver.set_window_size(1600, 3000)
         driver.get(f"{url}/assets")
-        names = ("export / ukb_export", "ingest / baseline", "cohorts / cohort_splits",
-                 "cohorts / triplets", "train / sphr_model", "train / embeddings",
-                 "baselines / representations", "evaluate / tables")
+        names = ("export / ukb_export", "export / ukb_export_file", "ingest / baseline",
+                 "cohorts / cohort_splits", "cohorts / triplets", "train / sphr_model",
+                 "train / embeddings", "baselines / representations", "evaluate / tables",
+                 "refresh / baseline", "risk / refresh")
         _wait_for(lambda: all(n in body() for n in names), 90, "every asset in the catalog")
         driver.save_screenshot(str(SHOTS / "dagster_assets.png"))
+        driver.set_window_size(1600, 1000)
 
         # launch the female partition of the cohorts from the asset page
         driver.get(f"{url}/assets/cohorts/cohort_splits")

@@ -15,9 +15,16 @@ Refusals (``InputError`` naming the export and the UKB field):
   value outside the range is then treated as the training extreme, which is
   what the quantile normalizer does).
 
-Participants with a missing value in a fitted feature cannot be placed; they
-are left out and counted in ``score_report.json``. Ages outside every age
-group join the nearest group (:func:`sphr.cohorts.age.assign_age_groups`).
+Missing values (``impute=True``, the default): a participant with a missing
+fitted feature is scored with that feature set to the per-sex training median
+(:mod:`sphr.risk.impute`; 0 on the normal scale, fitted on the training
+partition only) and flagged in ``participants.csv`` with the number and names
+of imputed features. Still unscorable, listed with the reason in
+``unscorable.csv``: a missing or unknown sex, a sex the model was not fitted
+on, a missing age, or more than ``MAX_IMPUTED_SHARE`` of the features
+missing. ``impute=False`` leaves out everyone with a missing value (the
+earlier behaviour). Ages outside every age group join the nearest group
+(:func:`sphr.cohorts.age.assign_age_groups`).
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ from sphr.risk.spaces import load_space
 log = logging.getLogger(__name__)
 #: share of a feature's new values outside the training range that means "wrong units"
 OUT_OF_RANGE_SHARE = 0.5
+#: more than this share of a participant's fitted features missing: not scored (too little data)
+MAX_IMPUTED_SHARE = 0.5
 
 
 def find_model_dir(path: str | Path) -> Path:
@@ -96,9 +105,14 @@ def _labels(frame: pd.DataFrame, sex: str) -> np.ndarray:
     return out
 
 
-def score_sex(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[str, Any],
-              export: Path, *, allow_out_of_range: bool = False, device: str = "auto"
-              ) -> tuple[pd.DataFrame, dict[str, Any]]:
+def score_people(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[str, Any],
+                 export: Path, *, allow_out_of_range: bool = False, device: str = "auto",
+                 impute: bool = True, max_imputed_share: float = MAX_IMPUTED_SHARE
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Rows (``COLUMNS``), participants (eid, sex, imputed_features, imputed), unscorable
+    (eid, sex, reason) and the report of one sex."""
+    from sphr.risk.impute import impute_median
+
     sex_dir = model_dir / sex
     features = spec["features"]
     frame = baseline.loc[baseline["sex"] == SEX_CODE[sex]].reset_index(drop=True)
@@ -109,14 +123,32 @@ def score_sex(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[str,
     norm = QuantileNormalizer.load(sex_dir / "normalizer.json")
     if norm.features_ != features:
         raise InputError("normalizer and risk model disagree on the features", file=sex_dir)
-    complete = frame[features].notna().all(axis=1).to_numpy()
-    report = {"participants": len(frame), "scored": int(complete.sum()),
-              "left_out_missing_values": int((~complete).sum())}
-    frame = frame.loc[complete].reset_index(drop=True)
-    shares = check_units(frame, norm, export, allow_out_of_range=allow_out_of_range)
+    n_missing = frame[features].isna().sum(axis=1).to_numpy()
+    reasons = np.full(len(frame), "", dtype=object)
+    if impute:
+        too_many = n_missing > max_imputed_share * len(features)
+        reasons[too_many] = [f"{k} of {len(features)} features missing (more than "
+                             f"{max_imputed_share:.0%})" for k in n_missing[too_many]]
+    else:
+        reasons[n_missing > 0] = "missing values (imputation off)"
+    no_age = frame["age"].isna().to_numpy()
+    reasons[no_age & (reasons == "")] = "age missing"
+    keep = reasons == ""
+    unscorable = pd.DataFrame({"eid": frame.loc[~keep, "eid"].to_numpy(np.int64), "sex": sex,
+                               "reason": reasons[~keep]})
+    report = {"participants": len(frame), "scored": int(keep.sum()),
+              "imputed": int((keep & (n_missing > 0)).sum()),
+              "unscorable": int((~keep).sum()),
+              "left_out_missing_values": int((~keep).sum())}
+    # units first, on the values as read (missing ones are ignored)
+    shares = check_units(frame.loc[keep], norm, export, allow_out_of_range=allow_out_of_range)
     report["out_of_range_share"] = {k: v for k, v in shares.items() if v > 0}
+    frame = frame.loc[keep].reset_index(drop=True)
+    frame, counts, names = impute_median(frame, norm)
+    participants = pd.DataFrame({"eid": frame["eid"].to_numpy(np.int64), "sex": sex,
+                                 "imputed_features": counts, "imputed": names})
     if frame.empty:
-        return pd.DataFrame(columns=list(COLUMNS)), report
+        return pd.DataFrame(columns=list(COLUMNS)), participants, unscorable, report
     age_groups = tuple(tuple(g) for g in read_json(model_dir / "risk_model.json")["age_groups"])
     groups, outside = assign_age_groups(frame["age"].to_numpy(float), age_groups)
     report["ages_outside_groups"] = outside
@@ -145,30 +177,61 @@ def score_sex(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[str,
             res.insert(0, "eid", frame["eid"].to_numpy(np.int64))
             out.append(res.assign(sex=sex, method=method, mode=mode, partition="new", label=labels,
                                   age_years=frame["age"].to_numpy(float)))
-    return pd.concat(out, ignore_index=True)[list(COLUMNS)], report
+    return pd.concat(out, ignore_index=True)[list(COLUMNS)], participants, unscorable, report
+
+
+def score_sex(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[str, Any],
+              export: Path, *, allow_out_of_range: bool = False, device: str = "auto",
+              impute: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    rows, _, _, report = score_people(baseline, sex, model_dir, spec, export,
+                                      allow_out_of_range=allow_out_of_range, device=device,
+                                      impute=impute)
+    return rows, report
+
+
+def score_baseline(baseline: pd.DataFrame, model_dir: Path, export: Path, *,
+                   allow_out_of_range: bool = False, device: str = "auto", impute: bool = True
+                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Every sex of the model: rows, participants, unscorable and the report."""
+    spec = read_json(model_dir / "risk_model.json")
+    frames, people, lost = [], [], []
+    report: dict[str, Any] = {"export": str(export), "model": str(model_dir), "sexes": {}}
+    for sex, sex_spec in spec["sexes"].items():
+        rows, part, unsc, rep = score_people(baseline, sex, model_dir, sex_spec, export,
+                                             allow_out_of_range=allow_out_of_range,
+                                             device=device, impute=impute)
+        frames.append(rows)
+        people.append(part)
+        lost.append(unsc)
+        report["sexes"][sex] = rep
+    fitted = [SEX_CODE[s] for s in spec["sexes"]]
+    other = baseline.loc[~baseline["sex"].isin(fitted)]
+    reason = np.where(other["sex"].isna(), "sex missing", "sex not in the fitted model")
+    lost.append(pd.DataFrame({"eid": other["eid"].to_numpy(np.int64),
+                              "sex": other["sex"].astype(str).to_numpy(), "reason": reason}))
+    report["left_out_sex_not_fitted"] = len(other)
+    rows = pd.concat(frames, ignore_index=True)
+    report["rows"] = len(rows)
+    unscorable = pd.concat([f for f in lost if len(f)] or [lost[-1]], ignore_index=True)
+    return rows, pd.concat(people, ignore_index=True), unscorable, report
 
 
 def run_score(model: str | Path, export: str | Path, out: str | Path, *,
-              allow_out_of_range: bool = False, device: str = "auto") -> dict[str, Any]:
+              allow_out_of_range: bool = False, device: str = "auto", impute: bool = True
+              ) -> dict[str, Any]:
     """Ingest ``export``, score everyone with the saved risk model, write ``out/``."""
     from sphr.data.ingest import ingest
 
     model_dir = find_model_dir(model)
     export = Path(export)
-    spec = read_json(model_dir / "risk_model.json")
     baseline = ingest(export).baseline.to_pandas()
-    frames, report = [], {"export": str(export), "model": str(model_dir), "sexes": {}}
-    for sex, sex_spec in spec["sexes"].items():
-        rows, rep = score_sex(baseline, sex, model_dir, sex_spec, export,
-                              allow_out_of_range=allow_out_of_range, device=device)
-        frames.append(rows)
-        report["sexes"][sex] = rep
-    unscored = ~baseline["sex"].isin([SEX_CODE[s] for s in spec["sexes"]])
-    report["left_out_sex_not_fitted"] = int(unscored.sum())
-    rows = pd.concat(frames, ignore_index=True)
-    report["rows"] = len(rows)
+    rows, participants, unscorable, report = score_baseline(
+        baseline, model_dir, export, allow_out_of_range=allow_out_of_range, device=device,
+        impute=impute)
     with staged_outputs(out) as stage:
         write_parquet(rows, stage / "risk_groups.parquet")
         write_text(rows.to_csv(index=False), stage / "risk_groups.csv")
+        write_text(participants.to_csv(index=False), stage / "participants.csv")
+        write_text(unscorable.to_csv(index=False), stage / "unscorable.csv")
         write_json(report, stage / "score_report.json")
     return report

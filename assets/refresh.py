@@ -1,0 +1,97 @@
+"""risk_refresh: re-score everyone in the current export with the fitted model (no refit).
+
+``refresh/baseline`` ingests the export (the configured file, or the one the
+new-export sensor found), the blocking ``export_drift`` check compares it
+with the training distribution, and ``risk/refresh`` scores everyone into
+``RUN/risk/refresh/<export-version>/`` (sphr.risk.refresh).
+"""
+
+import dagster as dg
+import pandas as pd
+
+from assets.ingest import ukb_export_file
+from pipeline import metadata as md
+from pipeline.resources import Compute, DataSource, RunStorage
+
+
+@dg.asset(key=["refresh", "baseline"], group_name="refresh", deps=[ukb_export_file],
+          io_manager_key="parquet_io",
+          description="The export to re-score, ingested (one row per participant, instance 0). "
+          "Kept apart from ingest/baseline, which the fitted model was built from.")
+def refresh_baseline(context: dg.AssetExecutionContext, data_source: DataSource,
+                     storage: RunStorage) -> pd.DataFrame:
+    from sphr.data.fingerprint import fingerprint
+    from sphr.data.ingest import ingest
+    from sphr.io import write_json
+
+    path = data_source.export_file(storage.run)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no export to refresh from (configure data_source."
+                                "export_path, or materialize export/ukb_export first)")
+    version = fingerprint(path)
+    baseline = ingest(path).baseline.to_pandas()
+    write_json({"export": str(path), "export_version": version},
+               storage.run / "refresh" / "baseline_source.json")
+    context.add_output_metadata({"export": md.path(path), "export_version": version,
+                                 "participants": len(baseline)})
+    return baseline
+
+
+@dg.asset_check(asset=refresh_baseline, blocking=True,
+                description="Before scoring: per sex and feature, the new export against the "
+                "training distribution (PSI, KS, out-of-range share, median ratio). A unit "
+                "mistake blocks the refresh; drift (PSI > 0.25) warns.")
+def export_drift(baseline: pd.DataFrame, storage: RunStorage) -> dg.AssetCheckResult:
+    from sphr.errors import InputError
+    from sphr.risk.drift import drift_table, summarize
+
+    try:
+        table = drift_table(baseline, storage.run)
+    except InputError as err:  # no fitted model yet
+        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                                   metadata={"error": str(err)})
+    verdict = summarize(table)
+    flagged = table[table["status"] != "ok"]
+    severity = (dg.AssetCheckSeverity.ERROR if verdict["unit_mistakes"]
+                else dg.AssetCheckSeverity.WARN)
+    return dg.AssetCheckResult(
+        passed=not verdict["unit_mistakes"] and not verdict["drifted"], severity=severity,
+        description=("unit mistake: " + ", ".join(verdict["unit_mistakes"])
+                     if verdict["unit_mistakes"] else
+                     "drift: " + ", ".join(verdict["drifted"]) if verdict["drifted"] else "ok"),
+        metadata={"unit_mistakes": ", ".join(verdict["unit_mistakes"]) or "none",
+                  "drifted": ", ".join(verdict["drifted"]) or "none",
+                  "max_psi": float(verdict["max_psi"]), "flagged": len(flagged),
+                  "per_feature": md.table(table.round(3), index=False)})
+
+
+@dg.asset(key=["risk", "refresh"], group_name="refresh",
+          ins={"baseline": dg.AssetIn(key=["refresh", "baseline"])},
+          deps=[["risk", "risk_report"]],
+          description="Every participant of the export scored with the current model (fitted "
+          "normalizer, representations, calibrated thresholds; nothing refitted, model sha256 "
+          "checked): RUN/risk/refresh/<export-version>/ with the risk-group export, the "
+          "'changes since the previous refresh' table, imputed and unscorable participants.")
+def risk_refresh(context: dg.AssetExecutionContext, baseline: pd.DataFrame,
+                 storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
+    from sphr.io import read_json
+    from sphr.risk.drift import drift_table
+    from sphr.risk.refresh import run_refresh
+
+    source = read_json(storage.run / "refresh" / "baseline_source.json")
+    drift = drift_table(baseline, storage.run)
+    info = run_refresh(storage.run, baseline, source["export"], source["export_version"],
+                       device=compute.device, drift=drift)
+    context.log.info(f"refresh {source['export_version']}: {info['participants_scored']} scored "
+                     f"in {info['seconds']} s; changes {info['changes']}")
+    return dg.MaterializeResult(metadata={
+        "report": md.path(f"{info['out']}/report.html"),
+        "export": md.path(f"{info['out']}/risk_group_export.csv"),
+        "export_version": source["export_version"],
+        "previous_version": info["previous_version"] or "none",
+        "scored": info["participants_scored"], "imputed": info["participants_imputed"],
+        "unscorable": info["unscorable"],
+        "changes": md.table(info["summary"], index=False),
+        "groups_complete_vs_imputed": md.table(info["completeness"], index=False),
+        "model_sha256_unchanged": True, "seconds": float(info["seconds"]),
+    })

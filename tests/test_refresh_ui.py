@@ -1,0 +1,150 @@
+"""The Dagster UI and risk_refresh: the export's data version and the stale marker after the
+export changes (screenshots in runs/screenshots/)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_risk import _cli
+from test_ui_browser import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    ROOT,
+    SHOTS,
+    _free_port,
+    _wait_for,
+    _wait_http,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+@pytest.fixture
+def fitted_ui(tmp_path, ingest_dir, cohorts_dir, synthetic_cohort):
+    """A RUN with a small real model (1 epoch) and `dagster dev` on it; export A observed and
+    refreshed once, then the export file replaced by B and observed (as the sensor does)."""
+    from sphr.data.export import write_export
+    from sphr.layout import train_dir
+    from sphr.train import TrainConfig, run_train
+
+    run = tmp_path / "run"
+    (run / "ingest").mkdir(parents=True)
+    for name in ("baseline.parquet", "followup.parquet", "ingest_report.json"):
+        (run / "ingest" / name).symlink_to(ingest_dir / name)
+    (run / "cohorts").symlink_to(cohorts_dir)
+    for sex in ("female", "male"):
+        run_train(cohorts_dir / sex, train_dir(run, sex),
+                  TrainConfig.profile("demo", epochs=1, batch_size=512, device="cpu"))
+    assert _cli(["risk", str(run), "--bootstrap", "20", "--methods",
+                 "raw_euclidean,mahalanobis,sphr"]) == 0
+    export = tmp_path / "exports" / "ukb.csv"
+    write_export(synthetic_cohort, export, "ukbconv", decoys=0, seed=11)
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copyfile(ROOT / "pipeline" / "dagster.yaml", home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "SPHR_EXPORT": str(export),
+           "SPHR_RUN_DIR": str(run), "SPHR_PROGRESS": "0"}
+    prep = ("import dagster as dg\n"
+            "from assets.ingest import export_observation\n"
+            "from pipeline.definitions import ASSETS, CHECKS\n"
+            "from pipeline.resources import default_resources\n"
+            "i = dg.DagsterInstance.get(); r = default_resources()\n"
+            "i.report_runless_asset_event(export_observation(r['data_source'], r['storage']))\n"
+            "m = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups('refresh'),"
+            " resources=r, instance=i)\n"
+            "assert m.success\n")
+    subprocess.run([sys.executable, "-c", prep], env=env, cwd=ROOT, check=True,
+                   capture_output=True)
+    # the export changes: 10% of the participants fewer
+    visits = synthetic_cohort.visits
+    keep = ~visits["eid"].isin(sorted(visits["eid"].unique())[::10])
+    from sphr.data.synth import SyntheticCohort
+
+    write_export(SyntheticCohort(visits[keep].reset_index(drop=True), synthetic_cohort.truth),
+                 export, "ukbconv", decoys=0, seed=11)
+    observe = ("import dagster as dg\n"
+               "from assets.ingest import export_observation\n"
+               "from pipeline.resources import default_resources\n"
+               "r = default_resources()\n"
+               "dg.DagsterInstance.get().report_runless_asset_event("
+               "export_observation(r['data_source'], r['storage']))\n")
+    subprocess.run([sys.executable, "-c", observe], env=env, cwd=ROOT, check=True,
+                   capture_output=True)
+    port = _free_port()
+    log = (tmp_path / "dagster_dev.log").open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml",
+         "-h", "127.0.0.1", "-p", str(port)],
+        env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/server_info", 180)
+        yield f"http://127.0.0.1:{port}", home, run, export
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium + chromedriver not installed")
+def test_ui_shows_export_version_and_stale_marker(fitted_ui):
+    pytest.importorskip("selenium")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    from sphr.data.fingerprint import fingerprint
+
+    url, _home, _run, export = fitted_ui
+    version = fingerprint(export)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1600,1200"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        def body() -> str:
+            return driver.find_element(By.TAG_NAME, "body").text
+
+        # the export's data version (its content fingerprint) on the source asset's page
+        def shown(view: str) -> bool:
+            driver.get(f"{url}/assets/export/ukb_export_file{view}")
+            try:
+                _wait_for(lambda: version[:12] in body(), 30, "the export's data version")
+                return True
+            except TimeoutError:
+                (SHOTS / f"export_page{view.replace('?', '_')}.txt").write_text(body())
+                return False
+
+        assert shown("") or shown("?view=events"), "the data version is not shown"
+        driver.save_screenshot(str(SHOTS / "dagster_export_version.png"))
+        # refresh/baseline was built from the previous version: stale (Dagster: "Unsynced")
+        stale = {}
+        for page in ("assets/refresh/baseline", "locations/pipeline.definitions:defs/"
+                     "asset-groups/refresh"):
+            driver.get(f"{url}/{page}")
+            try:
+                _wait_for(lambda: "Unsynced" in body() or "Stale" in body(), 45,
+                          "the stale marker")
+                stale[page] = True
+            except TimeoutError:
+                stale[page] = False
+                (SHOTS / f"stale_{page.replace('/', '_')}.txt").write_text(body())
+            driver.save_screenshot(str(SHOTS / f"dagster_refresh_stale_{len(stale)}.png"))
+
+        assert all(stale.values()), stale
+        # (launching risk_refresh from the job page is not covered yet: the run started from
+        # "Materialize all" did not finish in this test's time; tests/test_refresh.py runs the
+        # job's assets in-process)
+    finally:
+        driver.quit()
