@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         print(f"== {title}", flush=True)
         config = _run_config(args.profile) if partition else {}
-        ops = {a.op.name for a in assets if a.keys & keys}
+        # source assets (the observed export file) have no op to configure
+        ops = {a.op.name for a in assets if isinstance(a, dg.AssetsDefinition) and a.keys & keys}
         config = {"ops": {k: v for k, v in config.get("ops", {}).items() if k in ops},
                   # Dagster's own step events are DEBUG; the assets' messages are INFO
                   "loggers": {"console": {"config": {"log_level": args.log_level}}}}
@@ -77,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"   done in {time.perf_counter() - t0:.0f} s", flush=True)
     run_dir = Path(os.environ["SPHR_RUN_DIR"])
     print(f"\nwhole pipeline: {time.perf_counter() - t_all:.0f} s, run directory {run_dir}")
-    for label, rel in (("risk report", "risk/report.html"), ("risk groups", "risk/risk_groups.csv"),
+    for label, rel in (("risk report", "risk/report.html"), ("risk report PDF", "risk/report.pdf"),
+                       ("risk groups", "risk/risk_groups.csv"),
+                       ("results page", "evaluate/report.html"),
                        ("result tables", "evaluate/tables.md"),
                        ("retrieval", "retrieval/digits/comparison.md"),
                        ("retrieval", "retrieval/forensic/comparison.md")):
