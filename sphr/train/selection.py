@@ -41,7 +41,7 @@ class ValidationSplit:
 
 
 def split_validation(labels: np.ndarray, augmented: np.ndarray, triplets: np.ndarray,
-                     size: float, seed: int, n_validation_triplets: int = 5_000
+                     size: float, seed: int, n_validation_triplets: int = 2_048
                      ) -> ValidationSplit:
     """Hold out ``size`` of the real rows of each class; augmented rows always stay in fitting
     (they are synthetic copies of training BFH, so validating on them would say nothing)."""
