@@ -216,7 +216,7 @@ def test_summary_sentences_follow_the_numbers():
 def test_vectorized_bootstrap_c_index_equals_lifelines():
     from lifelines.utils import concordance_index
 
-    from sphr.risk.discrimination import c_index_bootstrap, resample_counts
+    from sphr.risk.discrimination import c_index_weighted, resample_counts
 
     rng = np.random.default_rng(5)
     n = 40
@@ -224,7 +224,7 @@ def test_vectorized_bootstrap_c_index_equals_lifelines():
     event = rng.random(n) < 0.5
     score = rng.integers(0, 4, size=n).astype(float)  # and tied scores
     counts = resample_counts(rng, n, 30)
-    fast = c_index_bootstrap(time, event, score, counts)
+    fast = c_index_weighted(time, event, score, counts)
     for b in range(30):
         idx = np.repeat(np.arange(n), counts[b])
         assert counts[b].sum() == n

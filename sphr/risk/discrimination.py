@@ -70,30 +70,26 @@ def c_index(time: np.ndarray, event: np.ndarray, score: np.ndarray) -> float:
         return float("nan")
 
 
-def pair_matrices(time: np.ndarray, event: np.ndarray, score: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """(comparable, concordant) pair matrices of Harrell's C, with lifelines' tie rules: i
-    before j is comparable if i had the event and (T_i < T_j, or T_i = T_j and j is
-    censored); concordant 1 if s_i > s_j, 0.5 on a score tie."""
-    t, e, s = np.asarray(time, float), np.asarray(event, bool), np.asarray(score, float)
-    ei, ej = e[:, None], e[None, :]
-    comparable = ei & ((t[:, None] < t[None, :]) | (~ej & (t[:, None] == t[None, :])))
-    concordant = (s[:, None] > s[None, :]) + 0.5 * (s[:, None] == s[None, :])
-    return comparable.astype(np.float64), comparable * concordant
+def c_index_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray,
+                     weights: np.ndarray) -> np.ndarray:
+    """Harrell's C for each row of multiplicities ``weights`` (R, n), with lifelines' tie rules
+    (i before j is comparable if i had the event and T_i < T_j, or T_i = T_j and j is
+    censored; a score tie counts 0.5); NaN without a comparable pair.
 
-
-def c_index_bootstrap(time: np.ndarray, event: np.ndarray, score: np.ndarray,
-                      counts: np.ndarray) -> np.ndarray:
-    """Harrell's C of each bootstrap resample given as multiplicities ``counts`` (B, n).
-
-    A resample repeats people, so each pair of people counts w_i w_j times: C_b =
-    w' (comparable * concordant) w / w' comparable w, all resamples in one matrix product
-    instead of B calls of lifelines (equal to them; tested).
+    A bootstrap resample repeats people, so each pair counts w_i w_j times: every resample
+    in one matrix product instead of one lifelines call each (equal to them; tested). Only
+    event rows can start a comparable pair, so the matrices are (events, n).
     """
-    comparable, concordant = pair_matrices(time, event, score)
-    w = np.asarray(counts, np.float64)
-    num = ((w @ concordant) * w).sum(axis=1)
-    den = ((w @ comparable) * w).sum(axis=1)
+    t, e, s = np.asarray(time, float), np.asarray(event, bool), np.asarray(score, float)
+    w = np.atleast_2d(np.asarray(weights, float))
+    ev = np.flatnonzero(e)
+    if ev.size == 0:
+        return np.full(w.shape[0], np.nan)
+    ti, si = t[ev][:, None], s[ev][:, None]
+    comparable = (ti < t[None, :]) | ((ti == t[None, :]) & ~e[None, :])
+    concordant = np.where(si > s[None, :], 1.0, np.where(si == s[None, :], 0.5, 0.0))
+    num = ((w @ (comparable * concordant).T) * w[:, ev]).sum(axis=1)
+    den = ((w @ comparable.T.astype(float)) * w[:, ev]).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / den, np.nan)
 
@@ -185,7 +181,7 @@ def discrimination(rows: pd.DataFrame, followup: pd.DataFrame, *, n_bootstrap: i
                 lo, hi = (np.nanpercentile(b, (2.5, 97.5)) if used else (np.nan, np.nan))
                 ci = c_index(T, E, SS[:, j]) if ns_c else np.nan
                 if ns_c and np.isfinite(ci):
-                    cb = c_index_bootstrap(T, E, SS[:, j], counts)
+                    cb = c_index_weighted(T, E, SS[:, j], counts)
                     c_lo, c_hi = np.nanpercentile(cb, (2.5, 97.5))
                 else:
                     c_lo = c_hi = np.nan

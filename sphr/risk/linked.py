@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from sphr.errors import InputError
+from sphr.risk.discrimination import c_index_weighted, resample_counts
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_RISK, NORMAL
 
 #: consistent group colours in every figure
@@ -57,32 +58,7 @@ def _check(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
                          field=", ".join(missing))
 
 
-# --------------------------------------------------------------------------- bootstrap helpers
-def resample_counts(rng: np.random.Generator, n: int, n_bootstrap: int) -> np.ndarray:
-    """Multiplicities (B, n) of ``n_bootstrap`` participant resamples with replacement."""
-    idx = rng.integers(0, n, size=(n_bootstrap, n))
-    flat = (idx + np.arange(n_bootstrap)[:, None] * n).ravel()
-    return np.bincount(flat, minlength=n_bootstrap * n).reshape(n_bootstrap, n).astype(float)
-
-
-def c_index_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray,
-                     weights: np.ndarray) -> np.ndarray:
-    """Harrell's C for each row of multiplicities ``weights`` (R, n); NaN without a comparable
-    pair. Only event rows can start a comparable pair, so the matrices are (events, n)."""
-    t, e, s = np.asarray(time, float), np.asarray(event, bool), np.asarray(score, float)
-    w = np.atleast_2d(np.asarray(weights, float))
-    ev = np.flatnonzero(e)
-    if ev.size == 0:
-        return np.full(w.shape[0], np.nan)
-    ti, si = t[ev][:, None], s[ev][:, None]
-    comparable = (ti < t[None, :]) | ((ti == t[None, :]) & ~e[None, :])
-    concordant = np.where(si > s[None, :], 1.0, np.where(si == s[None, :], 0.5, 0.0))
-    num = ((w @ (comparable * concordant).T) * w[:, ev]).sum(axis=1)
-    den = ((w @ comparable.T.astype(float)) * w[:, ev]).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, np.nan)
-
-
+# --------------------------------------------------------------------------- censoring
 class _Censoring:
     """Weighted Kaplan-Meier of the censoring distribution for each row of multiplicities."""
 
