@@ -118,22 +118,14 @@ def scaled_step(mu0: float, step: float, paper_epochs: int, epochs: int) -> floa
     return step * paper_epochs / max(int(epochs) - 1, 1)
 
 
-class LinearMargin(MarginScheduler):
-    """mu(t) = mu0 + step * t: the DAMS paper's Linear scheduler (mu0 0, step 0.01, 100 epochs).
+class _SteppedMargin(MarginScheduler):
+    """A margin raised by ``step`` per update from ``mu0``; the paper's range is
+    mu0 + step * paper_epochs, which ``set_budget(..., scale=True)`` reaches in any budget."""
 
-    ``set_budget(..., scale=True)`` replaces ``step`` by :func:`scaled_step`, so
-    the run ends at the paper's final margin (mu0 + 0.01 * 100 = 1.0) whatever
-    its number of epochs.
-    """
-
-    name = "linear"
-
-    def __init__(self, mu0: float = 0.0, step: float = 0.01, max_margin: float | None = None, *,
-                 paper_epochs: int = 100) -> None:
+    def __init__(self, mu0: float, step: float, paper_epochs: int) -> None:
         super().__init__(mu0)
         self.mu0 = float(mu0)
         self.step = self.paper_step = float(step)
-        self.max_margin = max_margin
         self.paper_epochs = int(paper_epochs)
 
     @property
@@ -145,13 +137,29 @@ class LinearMargin(MarginScheduler):
         super().set_budget(epochs, batches_per_epoch, scale=scale)
         self.step = scaled_step(self.mu0, self.paper_step, self.paper_epochs, epochs) if scale else self.paper_step
 
+
+class LinearMargin(_SteppedMargin):
+    """mu(t) = mu0 + step * t: the DAMS paper's Linear scheduler (mu0 0, step 0.01, 100 epochs).
+
+    ``set_budget(..., scale=True)`` replaces ``step`` by :func:`scaled_step`, so
+    the run ends at the paper's final margin (mu0 + 0.01 * 100 = 1.0) whatever
+    its number of epochs.
+    """
+
+    name = "linear"
+
+    def __init__(self, mu0: float = 0.0, step: float = 0.01, max_margin: float | None = None, *,
+                 paper_epochs: int = 100) -> None:
+        super().__init__(mu0, step, paper_epochs)
+        self.max_margin = max_margin
+
     def _update(self) -> None:
         self.margin += self.step
         if self.max_margin is not None:
             self.margin = min(self.margin, float(self.max_margin))
 
 
-class DAMSMargin(MarginScheduler):
+class DAMSMargin(_SteppedMargin):
     """Difficulty Adaptive Margin Scheduler: mu += step after an epoch whose easy share exceeds t.
 
     Paper values (Sec. IV-D): mu0 0, step 0.01, t 0.95, 100 epochs; ``mu0``
@@ -173,19 +181,8 @@ class DAMSMargin(MarginScheduler):
                  paper_epochs: int = 100) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"DAMS threshold must be in [0, 1], got {threshold}")
-        super().__init__(mu0)
-        self.mu0 = float(mu0)
-        self.step = self.paper_step = float(step)
+        super().__init__(mu0, step, paper_epochs)
         self.threshold = float(threshold)
-        self.paper_epochs = int(paper_epochs)
-
-    @property
-    def target(self) -> float:
-        return self.mu0 + self.paper_step * self.paper_epochs
-
-    def set_budget(self, epochs: int, batches_per_epoch: int = 1, *, scale: bool = False) -> None:
-        super().set_budget(epochs, batches_per_epoch, scale=scale)
-        self.step = scaled_step(self.mu0, self.paper_step, self.paper_epochs, epochs) if scale else self.paper_step
 
     def _update(self) -> None:
         if self._n and self.easy_share > self.threshold:
