@@ -9,7 +9,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
-from test_risk import _cli, _fake_train_module
+from test_risk import _cli, _fake_train_module, write_small_deep_models
 
 from pipeline.automation import SETTLE_SECONDS, new_export_sensor
 from pipeline.definitions import ASSETS, CHECKS, defs
@@ -44,11 +44,6 @@ def run_dir(tmp_path_factory, ingest_dir, cohorts_dir):
     DeepPatient, a small SPHR-shaped net (test_risk's stand-in) and ``sphr risk``'s model."""
     import sys
 
-    import torch
-
-    from sphr.baselines.pipeline import load_cohort, run_baselines
-    from sphr.layout import baselines_dir, train_dir
-
     mp = pytest.MonkeyPatch()
     fake = _fake_train_module()
     mp.setitem(sys.modules, "sphr.train", fake)
@@ -58,16 +53,7 @@ def run_dir(tmp_path_factory, ingest_dir, cohorts_dir):
         if (ingest_dir / name).exists():
             (run / "ingest" / name).symlink_to(ingest_dir / name)
     (run / "cohorts").symlink_to(cohorts_dir)
-    for i, sex in enumerate(("female", "male")):
-        run_baselines(cohorts_dir / sex, baselines_dir(run, sex), ["deep_patient"], device="cpu",
-                      params={"deep_patient": {"epochs": 2, "hidden": (24, 16)}})
-        features = load_cohort(cohorts_dir / sex).features
-        torch.manual_seed(i)
-        model = fake.net(len(features), 8)
-        train_dir(run, sex).mkdir(parents=True)
-        torch.save({"state_dict": model.state_dict(), "config": {"width": 8},
-                    "feature_names": features, "n_features": len(features)},
-                   train_dir(run, sex) / "model.pt")
+    write_small_deep_models(run, cohorts_dir, fake.net)
     assert _cli(["risk", str(run), "--bootstrap", "20", "--methods",
                  "raw_euclidean,mahalanobis,deep_patient,sphr,phenoage"]) == 0
     yield run

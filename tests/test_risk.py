@@ -250,25 +250,31 @@ def fake_train():
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, ingest_dir, cohorts_dir, fake_train):
     """RUN with the fixture ingest and cohorts, a tiny DeepPatient and a small SPHR-shaped net."""
+    run = tmp_path_factory.mktemp("run")
+    (run / "ingest").symlink_to(ingest_dir)
+    (run / "cohorts").symlink_to(cohorts_dir)
+    write_small_deep_models(run, cohorts_dir, fake_train.net)
+    return run
+
+
+def write_small_deep_models(run, cohorts_dir, net) -> None:
+    """A tiny DeepPatient and an SPHR-shaped network (``net(n_features, width)``) per sex in
+    RUN/baselines and RUN/train, so the risk stage has every method on the small fixture."""
     import torch
 
     from sphr.baselines.pipeline import load_cohort, run_baselines
     from sphr.layout import baselines_dir, train_dir
 
-    run = tmp_path_factory.mktemp("run")
-    (run / "ingest").symlink_to(ingest_dir)
-    (run / "cohorts").symlink_to(cohorts_dir)
     for i, sex in enumerate(("female", "male")):
         run_baselines(cohorts_dir / sex, baselines_dir(run, sex), ["deep_patient"], device="cpu",
                       params={"deep_patient": {"epochs": 2, "hidden": (24, 16)}})
         features = load_cohort(cohorts_dir / sex).features
         torch.manual_seed(i)
-        model = fake_train.net(len(features), 8)
+        model = net(len(features), 8)
         train_dir(run, sex).mkdir(parents=True)
         torch.save({"state_dict": model.state_dict(), "config": {"width": 8},
                     "feature_names": features, "n_features": len(features)},
                    train_dir(run, sex) / "model.pt")
-    return run
 
 
 def _cli(argv: list[str]) -> int:
