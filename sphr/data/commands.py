@@ -17,6 +17,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    choices=("ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet"))
     p.add_argument("--decoys", type=int, default=40,
                    help="columns of fields the pipeline does not use (default: 40)")
+    p.add_argument("--world", default="linear", choices=("linear", "nonlinear"),
+                   help="how conditions and new diagnoses depend on the health state: linear "
+                   "(the null world, default) or nonlinear (a positive control: ratios, U-shapes, "
+                   "latent subtypes, age interactions); docs/SYNTH.md. The truth file's metadata "
+                   "holds the world and its oracle ceilings")
     p.add_argument("--no-linked-records", action="store_true",
                    help="leave out the hospital, cancer and death records (41270/41280, "
                    "40005/40006, 40000-40002)")
@@ -42,10 +47,12 @@ def _synth(args: argparse.Namespace) -> int:
     from sphr.data.export import write_export
     from sphr.data.synth import generate_cohort
 
-    cohort = generate_cohort(args.participants, args.seed)
+    cohort = generate_cohort(args.participants, args.seed, world=args.world)
     path = write_export(cohort, args.out, args.format, decoys=args.decoys, seed=args.seed,
                         linked=not args.no_linked_records)
-    print(f"wrote {path} ({args.participants} participants, {args.format})")
+    ceiling = cohort.truth.attrs["world"]["oracle_auroc"]["labels"]["unhealthy"]["all"]
+    print(f"wrote {path} ({args.participants} participants, {args.format}, {args.world} world; "
+          f"oracle AUROC unhealthy {ceiling:.3f})")
     return 0
 
 

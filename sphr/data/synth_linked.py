@@ -186,11 +186,24 @@ def _first_code(arrays: pd.DataFrame, prefix: str) -> np.ndarray:
     return first
 
 
+def latent_log_hazards(p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Cardiovascular and (background) death log-hazards over their base rates, linear in the
+    latents (the generator's linear world)."""
+    a = p["age"] - AGE_CENTRE
+    return {"cardiovascular": 0.35 * p["metabolic"] + 0.3 * p["lipid"] + 0.25 * p["inflammation"]
+            + 0.3 * p["frailty"] + 0.07 * a + 0.65 * p["male"],
+            "death": 0.085 * a + 0.35 * p["frailty"] + 0.4 * p["male"] + 0.15 * p["inflammation"]}
+
+
 def linked_records(seed: int, p: dict[str, np.ndarray], onset: dict[str, np.ndarray],
                    hazard: dict[str, np.ndarray], insulin: np.ndarray, eid: np.ndarray,
-                   baseline_visit: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """(records, true times): one row per record (eid, source, code, date) and the true
-    event times in years from baseline (0 = before baseline)."""
+                   baseline_visit: pd.DataFrame, log_hazards: dict[str, np.ndarray] | None = None,
+                   ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """(records, true times): one row per record (eid, source, code, date), and the true
+    event times in years from baseline (0 = before baseline) with the cardiovascular and
+    background death hazards. ``log_hazards`` (cardiovascular, death) replace
+    :func:`latent_log_hazards` (the generator's non-linear world)."""
+    log_hazards = log_hazards or latent_log_hazards(p)
     rng = np.random.default_rng([seed, LINKED_STREAM])
     n = eid.shape[0]
     male, frailty = p["male"], p["frailty"]
@@ -207,8 +220,7 @@ def linked_records(seed: int, p: dict[str, np.ndarray], onset: dict[str, np.ndar
     illness = baseline_visit[[c for c in baseline_visit.columns if c.startswith("illness_code#")]]
     ill = illness.to_numpy(float)
     had_mi, had_stroke = (ill == 1075).any(axis=1), (ill == 1081).any(axis=1)
-    h_cvd = CVD_BASE * np.exp(0.35 * p["metabolic"] + 0.3 * p["lipid"] + 0.25 * p["inflammation"]
-                              + 0.3 * frailty + 0.07 * a + 0.65 * male)
+    h_cvd = CVD_BASE * np.exp(log_hazards["cardiovascular"])
     silent = ~had_mi & ~had_stroke & (rng.random(n) < np.clip(0.006 * h_cvd / h_cvd.mean(), 0, 0.05))
     prev_cvd = had_mi | had_stroke | silent
     t_cvd = np.where(prev_cvd, 0.0, rng.exponential(1.0 / h_cvd))
@@ -255,8 +267,7 @@ def linked_records(seed: int, p: dict[str, np.ndarray], onset: dict[str, np.ndar
     true_cancer = np.where(prev_cancer & np.isin(prev_site, malignant_ids), 0.0, t_malignant)
 
     # ---- death: background hazard plus deaths from the events above
-    h_death = DEATH_BASE * np.exp(0.085 * a + 0.35 * frailty + 0.4 * male
-                                  + 0.15 * p["inflammation"])
+    h_death = DEATH_BASE * np.exp(log_hazards["death"])
     h_death = h_death * np.where(prev_cvd, 1.6, 1.0) * np.where(prev_cancer, 1.3, 1.0) * np.where(
         onset["diabetes"] == 0, 1.5, 1.0)
     t_background = rng.exponential(1.0 / h_death)
@@ -306,7 +317,8 @@ def linked_records(seed: int, p: dict[str, np.ndarray], onset: dict[str, np.ndar
 
     records = _finish(rec.arrays(), t_death, window, eid, date0)
     truth = {"true_years_type2_diabetes": onset["diabetes"], "true_years_cancer": true_cancer,
-             "true_years_cardiovascular": t_cvd, "true_years_death": t_death}
+             "true_years_cardiovascular": t_cvd, "true_years_death": t_death,
+             "hazard_cardiovascular": h_cvd, "hazard_death": h_death}
     return records, truth
 
 
