@@ -1,4 +1,4 @@
-"""The SPHR network (SPEC 1.5, the paper's Appendix K.1).
+"""The SPHR network (the paper's Appendix K.1; docs/METHODS.md).
 
 ``Linear(n, 512) - Dropout - PReLU - Linear(512, 256) - Dropout - PReLU -
 Linear(256, 32) - PReLU``. The trainer does not call this module's forward

@@ -166,7 +166,7 @@ def test_deep_patient_architecture_and_training():
     assert Z.shape == (600, 32) and (Z > 0).all() and (Z < 1).all()  # sigmoid codes
     for curve in dp.loss_curve_:  # every layer's reconstruction loss goes down
         assert curve[-1] < curve[0]
-    # default is SPEC 3's DeepPatient: 500-500-32, 5% masking noise
+    # default is the paper's DeepPatient: 500-500-32, 5% masking noise
     default = make_representation("deep_patient")
     assert default.hidden == (500, 500, 32) and default.noise == 0.05
     with pytest.raises(ConfigError):

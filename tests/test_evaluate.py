@@ -24,7 +24,7 @@ from sphr.io import write_parquet
 FAST_NN = NNForEHRConfig(epochs=3)
 
 
-# ---------------------------------------------------------------- settings (SPEC 1.7)
+# ---------------------------------------------------------------- settings (docs/METHODS.md#evaluation-protocol)
 
 def test_classifier_settings_match_spec():
     knn = make_classifier("knn", "multi")
@@ -160,7 +160,7 @@ def test_summarize_mean_and_sample_sd():
 
 
 def test_paper_numbers_are_transcribed():
-    # spot checks against SPEC 1.7 and the paper's tables
+    # spot checks against the paper's tables
     assert PAPER_REPRESENTATION[("female", "binary", "weighted_f1", "sphr", "xgboost")][:2] == (0.7223, 0.002)
     assert PAPER_REPRESENTATION[("female", "multi", "weighted_f1", "diffmap", "xgboost")][0] == 0.5390
     assert PAPER_REPRESENTATION[("male", "binary", "weighted_f1", "pca", "xgboost")][0] == 0.6157

@@ -1,4 +1,4 @@
-"""SPHR losses against their formulas (SPEC 1.6, 3)."""
+"""SPHR losses against their formulas (docs/METHODS.md#losses)."""
 
 from __future__ import annotations
 

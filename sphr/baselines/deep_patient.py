@@ -5,9 +5,10 @@ reconstruction of inputs min-max scaled to [0, 1] (scaler fitted on the
 training rows; values outside the training range are clipped), masking noise
 (each input entry zeroed with probability 5%), greedy layer-wise training (layer
 l is trained on the clean codes of layer l-1), no fine-tuning. Widths 500-500-32:
-the paper's 500 units, with the last layer 32 wide to match SPHR's d (SPEC 3).
+the paper's 500 units, with the last layer 32 wide to match SPHR's d
+(docs/METHODS.md#representations-compared).
 
-**Decision** (the paper and SPEC give no optimizer): Adam, lr 1e-3, batch 256,
+**Decision** (neither paper gives an optimizer): Adam, lr 1e-3, batch 256,
 ``epochs`` per layer. Data live on the device; batches are index gathers.
 """
 

@@ -1,4 +1,4 @@
-"""Age groups for the per-sex, per-age risk references (SPEC 1.2 step 5)."""
+"""Age groups for the per-sex, per-age risk references (docs/METHODS.md#cohort-preparation)."""
 
 from __future__ import annotations
 

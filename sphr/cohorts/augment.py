@@ -2,7 +2,7 @@
 
 For each feature, draw from N(mean, sd) of that class until the draw falls
 inside the class's bounds [L, U]: the P0 normal ranges for bona fide healthy,
-the class's observed min/max for everything else (SPEC 1.4 Decision). Draws
+the class's observed min/max for everything else (docs/METHODS.md#augmentation). Draws
 are made in blocks: every rejected cell is redrawn in the next round, so the
 work is a handful of vectorized rounds, never a per-sample loop. Features are
 drawn independently, as in the paper.

@@ -1,6 +1,7 @@
 """``sphr cohorts``: from ``baseline.parquet`` to per-sex training data.
 
-Per SPEC 1.2-1.4: completeness filter and complete cases (all participants),
+As docs/METHODS.md describes (Cohort preparation, Partitions, Augmentation,
+Triplets): completeness filter and complete cases (all participants),
 drop unknown labels, then per sex: classes (unhealthy / apparently healthy /
 bona fide healthy on raw P0 values), a stratified 70/30 split, a calibration
 partition (20% of the training healthy classes) that no fit sees, a quantile
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class CohortConfig:
-    """Settings of the cohort step; defaults are the paper's (SPEC 1.2-1.4)."""
+    """Settings of the cohort step; defaults are the paper's (docs/METHODS.md)."""
 
     completeness: float = 0.75
     test_size: float = 0.3
@@ -59,7 +60,7 @@ class CohortConfig:
 
     @classmethod
     def profile(cls, name: str, **overrides) -> CohortConfig:
-        """``paper``: SPEC values. ``demo``: 20,000 triplets so the demo trains in seconds."""
+        """``paper``: the paper's values. ``demo``: 20,000 triplets so the demo trains in seconds."""
         if name == "paper":
             return cls(**overrides)
         if name == "demo":

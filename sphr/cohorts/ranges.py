@@ -1,4 +1,5 @@
-"""Clinical normal ranges of the P0 markers (SPEC 1.3), as data, in UK Biobank units.
+"""Clinical normal ranges of the P0 markers (docs/METHODS.md#bona-fide-healthy-bfh-and-the-p0-ranges),
+as data, in UK Biobank units.
 
 Bona fide healthy (BFH) = apparently healthy and every P0 marker inside its
 range, on raw values before normalization. Users override a range from
@@ -57,7 +58,7 @@ P0_RANGES: tuple[ClinicalRange, ...] = (
                   source="NPLB Appendix H (refs 1, 2)"),
     ClinicalRange("triglycerides", None, 1.7, unit="mmol/L", paper="<= 1.7 mmol/L",
                   source="NPLB Appendix H (refs 1, 2)"),
-    # 70-100 mg/dL fasting glucose; UKB reports mmol/L (mg/dL / 18.016), rounded as SPEC 1.3
+    # 70-100 mg/dL fasting glucose; UKB reports mmol/L (mg/dL / 18.016), rounded to 0.1
     ClinicalRange("glucose", 3.9, 5.6, unit="mmol/L", paper="70-100 mg/dL",
                   source="NPLB Appendix H (ref 3); mg/dL / 18.016"),
     ClinicalRange("hba1c", None, 42.0, high_inclusive=False, unit="mmol/mol",

@@ -40,7 +40,8 @@ MEDICATION_CODING: dict[int, str] = {
     4: "Hormone replacement therapy",
     5: "Oral contraceptive pill or minipill",
 }
-#: Medication codes that mean "treated for a condition" (SPEC 1.1); HRT and the pill do not.
+#: Medication codes that mean "treated for a condition" (docs/METHODS.md#classes); HRT and
+#: the pill do not.
 CONDITION_MEDICATION_CODES: frozenset[int] = frozenset({1, 2, 3})
 #: Coding 6 codes of 20002 that mean diabetes (1220 diabetes, 1222 type 1, 1223 type 2).
 DIABETES_ILLNESS_CODES: frozenset[int] = frozenset({1220, 1222, 1223})
@@ -233,7 +234,8 @@ BY_NAME: dict[str, Field] = {f.name: f for f in CATALOG}
 PREDICTOR_NAMES: tuple[str, ...] = tuple(f.name for f in PREDICTORS)
 CONDITIONS: tuple[Field, ...] = (DIABETES, CANCER, OTHER_SERIOUS)
 
-#: The seven markers that define bona fide healthy (SPEC 1.3); bounds live in sphr.cohorts.
+#: The seven markers that define bona fide healthy (docs/METHODS.md#classes); bounds live in
+#: sphr.cohorts.ranges.
 P0_MARKERS: tuple[str, ...] = (
     "cholesterol", "hdl", "ldl", "triglycerides", "glucose", "hba1c", "crp",
 )

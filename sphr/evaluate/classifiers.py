@@ -1,4 +1,5 @@
-"""The four downstream classifiers with the paper's settings (SPEC 1.7, Appendix K.5).
+"""The four downstream classifiers with the paper's settings (Appendix K.5;
+docs/METHODS.md#evaluation-protocol).
 
 KNN and LDA are scikit-learn's; XGBoost the official package; NN for EHR is
 :mod:`sphr.evaluate.nn_ehr`. ``tests/test_evaluate.py`` asserts these settings.

@@ -1,4 +1,4 @@
-"""NN for EHR (Chen et al. 2020a, as the paper uses it; SPEC 3): feature attention, then an MLP.
+"""NN for EHR (Chen et al. 2020a, as the paper uses it; docs/METHODS.md): feature attention, then an MLP.
 
     e     = V tanh(W x + b)          (one score per input feature)
     alpha = softmax(e)               (per-patient feature importances, sum to 1)
@@ -6,7 +6,7 @@
     y     = MLP(x')                  (ReLU hidden layers, softmax output)
 
 The factor n makes uniform attention the identity map; it is absorbed by the
-MLP's first layer, so the model class is exactly SPEC's ``x' = alpha * x``, but
+MLP's first layer, so the model class is exactly the paper's ``x' = alpha * x``, but
 the first layer does not start with inputs shrunk n-fold. Inputs are
 standardized with the mean and SD of the model's own training rows.
 

@@ -2,7 +2,7 @@
 
 ``loss(anchor, positive, negative, labels=None) -> scalar``, with the three
 embeddings ``(B, D)`` of the batch's offline triplets and, optionally, their
-class labels ``(la, lp, ln)``. Distances are plain Euclidean (SPEC 1.6).
+class labels ``(la, lp, ln)``. Distances are plain Euclidean (docs/METHODS.md#losses).
 """
 
 from __future__ import annotations

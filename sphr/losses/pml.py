@@ -6,7 +6,8 @@ concatenation), so every loss sees the same triplets as the triplet losses.
 Without labels, anchor and positive of triplet i share the pseudo-label i and
 each negative gets its own.
 
-Distances (SPEC 3: pytorch-metric-learning normalizes embeddings by default):
+Distances (docs/METHODS.md#losses; pytorch-metric-learning normalizes embeddings by
+default):
 - LiftedStruct (Song et al. 2015) is defined on Euclidean distance:
   ``LpDistance(normalize_embeddings=False)``, negative margin = ``margin``.
 - N-Pair (Sohn 2016) is defined on inner products of unnormalized embeddings

@@ -1,4 +1,4 @@
-"""Triplet, Distance Swap and NPLB on Euclidean distance (SPEC 1.6, Eq. 1-3)."""
+"""Triplet, Distance Swap and NPLB on Euclidean distance (the paper's Eq. 1-3; docs/METHODS.md#losses)."""
 
 from __future__ import annotations
 

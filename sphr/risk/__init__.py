@@ -1,4 +1,5 @@
-"""Single-visit health risk (SPEC 1.8; paper section 5.3, Appendix B and C).
+"""Single-visit health risk (paper section 5.3, Appendix B and C;
+docs/METHODS.md#risk-groups).
 
 ``sphr risk RUN_DIR [--out DIR]`` (default ``RUN/risk``) writes each sex into
 ``OUT/<sex>/`` and the merged export into ``OUT`` (docs/METHODS.md, "Risk groups"):

@@ -1,10 +1,9 @@
 """The paper's risk-validation numbers: Table 4 (women) and Table A7 (men), as published.
 
-Read from the text of ``seeds/004_aa832d3a53d66544.txt`` (the PDF's table cells
-come out column by column; the order below is our reconstruction and matches
-SPEC 1.8 for SPHR). Only the top three methods are published; the paper has no
-numbers for Euclidean-on-raw or Mahalanobis, and Table A7 gives no group
-shares. Values are strings because some cells read "<0.1%".
+Read from the text of the paper's PDF (its table cells come out column by
+column; the order below is our reconstruction; docs/METHODS.md#published-numbers).
+Only the top three methods are published; the paper has no numbers for
+Euclidean-on-raw or Mahalanobis, and Table A7 gives no group shares. Values are strings because some cells read "<0.1%".
 """
 
 from __future__ import annotations
