@@ -56,7 +56,7 @@ def test_normalizer_fitted_on_real_training_rows_only(cohorts_dir):
     raw = pd.read_parquet(d / "train_raw.parquet")
     real = raw.loc[~raw["augmented"], features].to_numpy()
     norm = QuantileNormalizer.load(d / "normalizer.json")
-    expected = QuantileNormalizer().fit(real, features)
+    expected = QuantileNormalizer().fit(real, features=features)
     np.testing.assert_allclose(norm.quantiles_, expected.quantiles_)
     z = pd.read_parquet(d / "train.parquet")
     z_real = z.loc[~z["augmented"], features].to_numpy()

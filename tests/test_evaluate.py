@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -194,7 +195,7 @@ def test_tables_put_the_paper_beside_ours():
     assert t[(t.representation == "ica")]["paper_mean"].isna().all()  # no ICA for women
     md = representation_markdown(t)
     assert "SPHR (paper)" in md and "0.7223 ± 0.0020" in md and "0.6100 ± 0.0100" in md
-    assert "| KNNs |" in md and "(the paper has no such table)" in md
+    assert re.search(r"^\| KNNs +\|", md, re.M) and "(the paper has no such table)" in md
     assert "ours" in md and "paper SPHR > Not transformed" in md
 
 

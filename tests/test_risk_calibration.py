@@ -14,7 +14,7 @@ from sphr.risk.calibration import (
     conformal_rank,
     upper_bound,
 )
-from sphr.risk.discrimination import auroc_rows, c_index, discrimination, risk_ratio
+from sphr.risk.discrimination import auroc, auroc_rows, c_index, discrimination, risk_ratio
 from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.validation import holm
 
@@ -98,7 +98,7 @@ def test_calibration_partition_never_reaches_a_fit(cohorts_dir):
         raw = raw[~raw["augmented"]]
         saved = QuantileNormalizer.load(cohorts_dir / sex / "normalizer.json")
         refit = QuantileNormalizer(saved.n_quantiles).fit(raw[c.features].to_numpy(float),
-                                                          c.features)
+                                                          features=c.features)
         assert np.allclose(saved.quantiles_, refit.quantiles_)
         trip = read_triplets(cohorts_dir / sex / "triplets.npz", len(c.train))
         assert trip.max() < len(c.train)  # indices into train.parquet only
@@ -155,6 +155,13 @@ def test_auroc_and_c_index_hand_computed():
     # pairs (pos, neg): (0.35, 0.1) ok, (0.35, 0.4) wrong, (0.8, *) ok -> 3 / 4
     assert auroc_rows(score, y)[0] == pytest.approx(0.75)
     assert np.isnan(auroc_rows(score, np.zeros(4))[0])
+    assert auroc(y, score) == pytest.approx(0.75)
+    # the vectorized bootstrap rows agree with scikit-learn's roc_auc_score, ties included
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(3)
+    S, Y = rng.integers(0, 5, size=(20, 60)).astype(float), rng.random((20, 60)) < 0.3
+    np.testing.assert_allclose(auroc_rows(S, Y), [roc_auc_score(yy, ss) for ss, yy in zip(S, Y, strict=True)])
     # C: events at t=1 (score 5), t=3 (score 1); censored t=2 (score 2), t=4 (score 3)
     time, event = np.array([1.0, 2.0, 3.0, 4.0]), np.array([1, 0, 1, 0], bool)
     s = np.array([5.0, 2.0, 1.0, 3.0])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted
 
 from sphr.errors import InputError
@@ -72,3 +73,13 @@ class Raw(Representation):
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return X
+
+
+def flip_signs(components: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(components, signs): each row's largest-magnitude entry made positive, scikit-learn's
+    ``svd_flip(u_based_decision=False)`` convention; a zero row keeps sign +1."""
+    signs, flipped = svd_flip(np.ones((1, components.shape[0])), np.array(components, copy=True),
+                              u_based_decision=False)
+    signs = signs[0]
+    signs[signs == 0] = 1.0
+    return flipped, signs

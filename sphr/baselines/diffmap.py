@@ -26,7 +26,7 @@ import scipy.sparse.linalg as spsl
 from pydiffmap.diffusion_map import DiffusionMap as _DiffusionMap
 from pydiffmap.kernel import Kernel
 
-from sphr.baselines.base import Representation
+from sphr.baselines.base import Representation, flip_signs
 from sphr.errors import InputError
 
 
@@ -94,11 +94,8 @@ class DiffMap(Representation):
         self.eigenvalues_ = np.asarray(dmap.evals, dtype=np.float64)
         self.intrinsic_dim_ = dmap.local_kernel.d
         self.coords_ = np.asarray(dmap.dmap, dtype=np.float64)
-        on_landmarks = self._nystroem(landmarks)
-        cols = np.arange(on_landmarks.shape[1])
-        signs = np.sign(on_landmarks[np.abs(on_landmarks).argmax(axis=0), cols])
-        signs[signs == 0] = 1.0
-        self.coords_ = self.coords_ * signs
+        # columns of the landmark map are the rows flip_signs sees
+        self.coords_ = self.coords_ * flip_signs(self._nystroem(landmarks).T)[1]
         self.landmark_index_ = idx
         self.n_components_ = n_evecs
 

@@ -9,7 +9,7 @@ from sklearn.decomposition import PCA as _PCA
 from sklearn.decomposition import FastICA as _FastICA
 from sklearn.exceptions import ConvergenceWarning
 
-from sphr.baselines.base import Representation
+from sphr.baselines.base import Representation, flip_signs
 
 
 def _width(n_components: int, X: np.ndarray) -> int:
@@ -29,10 +29,8 @@ class PCA(Representation):
                            random_state=self.random_state).fit(X)
         # PCA's sign is arbitrary; make the largest loading of each component positive
         # so refits (other BLAS, other machine) give the same picture.
-        comp = self.model_.components_
-        signs = np.sign(comp[np.arange(comp.shape[0]), np.abs(comp).argmax(axis=1)])
-        self.model_.components_ = comp * signs[:, None]
-        self.n_components_ = comp.shape[0]
+        self.model_.components_ = flip_signs(self.model_.components_)[0]
+        self.n_components_ = self.model_.components_.shape[0]
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return self.model_.transform(X)
@@ -57,12 +55,9 @@ class ICA(Representation):
         self.converged_ = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
         self.n_iter_ = int(model.n_iter_)
         # ICA components have arbitrary sign and order; fix the sign like PCA's.
-        mix = model.components_
-        signs = np.sign(mix[np.arange(mix.shape[0]), np.abs(mix).argmax(axis=1)])
-        signs[signs == 0] = 1.0
-        self.signs_ = signs
+        self.signs_ = flip_signs(model.components_)[1]
         self.model_ = model
-        self.n_components_ = mix.shape[0]
+        self.n_components_ = model.components_.shape[0]
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return self.model_.transform(X) * self.signs_

@@ -174,7 +174,7 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
         features = [features[j] for j in keep]
         raw = raw[:, keep]
 
-    normalizer = QuantileNormalizer(config.n_quantiles).fit(raw[train_idx], features)
+    normalizer = QuantileNormalizer(config.n_quantiles).fit(raw[train_idx], features=features)
 
     ages = frame["age"].to_numpy(dtype=float)
     age_group, outside = assign_age_groups(ages, config.age_groups)

@@ -46,12 +46,14 @@ def fmt(mean: float, sd: float | None = None, digits: int = 4) -> str:
 
 
 def to_markdown(df: pd.DataFrame) -> str:
-    """A GitHub-flavoured markdown table (no extra dependency)."""
-    cols = [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(cols) + " |", "| " + " | ".join("---" for _ in cols) + " |"]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
-    return "\n".join(lines)
+    """A GitHub-flavoured markdown table (pandas ``to_markdown``, i.e. tabulate's ``pipe``).
+
+    Cells are already formatted text ("0.6093 ± 0.0020", "-"): no number parsing, and a
+    ``|`` inside a cell is escaped so it does not split the cell.
+    """
+    cells = df.astype(str).apply(lambda col: col.str.replace("|", "\\|", regex=False))
+    cells.columns = [str(c).replace("|", "\\|") for c in df.columns]
+    return cells.to_markdown(index=False, tablefmt="pipe", disable_numparse=True)
 
 
 def _with_paper(summary: pd.DataFrame, lookup) -> pd.DataFrame:

@@ -45,7 +45,11 @@ COLUMNS: tuple[str, ...] = (
 
 def auroc_rows(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
     """AUROC of each row of ``scores`` (B, n) for labels ``y`` (B, n) (Mann-Whitney, mid-ranks);
-    NaN where a row has one class only."""
+    NaN where a row has one class only.
+
+    For the bootstrap: one ``rankdata`` over all B resamples instead of B calls to
+    ``sklearn.metrics.roc_auc_score`` (which gives the same value per row; the point
+    estimates use it, see :func:`auroc`)."""
     from scipy.stats import rankdata
 
     scores, y = np.atleast_2d(scores), np.atleast_2d(y).astype(bool)
@@ -55,6 +59,13 @@ def auroc_rows(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         auc = ((ranks * y).sum(axis=1) - n1 * (n1 + 1) / 2) / (n1 * n0)
     return np.where((n1 > 0) & (n0 > 0), auc, np.nan)
+
+
+def auroc(y: np.ndarray, score: np.ndarray) -> float:
+    """Plain AUROC of one score (``sklearn.metrics.roc_auc_score``)."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(np.asarray(y, bool), np.asarray(score, float)))
 
 
 def c_index(time: np.ndarray, event: np.ndarray, score: np.ndarray) -> float:
@@ -175,7 +186,7 @@ def discrimination(rows: pd.DataFrame, followup: pd.DataFrame, *, n_bootstrap: i
                 ns_c = ns
             counts = resample_counts(rng, ns, n_bootstrap) if ns else None
             for j, m in enumerate(methods):
-                point = float(auroc_rows(S[:, j], y)[0]) if n_auc else np.nan
+                point = auroc(y, S[:, j]) if n_auc else np.nan
                 b = boot[m]
                 used = int(np.isfinite(b).sum()) if n_auc else 0
                 lo, hi = (np.nanpercentile(b, (2.5, 97.5)) if used else (np.nan, np.nan))
@@ -188,7 +199,7 @@ def discrimination(rows: pd.DataFrame, followup: pd.DataFrame, *, n_bootstrap: i
                 diff = d_lo = d_hi = p = np.nan
                 if REFERENCE_METHOD in boot and m != REFERENCE_METHOD and n_auc:
                     ref_j = methods.index(REFERENCE_METHOD)
-                    diff = point - float(auroc_rows(S[:, ref_j], y)[0])
+                    diff = point - auroc(y, S[:, ref_j])
                     db = b - boot[REFERENCE_METHOD]
                     db = db[np.isfinite(db)]
                     if db.size:

@@ -251,7 +251,7 @@ def fit_reference(people: pd.DataFrame, fit_mask: np.ndarray) -> dict[str, SexRe
             raise InputError(f"only {int(rows.sum())} {name} reference people to fit on; "
                              f"need at least {len(MARKERS) + 2}", field="sex")
         X = people.loc[rows, list(MARKERS)].to_numpy(np.float64)
-        normalizer = QuantileNormalizer().fit(X, list(MARKERS))
+        normalizer = QuantileNormalizer().fit(X, features=list(MARKERS))
         Z = normalizer.transform(X).astype(np.float64)
         lw = LedoitWolf().fit(Z)
         out[name] = SexReference(normalizer, np.median(Z, axis=0), lw.location_.copy(),
