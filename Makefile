@@ -1,12 +1,13 @@
 # Two commands do all set-up on a fresh machine:
 #   make pipeline   install, then run the whole pipeline on the embedded synthetic cohort
-#   make test       install, then run the test suite
+#   make test       install, then run the test suite (all of it; the slowest 15 listed)
+#   make test-fast  the development lane: no slow and no browser tests
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install pipeline test lint ui benchmarks
+.PHONY: install pipeline test test-fast lint ui benchmarks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +22,10 @@ pipeline: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m ruff check .
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --durations=15
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m "not slow and not browser"
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .

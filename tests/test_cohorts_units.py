@@ -209,3 +209,19 @@ def test_read_triplets_refuses_bad_files(tmp_path):
         read_triplets(path, 10)
     np.savez(path, triplets=np.array([[0, 1, 2], [3, 4, 9]]))
     assert read_triplets(path, 10).dtype == np.int64
+
+
+def test_cohort_defaults_are_the_papers_numbers():
+    """docs/METHODS.md (Cohort preparation, Augmentation, Triplets): the numbers written here."""
+    from sphr.cohorts import CohortConfig
+
+    c = CohortConfig()
+    assert (c.completeness, c.test_size, c.n_triplets, c.augment, c.n_quantiles) == (
+        0.75, 0.3, 100_000, "independent", 1000)
+    assert c.augment_fold == {"bona_fide_healthy": 3}
+    assert c.age_groups == ((36, 45), (46, 50), (51, 55), (56, 60), (61, 65), (66, 75))
+    assert [(r.marker, r.sex, r.low, r.high) for r in P0_RANGES] == [
+        ("cholesterol", None, None, 5.18), ("hdl", "male", 1.0, None),
+        ("hdl", "female", 1.3, None), ("ldl", None, None, 3.3),
+        ("triglycerides", None, None, 1.7), ("glucose", None, 3.9, 5.6),
+        ("hba1c", None, None, 42.0), ("crp", None, None, 10.0)]

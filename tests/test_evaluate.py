@@ -47,7 +47,10 @@ def test_classifier_settings_match_spec():
 
     nn = make_classifier("nn_ehr", "multi")
     assert (nn.lr, nn.weight_decay, nn.epochs) == (1e-3, 1e-3, 100)
-    assert NN_EHR_CONFIG == NNForEHRConfig()
+    # K.5.1: Adam lr 1e-3, L2 1e-3, 100 epochs; our decisions: batch 512, attention 32, MLP 64-32
+    for cfg in (NN_EHR_CONFIG, NNForEHRConfig(), EvalConfig().nn):
+        assert (cfg.lr, cfg.weight_decay, cfg.epochs, cfg.batch_size, cfg.attention_hidden,
+                cfg.hidden) == (1e-3, 1e-3, 100, 512, 32, (64, 32))
     assert EvalConfig().n_splits == 5 and EvalConfig().test_size == 0.2
     assert EvalConfig().classifiers == CLASSIFIERS == ("knn", "lda", "nn_ehr", "xgboost")
 

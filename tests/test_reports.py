@@ -150,6 +150,7 @@ def test_cumulative_new_diagnosis_follows_the_visits(risk_inputs):
     assert end["Higher Risk"] > end["Normal"]
 
 
+@pytest.mark.browser  # headless Chromium prints the PDF
 @needs_chromium
 def test_risk_pdf_is_a4_with_the_summary_on_page_one(risk_report):
     pdf = risk_report / "report.pdf"

@@ -358,6 +358,7 @@ def test_report_html_is_self_contained(risk_out):
         assert (risk_out / "report.pdf").read_bytes()[:5] == b"%PDF-"
 
 
+@pytest.mark.browser  # headless Chromium renders the PNG
 def test_report_renders_to_a_nonblank_png(risk_out, tmp_path):
     from sphr.risk.report import find_chromium, render_png
 

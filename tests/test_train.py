@@ -209,3 +209,14 @@ def test_bf16_cpu_training_and_fast_settings(data):
     assert np.isfinite(res.loss_curve).all()
     # bf16 matmuls: the same descent, not the same bits
     assert abs(res.loss_curve[-1] - ref.loss_curve[-1]) < 0.1 * ref.loss_curve[0]
+
+
+def test_defaults_are_the_papers_numbers():
+    """Appendix K.1 / docs/METHODS.md: the numbers written here, not the dataclass against itself."""
+    from sphr.models import HIDDEN
+    from sphr.train import TrainConfig
+
+    c = TrainConfig()
+    assert (c.loss, c.epochs, c.batch_size, c.lr, c.lr_gamma, c.lr_step, c.margin, c.p,
+            c.dropout, c.out_dim) == ("nplb", 1000, 256, 1e-3, 0.95, 50, 1.0, 2, 0.1, 32)
+    assert HIDDEN == (512, 256)
