@@ -7,6 +7,8 @@ import numpy as np
 UNHEALTHY = 0
 APPARENTLY_HEALTHY = 1  # apparently healthy and not bona fide healthy
 BONA_FIDE_HEALTHY = 2
+#: an ``unknown`` ingest label: left out of cohorts, scored but never a class
+UNKNOWN_CLASS = -1
 
 CLASS_NAMES: tuple[str, ...] = ("unhealthy", "apparently_healthy", "bona_fide_healthy")
 BINARY_NAMES: tuple[str, ...] = ("unhealthy", "healthy")

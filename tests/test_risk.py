@@ -429,3 +429,34 @@ def test_score_refuses_a_missing_feature(risk_out, run_dir, small_cohort, tmp_pa
     assert err.value.field.startswith("30760-0.0")
     with pytest.raises(InputError, match="sphr risk"):
         run_score(tmp_path, good, tmp_path / "out")
+
+
+def test_score_labels_with_the_runs_custom_ranges(ingest_dir, ukb_export, tmp_path):
+    """A run built with ``--ranges`` is scored with those ranges, not the defaults (was a bug:
+    ``sphr score`` had its own copy of the labelling with the default ranges)."""
+    from sphr.cohorts import CohortConfig, run_cohorts
+    from sphr.cohorts.ranges import P0_RANGES, assign_classes, ranges_for, with_overrides
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.pipeline import risk_for_sex
+    from sphr.risk.score import run_score
+
+    overrides = {"glucose": {"low": 3.5, "high": 6.1}, "hdl": {"female": {"low": 1.1}}}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "ingest").symlink_to(ingest_dir)
+    run_cohorts(ingest_dir / "baseline.parquet", run / "cohorts",
+                CohortConfig(n_triplets=1_000, seed=11, ranges=overrides, sexes=("female",)))
+    risk_for_sex(run, "female", run / "risk",
+                 RiskConfig(methods=("raw_euclidean",), modes=("calibrated",), n_bootstrap=10,
+                            n_bootstrap_linked=10, sexes=("female",)))
+    run_score(run, ukb_export, tmp_path / "scored")
+    scored = pd.read_parquet(tmp_path / "scored" / "risk_groups.parquet")
+    fitted = pd.read_parquet(run / "risk" / "risk_groups.parquet")
+    both = fitted.merge(scored, on=["eid", "method", "mode"], suffixes=("", "_new"))
+    assert len(both) == len(fitted) > 0
+    assert (both["label_new"] == both["label"]).all()  # the cohort's classes, custom ranges
+    # and the custom ranges matter here: the defaults would label some of these people otherwise
+    women = pd.read_parquet(ingest_dir / "baseline.parquet").set_index("eid").loc[both["eid"]]
+    custom = assign_classes(women, "female", with_overrides(overrides))
+    default = assign_classes(women, "female", tuple(ranges_for("female", P0_RANGES)))
+    assert (custom == both["label_new"].to_numpy()).all() and (custom != default).sum() > 0

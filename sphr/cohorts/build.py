@@ -24,12 +24,18 @@ from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
 from sphr.cohorts.augment import AUGMENTATIONS, augmentation_check, copula_sample, rejection_sample
 from sphr.cohorts.filtering import CompletenessFilter, constant_features
 from sphr.cohorts.normalize import QuantileNormalizer
-from sphr.cohorts.ranges import P0_RANGES, ClinicalRange, bona_fide_mask, ranges_for, with_overrides
+from sphr.cohorts.ranges import (
+    P0_RANGES,
+    ClinicalRange,
+    assign_classes,
+    ranges_for,
+    with_overrides,
+)
 from sphr.cohorts.triplets import mine_triplets
 from sphr.data.fields import BY_NAME, PREDICTOR_NAMES
 from sphr.errors import ConfigError, InputError
 from sphr.io import staged_outputs, write_json, write_npz, write_parquet
-from sphr.labels import APPARENTLY_HEALTHY, BONA_FIDE_HEALTHY, CLASS_NAMES, SEX_CODE, UNHEALTHY
+from sphr.labels import APPARENTLY_HEALTHY, BONA_FIDE_HEALTHY, CLASS_NAMES, SEX_CODE
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +90,6 @@ class SexCohort:
     triplets: np.ndarray
     normalizer: QuantileNormalizer
     report: dict
-
-
-def _classes(frame: pd.DataFrame, sex: str, ranges: tuple[ClinicalRange, ...]) -> np.ndarray:
-    healthy = (frame["label"] == "apparently_healthy").to_numpy()
-    bfh = healthy & bona_fide_mask(frame, sex, ranges)
-    labels = np.full(len(frame), UNHEALTHY, dtype=np.int8)
-    labels[healthy] = APPARENTLY_HEALTHY
-    labels[bfh] = BONA_FIDE_HEALTHY
-    return labels
 
 
 def _split(labels: np.ndarray, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -153,7 +150,9 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
         raise InputError(f"no {sex} participants left after the completeness filter and "
                          "dropping unknown labels")
     seeds = np.random.SeedSequence([config.seed, SEX_CODE[sex]]).generate_state(4)
-    labels = _classes(frame, sex, ranges)
+    labels = assign_classes(frame, sex, ranges)
+    if (labels < 0).any():
+        raise InputError(f"{sex}: participants with an unknown label reached the cohort step")
     counts = np.bincount(labels, minlength=3)
     if counts[BONA_FIDE_HEALTHY] == 0:
         raise InputError(

@@ -83,6 +83,34 @@ def bona_fide_mask(raw: pd.DataFrame, sex: str,
     return ok
 
 
+def assign_classes(frame: pd.DataFrame, sex: str,
+                   ranges: tuple[ClinicalRange, ...] = P0_RANGES) -> np.ndarray:
+    """The class of each participant (``sphr.labels``), from the ingest label and raw P0 values.
+
+    0 unhealthy, 1 apparently healthy, 2 bona fide healthy (apparently healthy and every P0
+    marker inside ``ranges``), -1 (``UNKNOWN_CLASS``) for an ``unknown`` label. The one
+    labelling rule of the project: ``sphr cohorts`` and ``sphr score`` both call it, each with
+    the ranges of the run (docs/METHODS.md#classes).
+    """
+    from sphr.labels import APPARENTLY_HEALTHY, BONA_FIDE_HEALTHY, UNHEALTHY, UNKNOWN_CLASS
+
+    label = frame["label"].to_numpy(object)
+    out = np.full(len(frame), UNKNOWN_CLASS, dtype=np.int8)
+    out[label == "unhealthy"] = UNHEALTHY
+    healthy = label == "apparently_healthy"
+    out[healthy] = APPARENTLY_HEALTHY
+    out[healthy & bona_fide_mask(frame, sex, ranges)] = BONA_FIDE_HEALTHY
+    return out
+
+
+def ranges_from_records(records: list[dict]) -> tuple[ClinicalRange, ...]:
+    """Ranges as ``cohort_report.json`` / ``clinical_ranges.json`` record them (``asdict``)."""
+    try:
+        return tuple(ClinicalRange(**r) for r in records)
+    except TypeError as exc:
+        raise ConfigError(f"not a list of clinical ranges: {exc}") from None
+
+
 def with_overrides(overrides: dict | None,
                    ranges: tuple[ClinicalRange, ...] = P0_RANGES) -> tuple[ClinicalRange, ...]:
     """Apply ``{"glucose": {"low": 4.0, "high": 5.5}, "hdl": {"female": {"low": 1.2}}}``."""

@@ -36,7 +36,8 @@ docs/METHODS.md#risk-groups).
     Table 4 shape and Appendix C (:mod:`sphr.risk.validation`).
 ``model/``
     ``risk_model.json`` (references, standardization and bounds), per sex the
-    normalizer, features and the representation files, for ``sphr score``.
+    normalizer, features, the clinical ranges of the cohort (``clinical_ranges.json``)
+    and the representation files, for ``sphr score``.
 ``report.html``
     self-contained report (inline CSS, PNG plots), summary first; ``report.pdf`` (A4, where
     Chromium is installed), ``report_summary.png``; ``risk_report.json`` summary.

@@ -53,6 +53,15 @@ def _age_groups(run: Path) -> tuple[tuple[int, int], ...]:
     return DEFAULT_AGE_GROUPS
 
 
+def _clinical_ranges(run: Path, sex: str) -> list[dict]:
+    """The P0 ranges ``sphr cohorts`` used for ``sex`` (its report), as records."""
+    from sphr.cohorts.ranges import P0_RANGES, ranges_for
+
+    report = cohort_dir(run, sex) / "cohort_report.json"
+    records = read_json(report).get("clinical_ranges") if report.exists() else None
+    return records or [asdict(r) for r in ranges_for(sex, P0_RANGES)]
+
+
 def participants(cohort) -> pd.DataFrame:
     """Every real participant of one sex with their role: ``train`` (not augmented),
     ``calibration`` and ``test``."""
@@ -231,6 +240,8 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
         rows, sex_spec, sk = fit_sex(run, sex, config, model_dir)
         for name in ("normalizer.json", "features.json"):
             shutil.copyfile(cohort_dir(run, sex) / name, model_dir / name)
+        # the BFH ranges the cohort was labelled with: `sphr score` labels new people alike
+        write_json(_clinical_ranges(run, sex), model_dir / "clinical_ranges.json")
         skipped = {f"{sex}/{m}": why for m, why in sk.items()}
         spec = {"version": MODEL_VERSION, "age_groups": _age_groups(run),
                 "config": asdict(config), "sexes": {sex: sex_spec}, "skipped": skipped}

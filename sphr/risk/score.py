@@ -38,7 +38,13 @@ import pandas as pd
 
 from sphr.cohorts.age import assign_age_groups
 from sphr.cohorts.normalize import QuantileNormalizer
-from sphr.cohorts.ranges import bona_fide_mask
+from sphr.cohorts.ranges import (
+    P0_RANGES,
+    ClinicalRange,
+    assign_classes,
+    ranges_for,
+    ranges_from_records,
+)
 from sphr.data.fields import BY_NAME
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
@@ -94,15 +100,23 @@ def check_units(frame: pd.DataFrame, norm: QuantileNormalizer, export: Path, *,
     return shares
 
 
-def _labels(frame: pd.DataFrame, sex: str) -> np.ndarray:
-    """0 unhealthy, 1 apparently healthy, 2 BFH, -1 unknown (from the export's answers)."""
-    label = frame["label"].to_numpy(object)
-    out = np.full(len(frame), -1, dtype=np.int8)
-    out[label == "unhealthy"] = 0
-    healthy = label == "apparently_healthy"
-    out[healthy] = 1
-    out[healthy & bona_fide_mask(frame, sex)] = 2
-    return out
+def model_ranges(model_dir: Path, sex: str) -> tuple[ClinicalRange, ...]:
+    """The clinical ranges the model's cohort was built with (``--ranges`` overrides included).
+
+    ``RUN/risk/model/<sex>/clinical_ranges.json`` (written by ``sphr risk``); a model saved
+    before that file existed falls back to its run's ``cohorts/<sex>/cohort_report.json``,
+    then, with a warning, to the default ranges."""
+    saved = model_dir / sex / "clinical_ranges.json"
+    if saved.is_file():
+        return ranges_from_records(read_json(saved))
+    report = model_dir.parent.parent / "cohorts" / sex / "cohort_report.json"
+    if model_dir.name == "model" and report.is_file():
+        records = read_json(report).get("clinical_ranges")
+        if records:
+            return ranges_from_records(records)
+    log.warning("%s: no clinical_ranges.json; labelling BFH with the default P0 ranges",
+                model_dir / sex)
+    return tuple(ranges_for(sex, P0_RANGES))
 
 
 def score_people(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[str, Any],
@@ -154,7 +168,7 @@ def score_people(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[s
     report["ages_outside_groups"] = outside
     normalized = pd.DataFrame(norm.transform(frame[features].to_numpy(float)), columns=features)
     normalized["age_group"] = groups
-    labels = _labels(frame, sex)
+    labels = assign_classes(frame, sex, model_ranges(model_dir, sex))
     out = []
     report["not_scorable"] = {}
     for method, entry in spec["methods"].items():
