@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install pipeline test test-fast lint ui benchmarks
+.PHONY: install pipeline test test-fast lint ui
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

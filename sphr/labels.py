@@ -11,7 +11,6 @@ BONA_FIDE_HEALTHY = 2
 UNKNOWN_CLASS = -1
 
 CLASS_NAMES: tuple[str, ...] = ("unhealthy", "apparently_healthy", "bona_fide_healthy")
-BINARY_NAMES: tuple[str, ...] = ("unhealthy", "healthy")
 SEXES: tuple[str, ...] = ("female", "male")
 SEX_CODE: dict[str, int] = {"female": 0, "male": 1}
 

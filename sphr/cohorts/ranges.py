@@ -9,7 +9,7 @@ configuration (``--ranges ranges.json``); every range keeps its unit and source.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -143,7 +143,3 @@ def load_overrides(path: str | Path | None) -> dict | None:
         return json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc})") from None
-
-
-def ranges_table(ranges: tuple[ClinicalRange, ...] = P0_RANGES) -> list[dict]:
-    return [asdict(r) for r in ranges]

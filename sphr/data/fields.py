@@ -40,11 +40,6 @@ MEDICATION_CODING: dict[int, str] = {
     4: "Hormone replacement therapy",
     5: "Oral contraceptive pill or minipill",
 }
-#: Medication codes that mean "treated for a condition" (docs/METHODS.md#classes); HRT and
-#: the pill do not.
-CONDITION_MEDICATION_CODES: frozenset[int] = frozenset({1, 2, 3})
-#: Coding 6 codes of 20002 that mean diabetes (1220 diabetes, 1222 type 1, 1223 type 2).
-DIABETES_ILLNESS_CODES: frozenset[int] = frozenset({1220, 1222, 1223})
 
 
 @dataclass(frozen=True)
@@ -239,10 +234,3 @@ CONDITIONS: tuple[Field, ...] = (DIABETES, CANCER, OTHER_SERIOUS)
 P0_MARKERS: tuple[str, ...] = (
     "cholesterol", "hdl", "ldl", "triglycerides", "glucose", "hba1c", "crp",
 )
-
-
-def field_by_id(fid: int) -> Field:
-    try:
-        return BY_ID[fid]
-    except KeyError:
-        raise KeyError(f"field {fid} is not in the sphr field catalog") from None
