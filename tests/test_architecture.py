@@ -1,0 +1,170 @@
+"""The import direction of docs/ARCHITECTURE.md, enforced: no stage imports a later stage.
+
+    ingest (sphr.data) -> cohorts (sphr.cohorts) -> train (sphr.train, sphr.losses, sphr.models)
+      -> embed (sphr.baselines) -> evaluate (sphr.evaluate) | risk (sphr.risk) -> report (sphr.report)
+    retrieval (sphr.retrieval): a separate branch; may import sphr.losses and sphr.models
+    shared (sphr.io, layout, errors, labels, device, plots, progress): importable by all,
+    import no stage
+
+Imports are read with ``ast``: module-level and function-level ``import`` / ``from``
+statements (relative ones resolved), ``importlib.import_module("...")`` string literals, and
+string constants naming a ``sphr`` module (the lazy ``_LAZY`` maps of package
+``__init__`` files). ``sphr.cli`` (the entry point that registers every stage's command)
+and ``sphr/__init__.py`` are outside the stages.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SPHR = Path(__file__).resolve().parents[1] / "sphr"
+
+#: stage of each package / module prefix, and its rank along the flow
+STAGES: dict[str, str] = {
+    "sphr.data": "ingest", "sphr.cohorts": "cohorts", "sphr.train": "train",
+    "sphr.losses": "train", "sphr.models": "train", "sphr.baselines": "embed",
+    "sphr.evaluate": "evaluate", "sphr.risk": "risk", "sphr.report": "report",
+    "sphr.retrieval": "retrieval",
+}
+RANK: dict[str, int] = {"shared": -1, "ingest": 0, "cohorts": 1, "train": 2, "embed": 3,
+                        "evaluate": 4, "risk": 4, "report": 5}
+SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.errors", "sphr.labels", "sphr.device",
+                           "sphr.plots", "sphr.progress")
+OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli")
+#: what the retrieval branch may import besides the shared modules
+RETRIEVAL_MAY_IMPORT: tuple[str, ...] = ("sphr.losses", "sphr.models")
+
+#: Known violations of today's code, (importing module, imported module). Each one is a
+#: debt with an issue (14), not a licence: the test fails on any import not listed here, and
+#: on a listed one that no longer exists (so the list only shrinks).
+ALLOWED: dict[tuple[str, str], str] = {
+    # training reads the cohort folder and writes embeddings with the baselines stage's
+    # helpers (load_cohort, embedding_frame); they belong to a run-contract module
+    ("sphr.train.run", "sphr.baselines.pipeline"):
+        "reading a cohort / writing embeddings lives in sphr.baselines.pipeline",
+    # the evaluate and risk stages render their own report.html / report.pdf with the
+    # report toolkit (templates, figures, colours, HTML -> PDF): the report step runs inside them
+    ("sphr.evaluate.report", "sphr.report"): "evaluate renders evaluate/report.html itself",
+    ("sphr.risk.report", "sphr.report"): "risk renders risk/report.html itself",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SPHR.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(SPHR.rglob("*.py"))}
+
+
+def _resolve(name: str) -> str | None:
+    """The sphr module an imported name lives in (``sphr.io.write_json`` -> ``sphr.io``)."""
+    while name:
+        if name in MODULES:
+            return name
+        if "." not in name:
+            return None
+        name = name.rsplit(".", 1)[0]
+    return None
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every sphr module ``path`` imports, anywhere in the file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            names.add(module)
+            names.update(f"{module}.{a.name}" for a in node.names)
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and node.value in MODULES):
+            # importlib.import_module("sphr.x") and the lazy {"name": "sphr.x.y"} maps
+            names.add(node.value)
+    found = {_resolve(n) for n in names if n == "sphr" or n.startswith("sphr.")}
+    return {m for m in found if m and m != me}
+
+
+def stage_of(module: str) -> str | None:
+    if module in OUTSIDE:
+        return None
+    for prefix in SHARED:
+        if module == prefix or module.startswith(prefix + "."):
+            return "shared"
+    for prefix, stage in STAGES.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return stage
+    raise AssertionError(f"{module} belongs to no stage: add it to tests/test_architecture.py "
+                         "and docs/ARCHITECTURE.md")
+
+
+def _allowed_by_direction(src: str, dst: str) -> bool:
+    a, b = stage_of(src), stage_of(dst)
+    if a is None or b is None or a == b or b == "shared":
+        return True
+    if a == "shared":
+        return False  # shared utilities import no stage
+    if b == "retrieval":
+        return False  # nothing in the health pipeline depends on the retrieval branch
+    if a == "retrieval":
+        return any(dst == p or dst.startswith(p + ".") for p in RETRIEVAL_MAY_IMPORT)
+    if {a, b} == {"evaluate", "risk"}:
+        return False  # siblings: neither reads the other
+    return RANK[b] <= RANK[a]
+
+
+def violations() -> set[tuple[str, str]]:
+    return {(src, dst) for src, path in MODULES.items() for dst in imports_of(path)
+            if not _allowed_by_direction(src, dst)}
+
+
+def test_no_stage_imports_a_later_stage():
+    new = sorted(violations() - set(ALLOWED))
+    assert not new, ("imports against the stage order (docs/ARCHITECTURE.md); move the shared "
+                     "code to an earlier stage or a shared module:\n"
+                     + "\n".join(f"  {a} imports {b}" for a, b in new))
+
+
+def test_allow_list_only_shrinks():
+    gone = sorted(set(ALLOWED) - violations())
+    assert not gone, f"fixed, remove from ALLOWED: {gone}"
+
+
+@pytest.mark.parametrize(("src", "dst", "ok"), [
+    ("sphr.risk.spaces", "sphr.train", True),        # a later stage reads an earlier one
+    ("sphr.train.run", "sphr.evaluate.protocol", False),
+    ("sphr.cohorts.build", "sphr.train.config", False),
+    ("sphr.evaluate.tables", "sphr.risk.model", False),
+    ("sphr.io", "sphr.cohorts.build", False),
+    ("sphr.retrieval.train", "sphr.losses.triplet", True),
+    ("sphr.retrieval.train", "sphr.evaluate.protocol", False),
+    ("sphr.risk.model", "sphr.retrieval.metrics", False),
+    ("sphr.report", "sphr.labels", True),
+])
+def test_the_rule_itself(src, dst, ok):
+    assert _allowed_by_direction(src, dst) is ok
+
+
+def test_the_parser_sees_function_level_and_importlib_imports(tmp_path, monkeypatch):
+    pkg = tmp_path / "sphr" / "cohorts"
+    pkg.mkdir(parents=True)
+    (tmp_path / "sphr" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "x.py").write_text(
+        "import importlib\n\n\ndef f():\n    from sphr.train.run import data_key\n"
+        "    return importlib.import_module('sphr.risk.score'), data_key\n")
+    for name in ("sphr.train.run", "sphr.risk.score", "sphr.cohorts.x"):
+        monkeypatch.setitem(MODULES, name, tmp_path / "unused.py")
+    monkeypatch.setattr(f"{__name__}.SPHR", tmp_path / "sphr")
+    assert imports_of(pkg / "x.py") == {"sphr.train.run", "sphr.risk.score"}
