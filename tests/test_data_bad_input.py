@@ -131,19 +131,16 @@ def test_non_numeric_value(tmp_path):
                  field="30690-0.0 (cholesterol)", row=4)
 
 
-def test_unknown_code(tmp_path):
+@pytest.mark.parametrize(("row", "col", "value", "contains", "field"), [
+    (2, 4, "7", "unknown code '7'", "2443-0.0 (diabetes)"),
+    (5, 5, "Maybe", "unknown label 'Maybe'", "2453-0.0 (cancer)"),
+    (1, 2, "02/01/2008", "is not a date", "53-0.0"),
+], ids=["unknown_code", "unknown_label", "bad_date"])
+def test_bad_cell_names_field_and_row(tmp_path, row, col, value, contains, field):
     rows = good_rows(6)
-    rows[2][4] = "7"
+    rows[row][col] = value
     path = write_csv(tmp_path / "ukb.csv", BASE_COLUMNS, rows)
-    expect_error(path, tmp_path, contains="unknown code '7'", field="2443-0.0 (diabetes)", row=3)
-
-
-def test_unknown_label(tmp_path):
-    rows = good_rows(6)
-    rows[5][5] = "Maybe"
-    path = write_csv(tmp_path / "ukb.csv", BASE_COLUMNS, rows)
-    expect_error(path, tmp_path, contains="unknown label 'Maybe'", field="2453-0.0 (cancer)",
-                 row=6)
+    expect_error(path, tmp_path, contains=contains, field=field, row=row + 1)
 
 
 def test_text_labels_are_accepted(tmp_path):
@@ -154,13 +151,6 @@ def test_text_labels_are_accepted(tmp_path):
     b = ingest(path).baseline
     assert b["diabetes"].to_list()[0] == 1 and b["cancer"].to_list()[1] is None
     assert b["sex"].to_list()[:2] == [0, 1]
-
-
-def test_bad_date(tmp_path):
-    rows = good_rows(4)
-    rows[1][2] = "02/01/2008"
-    path = write_csv(tmp_path / "ukb.csv", BASE_COLUMNS, rows)
-    expect_error(path, tmp_path, contains="is not a date", field="53-0.0", row=2)
 
 
 def test_ragged_row(tmp_path):

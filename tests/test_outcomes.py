@@ -245,22 +245,18 @@ def test_malformed_date_names_file_field_and_row(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_malformed_code_and_list_in_an_array_column(tmp_path):
-    def bad_code(header, rows):
-        rows[4][header.index("40006-1.0")] = "12.5"
+@pytest.mark.parametrize(("row", "column", "value", "message", "field"), [
+    (4, "40006-1.0", "12.5", "not an ICD-10 code", "40006-1.0 (cancer_icd10)"),
+    (1, "41270-0.1", "E119|I10", "several values in one array column", "41270-0.1 (hospital_icd10)"),
+], ids=["malformed_code", "list_in_an_array_column"])
+def test_malformed_code_and_list_in_an_array_column(tmp_path, row, column, value, message, field):
+    def edit(header, rows):
+        rows[row][header.index(column)] = value
 
     with pytest.raises(InputError) as info:
-        ingest(write_linked(tmp_path / "a.csv", edit=bad_code))
-    assert "not an ICD-10 code" in str(info.value)
-    assert info.value.field == "40006-1.0 (cancer_icd10)" and info.value.row == 5
-
-    def two_in_one(header, rows):
-        rows[1][header.index("41270-0.1")] = "E119|I10"
-
-    with pytest.raises(InputError) as info:
-        ingest(write_linked(tmp_path / "b.csv", edit=two_in_one))
-    assert "several values in one array column" in str(info.value)
-    assert info.value.field == "41270-0.1 (hospital_icd10)" and info.value.row == 2
+        ingest(write_linked(tmp_path / "a.csv", edit=edit))
+    assert message in str(info.value)
+    assert info.value.field == field and info.value.row == row + 1
 
 
 def test_export_without_linked_fields(tmp_path, legacy):
