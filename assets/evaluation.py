@@ -40,10 +40,11 @@ def evaluation_tables(context: dg.AssetExecutionContext, config: EvaluationConfi
                              nn=dataclasses.replace(NN_EHR_CONFIG, epochs=config.nn_epochs))
     summary = run_evaluate(storage.run, out, sexes=[sex], eval_config=eval_config,
                            losses=config.losses, loss_profile=config.loss_profile,
-                           fit_missing_baselines=False, seed=config.seed, device=compute.device)
+                           fit_missing_baselines=False, seed=config.seed, device=compute.device,
+                           combine=False)
     sex_dir = out / sex
     meta = {
-        "path": md.path(out / "tables.md"),
+        "path": md.path(sex_dir / "representations.md"),
         "representations": dg.MetadataValue.md((sex_dir / "representations.md").read_text()),
         "embeddings": md.image((sex_dir / "plots" / "representations.png").read_bytes(),
                                "representations"),
@@ -51,9 +52,24 @@ def evaluation_tables(context: dg.AssetExecutionContext, config: EvaluationConfi
     }
     if (sex_dir / "losses.md").exists():
         meta["losses"] = dg.MetadataValue.md((sex_dir / "losses.md").read_text())
-    # the results page (both sexes evaluated so far): heatmap, rankings, loss dot plot
+    return dg.MaterializeResult(metadata=meta)
+
+
+@dg.asset(key=["evaluate", "report"], group_name="evaluation_report", deps=[evaluation_tables],
+          description="Both sexes' tables merged (tables.md, representations.parquet, "
+          "losses.parquet) and the results page (report.html + report.pdf): read from the "
+          "per-sex evaluation folders, nothing recomputed. A separate asset so the two sex "
+          "partitions never write the same file and can run at the same time.")
+def evaluation_report(storage: RunStorage) -> dg.MaterializeResult:
+    from sphr.evaluate.pipeline import write_combined
+
+    out = layout.evaluate_dir(storage.run)
+    tables = write_combined(out, loss_classifiers=("xgboost",))
+    meta = {"path": md.path(tables)}
+    # the results page: heatmap, rankings, loss dot plot
     if (out / "report.html").exists():
         meta["report"] = md.path(out / "report.html")
-    if (out / "report.pdf").exists():
-        meta["report_pdf"] = md.path(out / "report.pdf")
+    pdf = out / "report.pdf"
+    if pdf.exists() and pdf.stat().st_mtime >= (out / "report.html").stat().st_mtime:
+        meta["report_pdf"] = md.path(pdf)
     return dg.MaterializeResult(metadata=meta)

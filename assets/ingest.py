@@ -14,7 +14,8 @@ def export_version(data_source: DataSource, storage: RunStorage) -> tuple[str, d
     from sphr.data.fingerprint import fingerprint
 
     if data_source.synthetic:
-        version = f"synthetic-{data_source.synthetic_participants}-{data_source.synthetic_seed}"
+        version = (f"synthetic-{data_source.synthetic_world}-"
+                   f"{data_source.synthetic_participants}-{data_source.synthetic_seed}")
         return version, {"data_version": version, "source": "synthetic"}
     path = data_source.export_file(storage.run)
     if not path.is_file():
@@ -57,8 +58,10 @@ def ukb_export(context: dg.AssetExecutionContext, data_source: DataSource,
         from sphr.data.export import write_export
         from sphr.data.synth import generate_cohort
 
-        context.log.info(f"generating {data_source.synthetic_participants} synthetic participants")
-        cohort = generate_cohort(data_source.synthetic_participants, data_source.synthetic_seed)
+        context.log.info(f"generating {data_source.synthetic_participants} synthetic participants "
+                         f"({data_source.synthetic_world} world)")
+        cohort = generate_cohort(data_source.synthetic_participants, data_source.synthetic_seed,
+                                 world=data_source.synthetic_world)
         write_export(cohort, path, "ukbconv", seed=data_source.synthetic_seed)
     layout_ = inspect_export(path)
     from sphr.data.fingerprint import fingerprint

@@ -1,9 +1,11 @@
 """``python -m pipeline run`` materializes everything in-process; ``python -m pipeline ui`` starts Dagster.
 
-``run`` is the README's main command: the unpartitioned ingest assets once,
-then every per-sex asset for each partition, then the cross-sex assets (risk
-report, image retrieval), through the same Definitions the UI shows, on a
-persistent DAGSTER_HOME, so the runs appear in the UI afterwards.
+``run`` is the README's main command: the unpartitioned ingest assets once; then
+every per-sex asset for each partition and the image-retrieval comparison, side by
+side in their own processes (:mod:`pipeline.runner`); then the cross-sex merges
+(evaluation tables and results page, risk report). It goes through the same
+Definitions the UI shows, on a persistent DAGSTER_HOME, so the runs appear in the
+UI afterwards.
 """
 
 from __future__ import annotations
@@ -32,50 +34,50 @@ def run(args: argparse.Namespace) -> int:
         os.environ["SPHR_EXPORT"] = str(Path(args.export).resolve())
     if args.device:
         os.environ["SPHR_DEVICE"] = args.device
+    if args.world:
+        os.environ["SPHR_SYNTHETIC_WORLD"] = args.world
     import dagster as dg
 
-    from pipeline.definitions import ASSETS, CHECKS, CROSS_SEX_GROUPS, PER_SEX_GROUPS, defs
+    from pipeline.definitions import CROSS_SEX_GROUPS, PER_SEX_GROUPS, STANDALONE_GROUPS
     from pipeline.resources import default_resources
+    from pipeline.runner import materialize_side_by_side
     from sphr.labels import SEXES
 
     instance = dg.DagsterInstance.get()
-    graph = defs.resolve_asset_graph()
-    assets = [*ASSETS, *CHECKS]
     resources = default_resources(os.environ["SPHR_RUN_DIR"])
-    stages: list[tuple[str, dg.AssetSelection, str | None]] = [
-        ("export + ingest", dg.AssetSelection.groups("ingest"), None)]
-    stages += [(f"{sex}: cohorts, training, baselines, evaluation, risk groups",
-                dg.AssetSelection.groups(*PER_SEX_GROUPS), sex) for sex in SEXES]
-    cross = [g for g in CROSS_SEX_GROUPS if args.retrieval or g != "retrieval"]
-    if cross:
-        stages.append((" + ".join(cross), dg.AssetSelection.groups(*cross), None))
+    # the two sexes write disjoint folders and the retrieval comparison reads neither, so
+    # they run side by side (--jobs at a time); the cross-sex merges come after them
+    middle: list[tuple[tuple[str, ...], str | None]] = [(PER_SEX_GROUPS, s) for s in SEXES]
+    if args.retrieval:
+        middle += [(STANDALONE_GROUPS, None)]
+    stages = [("export + ingest", [(("ingest",), None)]),
+              (f"{' + '.join(SEXES)}: cohorts, training, baselines, evaluation, risk groups"
+               + (" | image retrieval" if args.retrieval else "")
+               + f" ({min(args.jobs, len(middle))} at a time)", middle),
+              (" + ".join(CROSS_SEX_GROUPS), [(CROSS_SEX_GROUPS, None)])]
     t_all = time.perf_counter()
     # the export's data version (content fingerprint) first, so what follows records it
     from assets.ingest import export_observation
 
     instance.report_runless_asset_event(export_observation(resources["data_source"],
                                                            resources["storage"]))
-    for title, selection, partition in stages:
-        keys = selection.resolve(graph)
-        if not keys:
-            continue
+    kwargs = {"tags": {"sphr/profile": args.profile}, "log_level": args.log_level}
+    for title, tasks in stages:
         t0 = time.perf_counter()
         print(f"== {title}", flush=True)
-        config = _run_config(args.profile) if partition else {}
-        # source assets (the observed export file) have no op to configure
-        ops = {a.op.name for a in assets if isinstance(a, dg.AssetsDefinition) and a.keys & keys}
-        config = {"ops": {k: v for k, v in config.get("ops", {}).items() if k in ops},
-                  # Dagster's own step events are DEBUG; the assets' messages are INFO
-                  "loggers": {"console": {"config": {"log_level": args.log_level}}}}
-        result = dg.materialize(assets, selection=selection, partition_key=partition,
-                                instance=instance, resources=resources, run_config=config,
-                                raise_on_error=False, tags={"sphr/profile": args.profile})
-        if not result.success:
-            print(f"failed: {title} (run {result.run_id}); open the run in the UI "
-                  "(`make ui`) to see the failing step and re-execute from failure",
-                  file=sys.stderr)
-            return 1
-        print(f"   done in {time.perf_counter() - t0:.0f} s", flush=True)
+        results = materialize_side_by_side(tasks, workers=args.jobs,
+                                           run_config=_run_config(args.profile), **kwargs)
+        for r in results:
+            if not r.success:
+                where = f" ({r.partition})" if r.partition else ""
+                print(f"failed: {' + '.join(r.groups)}{where} (run {r.run_id}); open the run in "
+                      "the UI (`make ui`) to see the failing step and re-execute from failure",
+                      file=sys.stderr)
+                return 1
+        each = ", ".join(f"{r.partition or '+'.join(r.groups)} {r.seconds:.0f} s"
+                         for r in results) if len(results) > 1 else ""
+        print(f"   done in {time.perf_counter() - t0:.0f} s" + (f" ({each})" if each else ""),
+              flush=True)
     run_dir = Path(os.environ["SPHR_RUN_DIR"])
     print(f"\nwhole pipeline: {time.perf_counter() - t_all:.0f} s, run directory {run_dir}")
     for label, rel in (("risk report", "risk/report.html"), ("risk report PDF", "risk/report.pdf"),
@@ -107,7 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-dir", default=os.environ.get("SPHR_RUN_DIR", "runs/demo"))
     p.add_argument("--export", default=None, help="a UK Biobank export (default: synthetic cohort)")
     p.add_argument("--device", default=None, help="auto, cpu or cuda")
+    p.add_argument("--world", default=None, choices=("linear", "nonlinear"),
+                   help="the synthetic cohort's world (docs/SYNTH.md; default linear)")
     p.add_argument("--log-level", default="INFO", help="Dagster console log level (DEBUG: every event)")
+    p.add_argument("--jobs", type=int, default=3,
+                   help="how many of the per-sex runs and the retrieval comparison run at the "
+                   "same time, each in its own process (1: one after the other, in this one)")
     p.add_argument("--no-retrieval", dest="retrieval", action="store_false",
                    help="skip the image-retrieval loss comparison")
     p.set_defaults(func=run)

@@ -28,6 +28,8 @@ sphr_pipeline = dg.define_asset_job(
     selection=dg.AssetSelection.groups("ingest", "cohorts", "training", "baselines", "evaluation",
                                        "risk"),
     description="Everything for one sex: export to risk groups.",
+    # steps in their own processes: training (Pipes) and the baselines run side by side
+    executor_def=dg.multiprocess_executor.configured({"max_concurrent": 2}),
 )
 
 risk_refresh = dg.define_asset_job(

@@ -18,9 +18,11 @@ from pipeline.automation import (
 from pipeline.resources import default_resources
 
 ASSET_MODULES = (ingest, cohorts, training, baselines, evaluation, risk, retrieval, refresh)
-#: asset groups partitioned by sex, and the groups that read both sexes (run after them)
+#: asset groups partitioned by sex, the groups that read both sexes (run after them), and
+#: the groups that read neither (run beside them)
 PER_SEX_GROUPS = ("cohorts", "training", "baselines", "evaluation", "risk")
-CROSS_SEX_GROUPS = ("risk_report", "retrieval")
+CROSS_SEX_GROUPS = ("evaluation_report", "risk_report")
+STANDALONE_GROUPS = ("retrieval",)
 
 ASSETS = dg.load_assets_from_modules(ASSET_MODULES)
 CHECKS = dg.load_asset_checks_from_modules([checks, refresh])

@@ -3,7 +3,8 @@
 Asset keys mirror the run directory (``ingest/baseline`` -> ``RUN/ingest/baseline.parquet``),
 so what Dagster stores is what ``sphr cohorts RUN/ingest/baseline.parquet`` reads.
 Written atomically through ``sphr.io``. A small IO manager of our own on
-pyarrow instead of dagster-polars, which pins polars < 2 (DAGSTER_NOTES.md).
+pyarrow instead of dagster-polars, whose releases pin polars below 2 while this project
+uses polars 2.
 """
 
 from __future__ import annotations

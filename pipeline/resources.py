@@ -16,6 +16,8 @@ class DataSource(dg.ConfigurableResource):
     export_path: str | None = None
     synthetic_participants: int = 20_000
     synthetic_seed: int = 0
+    #: the synthetic world (docs/SYNTH.md): ``linear`` (the null world) or ``nonlinear``
+    synthetic_world: str = "linear"
     #: folder the new-export sensor watches (csv, tsv, tab, parquet files)
     watch_folder: str | None = None
 
@@ -61,6 +63,7 @@ def default_resources(run_root: str | None = None) -> dict:
         "data_source": DataSource(
             export_path=os.environ.get("SPHR_EXPORT") or None,
             synthetic_participants=int(os.environ.get("SPHR_SYNTHETIC_PARTICIPANTS", 20_000)),
+            synthetic_world=os.environ.get("SPHR_SYNTHETIC_WORLD", "linear"),
             watch_folder=os.environ.get("SPHR_WATCH_FOLDER") or None,
         ),
         "storage": RunStorage(root=root),

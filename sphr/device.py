@@ -26,7 +26,11 @@ def resolve_device(spec: str | torch.device = "auto") -> torch.device:
 
 
 def configure_threads(threads: int | None = None) -> int:
-    """Set torch's intra-op threads; ``None`` uses the cores this process may run on."""
+    """Set torch's intra-op threads; ``None`` uses ``OMP_NUM_THREADS`` when set (a process
+    sharing the machine, e.g. one of two sex partitions run side by side), else the cores
+    this process may run on."""
+    if (threads is None or threads <= 0) and os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        threads = int(os.environ["OMP_NUM_THREADS"])
     if threads is None or threads <= 0:
         try:
             threads = len(os.sched_getaffinity(0))

@@ -234,6 +234,12 @@ class _StubTrainer:
         return [type("R", (), {"model": (c.loss, X.shape[1])})() for c in cfgs]
 
     @staticmethod
+    def data_key(X, labels, triplets):
+        from sphr.train.run import data_key
+
+        return data_key(X, labels, triplets)
+
+    @staticmethod
     def embed(model, X, device="auto"):
         loss, d = model
         W = np.random.default_rng(abs(hash(loss)) % 2**32).normal(size=(d, 32))

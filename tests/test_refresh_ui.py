@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from test_ui_browser import (
     CHROMIUM,
     ROOT,
     SHOTS,
+    _button,
+    _click,
     _free_port,
     _wait_for,
     _wait_http,
@@ -103,7 +106,7 @@ def test_ui_shows_export_version_and_stale_marker(fitted_ui):
 
     from sphr.data.fingerprint import fingerprint
 
-    url, _home, _run, export = fitted_ui
+    url, home, run_dir, export = fitted_ui
     version = fingerprint(export)
     SHOTS.mkdir(parents=True, exist_ok=True)
     options = webdriver.ChromeOptions()
@@ -143,8 +146,31 @@ def test_ui_shows_export_version_and_stale_marker(fitted_ui):
             driver.save_screenshot(str(SHOTS / f"dagster_refresh_stale_{len(stale)}.png"))
 
         assert all(stale.values()), stale
-        # (launching risk_refresh from the job page is not covered yet: the run started from
-        # "Materialize all" did not finish in this test's time; tests/test_refresh.py runs the
-        # job's assets in-process)
+
+        # launch risk_refresh from its job page, as a user would, and wait for it
+        from dagster import DagsterInstance
+
+        instance = DagsterInstance.from_config(str(home))
+        before = {r.run_id for r in instance.get_runs()}
+        driver.get(f"{url}/locations/pipeline.definitions:defs/jobs/risk_refresh")
+        launch = _wait_for(lambda: _button(driver, "Materialize all"), 60,
+                           "the job's Materialize all button")
+        driver.save_screenshot(str(SHOTS / "dagster_risk_refresh_job.png"))
+        _click(driver, launch)
+
+        def finished():
+            runs = [r for r in instance.get_runs(limit=5) if r.run_id not in before
+                    and r.job_name == "risk_refresh"]
+            return runs and runs[0].status.value in ("SUCCESS", "FAILURE", "CANCELED") and runs[0]
+
+        run = _wait_for(finished, 420, "the launched risk_refresh run to finish")
+        driver.get(f"{url}/runs/{run.run_id}")
+        _wait_for(lambda: "refresh" in body(), 60, "the run page")
+        time.sleep(2)
+        driver.save_screenshot(str(SHOTS / "dagster_risk_refresh_run.png"))
+        assert run.status.value == "SUCCESS", run.status
+        # the refresh of the new export version is on disk beside the first one
+        refreshes = sorted(p.name for p in (run_dir / "risk" / "refresh").iterdir() if p.is_dir())
+        assert fingerprint(export) in refreshes and len(refreshes) == 2, refreshes
     finally:
         driver.quit()

@@ -46,14 +46,22 @@ def _config_json(cfg: Any) -> dict[str, Any]:
     return json.loads(json.dumps(d, default=str))
 
 
-def _data_key(cohort: Cohort) -> str:
-    """sha256 of the training matrix, its labels and the triplets."""
-    import hashlib
+def _data_key(cohort: Cohort, trainer: Any) -> str:
+    return trainer.data_key(cohort.matrix("train"), cohort.train["label"].to_numpy(np.int64),
+                            load_triplets(cohort))
 
-    h = hashlib.sha256(cohort.matrix("train").tobytes())
-    h.update(cohort.train["label"].to_numpy(np.int64).tobytes())
-    h.update(np.ascontiguousarray(load_triplets(cohort)).tobytes())
-    return h.hexdigest()
+
+def _trained_by_training_stage(directory: Path, config: dict[str, Any], data: str) -> bool:
+    """The training stage's model in ``directory`` has this config and data: its embeddings
+    are this loss's (the demo's NPLB is the SPHR model, so it is not trained twice)."""
+    path = directory / "train_report.json"
+    if not path.exists() or not (directory / "embeddings_test.parquet").exists():
+        return False
+    report = json.loads(path.read_text())
+    # checkpoint frequency does not change the model
+    same = {k: v for k, v in report.get("config", {}).items() if k != "checkpoint_every"} == {
+        k: v for k, v in config.items() if k != "checkpoint_every"}
+    return same and report.get("data") == data
 
 
 def load_triplets(cohort: Cohort) -> np.ndarray:
@@ -82,8 +90,13 @@ def loss_configs(losses: Sequence[str], *, profile: str = "demo", seed: int = 0,
 def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | Path, *,
                           profile: str = "demo", seed: int = 0, device: str = "auto",
                           overrides: Mapping[str, Any] | None = None, reuse: bool = True,
-                          trainer: Any = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Train (or reuse) one SPHR model per loss; return test embeddings by loss and info."""
+                          trainer: Any = None, trained: Mapping[str, Path] | None = None
+                          ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Train (or reuse) one SPHR model per loss; return test embeddings by loss and info.
+
+    ``trained``: folders of models the training stage wrote (``RUN/train/<sex>/<loss>``);
+    a loss whose model there has the same config and data is read, not retrained.
+    """
     trainer = trainer or _trainer()
     out_dir = Path(out_dir)
     cfgs = loss_configs(losses, profile=profile, seed=seed, device=device, overrides=overrides,
@@ -92,8 +105,17 @@ def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | 
     todo = []
     # the cache key holds the training data too: a rebuilt cohort with the same settings
     # (new export, new split) must not reuse embeddings of a model trained on other rows
-    data_key = _data_key(cohort)
+    data_key = _data_key(cohort, trainer)
+    from_training: list[str] = []
     for loss, cfg in cfgs.items():
+        src = (trained or {}).get(loss)
+        if reuse and src is not None and _trained_by_training_stage(Path(src), _config_json(cfg),
+                                                                    data_key):
+            meta, Z = read_embeddings(Path(src) / "embeddings_test.parquet")
+            if np.array_equal(meta["eid"].to_numpy(), cohort.test["eid"].to_numpy()):
+                Z_test[loss] = Z
+                from_training.append(loss)
+                continue
         d = out_dir / loss
         cfg_path = d / "train_config.json"
         if reuse and cfg_path.exists() and (d / "embeddings_test.parquet").exists():
@@ -103,8 +125,9 @@ def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | 
                     Z_test[loss] = Z
                     continue
         todo.append(loss)
-    info: dict[str, Any] = {"profile": profile, "reused": sorted(set(cfgs) - set(todo)),
-                            "trained": todo, "config": _config_json(next(iter(cfgs.values())))}
+    info: dict[str, Any] = {"profile": profile,
+                            "reused": sorted(set(cfgs) - set(todo) - set(from_training)),
+                            "from_training_stage": from_training, "trained": todo, "config": _config_json(next(iter(cfgs.values())))}
     info["config"].pop("loss", None)
     if todo:
         X = cohort.matrix("train")
@@ -129,12 +152,13 @@ def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | 
 def compare_losses(cohort: Cohort, losses: Sequence[str], out_dir: str | Path, *,
                    eval_config: EvalConfig, profile: str = "demo", seed: int = 0,
                    device: str = "auto", overrides: Mapping[str, Any] | None = None,
-                   reuse: bool = True, trainer: Any = None
+                   reuse: bool = True, trainer: Any = None,
+                   trained: Mapping[str, Path] | None = None
                    ) -> tuple[pd.DataFrame, EvalResult, dict[str, Any]]:
     """Scores (column ``loss``) of each loss's embedding under the protocol."""
     Z, info = train_loss_embeddings(cohort, losses, out_dir, profile=profile, seed=seed,
                                     device=device, overrides=overrides, reuse=reuse,
-                                    trainer=trainer)
+                                    trainer=trainer, trained=trained)
     labels = cohort.test["label"].to_numpy(np.int64)
     result = evaluate_embeddings(Z, labels, eval_config)
     scores = result.scores.rename(columns={"representation": "loss"})

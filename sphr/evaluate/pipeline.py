@@ -206,7 +206,8 @@ def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations:
         try:
             scores, lres, linfo = compare_losses(
                 cohort, losses, loss_dir, eval_config=loss_cfg, profile=loss_profile, seed=seed,
-                device=device, overrides=loss_overrides, trainer=trainer)
+                device=device, overrides=loss_overrides, trainer=trainer,
+                trained={"nplb": run_dir / "train" / sex / "nplb"})
         except ConfigError as exc:
             if trainer is not None:
                 raise
@@ -236,8 +237,13 @@ def run_evaluate(run_dir: str | Path, out_dir: str | Path | None = None, *,
                  loss_classifiers: Sequence[str] = ("xgboost",), refit_baselines: bool = False,
                  fit_missing_baselines: bool = True,
                  baseline_params: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
-                 device: str = "auto", trainer: Any = None) -> dict[str, Any]:
-    """Evaluate every sex under ``RUN/cohorts``; write tables to ``out_dir`` (default RUN/evaluate)."""
+                 device: str = "auto", trainer: Any = None, combine: bool = True
+                 ) -> dict[str, Any]:
+    """Evaluate every sex under ``RUN/cohorts``; write tables to ``out_dir`` (default RUN/evaluate).
+
+    ``combine=False`` writes only ``out_dir/<sex>/``: Dagster evaluates each sex in its own
+    partition, possibly at the same time, and merges with :func:`write_combined` afterwards.
+    """
     run_dir = Path(run_dir)
     out_dir = Path(out_dir) if out_dir is not None else run_dir / "evaluate"
     eval_config = eval_config or EvalConfig(seed=seed, device=device)
@@ -269,10 +275,11 @@ def run_evaluate(run_dir: str | Path, out_dir: str | Path | None = None, *,
                 seed=seed, device=device, trainer=trainer)
         reports[sex] = res["report"]
 
-    write_combined(out_dir, loss_classifiers=loss_classifiers)
     summary = {"run_dir": str(run_dir), "out_dir": str(out_dir), "sexes": found,
                "total_s": round(time.perf_counter() - t0, 2), "per_sex": reports}
-    write_json(summary, out_dir / "evaluate_report.json")
+    if combine:
+        write_combined(out_dir, loss_classifiers=loss_classifiers)
+        write_json(summary, out_dir / "evaluate_report.json")
     return summary
 
 

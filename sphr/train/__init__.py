@@ -16,6 +16,7 @@ from sphr.train.config import PROFILES, TrainConfig
 _LAZY: dict[str, str] = {
     "embed": "sphr.train.model_io", "load_model": "sphr.train.model_io",
     "save_model": "sphr.train.model_io", "run_train": "sphr.train.run",
+    "data_key": "sphr.train.run",
     "TrainResult": "sphr.train.trainer", "make_loss": "sphr.train.trainer",
     "train_many": "sphr.train.trainer", "train_sphr": "sphr.train.trainer",
 }
@@ -26,5 +27,5 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'sphr.train' has no attribute {name!r}")
 
-__all__ = ["PROFILES", "TrainConfig", "TrainResult", "embed", "load_model", "make_loss",
+__all__ = ["PROFILES", "TrainConfig", "TrainResult", "data_key", "embed", "load_model", "make_loss",
            "run_train", "save_model", "train_many", "train_sphr"]

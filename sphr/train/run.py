@@ -18,6 +18,17 @@ from sphr.train.trainer import TrainResult, train_sphr
 log = logging.getLogger(__name__)
 
 
+def data_key(X: np.ndarray, labels: np.ndarray, triplets: np.ndarray) -> str:
+    """sha256 of what a model is trained on (matrix, labels, triplets): a model or its
+    embeddings are reused only for the same key and config."""
+    import hashlib
+
+    h = hashlib.sha256(np.ascontiguousarray(X).tobytes())
+    h.update(np.asarray(labels, np.int64).tobytes())
+    h.update(np.ascontiguousarray(triplets).tobytes())
+    return h.hexdigest()
+
+
 def loss_curve_png(curve: list[float], title: str, validation: dict[str, Any] | None = None
                    ) -> bytes | None:
     try:
@@ -73,7 +84,7 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
     Z_test = embed(res.model, X_test, device=config.device)
     report = {
         "cohort": str(cohort.directory), "sex": cohort.sex, "loss": config.loss,
-        "config": config.to_dict(), "device": res.device, "n_triplets": res.n_triplets,
+        "config": config.to_dict(), "data": data_key(X, labels, triplets), "device": res.device, "n_triplets": res.n_triplets,
         "n_train_rows": len(X), "n_test_rows": len(X_test), "n_features": len(cohort.features),
         "epochs": len(res.loss_curve), "final_loss": res.loss_curve[-1] if res.loss_curve else None,
         "timings": res.timings,

@@ -1,4 +1,4 @@
-"""Image-retrieval losses, margin schedulers and in-batch miners (SPEC 2).
+"""Image-retrieval losses, margin schedulers and in-batch miners (docs/RETRIEVAL.md).
 
 Each loss is a small ``torch.nn.Module`` called as ``loss(embeddings, labels)``
 on a batch; schedulers are separate objects the loss consults for its margin

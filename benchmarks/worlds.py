@@ -1,0 +1,221 @@
+"""The result tables in both synthetic worlds, with each world's oracle ceilings.
+
+For each world (docs/SYNTH.md) the whole pipeline runs on a fresh synthetic export
+(``python -m pipeline run --world W``, demo profile unless ``--profile paper``); then
+the paper's Table A8 row is rerun on the linear world's ingest with no augmentation and
+with the joint (copula) augmentation beside the default 3x independent one. Written to
+``OUT/summary.md``; the last line printed is one JSON object with the headline figures.
+
+    python benchmarks/worlds.py [--out runs/worlds] [--profile demo] [--reuse]
+
+``--reuse`` keeps finished world runs (their tables are read again, not recomputed).
+Differences are given in split SDs: (a - b) / sqrt((sd_a^2 + sd_b^2) / 2) over the
+protocol's 5 splits, so "2 SDs" means the gap is twice the split-to-split spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+WORLDS = ("linear", "nonlinear")
+BASELINES = ("raw", "pca", "ica", "diffmap", "deep_patient")
+RISK_METHODS = ("sphr", "raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
+                "phenoage", "supervised_xgboost", "age")
+
+
+def _sh(cmd: list[str], log: Path) -> float:
+    t0 = time.perf_counter()
+    with log.open("a") as f:
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=f, stderr=subprocess.STDOUT,
+                       env={**os.environ, "SPHR_PROGRESS": "0"})
+    return time.perf_counter() - t0
+
+
+def _sds(a: pd.Series, b: pd.Series) -> float:
+    spread = np.sqrt((a["sd"] ** 2 + b["sd"] ** 2) / 2)
+    return float((a["mean"] - b["mean"]) / spread) if spread > 0 else float("nan")
+
+
+def _cell(row: pd.Series) -> str:
+    return f"{row['mean']:.3f} ± {row['sd']:.3f}"
+
+
+def representation_summary(run: Path) -> tuple[list[str], list[dict]]:
+    """Weighted F1 per representation and classifier; SPHR against the best baseline."""
+    lines, verdicts = [], []
+    for sex in ("female", "male"):
+        t = pd.read_parquet(run / "evaluate" / sex / "representations.parquet")
+        t = t[t["metric"] == "weighted_f1"]
+        for task in ("binary", "multi"):
+            sub = t[t["task"] == task]
+            wide = sub.pivot(index="representation", columns="classifier", values="mean")
+            lines.append(f"\n**{sex}, {task}** (weighted F1, mean ± SD over splits)\n")
+            clfs = list(wide.columns)
+            lines.append("| representation | " + " | ".join(clfs) + " |")
+            lines.append("| --- |" + " --- |" * len(clfs))
+            for rep in wide.index:
+                cells = [_cell(sub[(sub["representation"] == rep) & (sub["classifier"] == c)]
+                               .iloc[0]) for c in clfs]
+                lines.append(f"| {rep} | " + " | ".join(cells) + " |")
+            for clf in clfs:
+                c = sub[sub["classifier"] == clf].set_index("representation")
+                if "sphr" not in c.index:
+                    continue
+                base = c.loc[[r for r in BASELINES if r in c.index]]
+                best = base["mean"].idxmax()
+                verdicts.append({"sex": sex, "task": task, "classifier": clf,
+                                 "sphr": round(float(c.loc["sphr", "mean"]), 4),
+                                 "best_baseline": best,
+                                 "best_baseline_f1": round(float(base.loc[best, "mean"]), 4),
+                                 "sds": round(_sds(c.loc["sphr"], base.loc[best]), 2)})
+    return lines, verdicts
+
+
+def loss_summary(run: Path) -> tuple[list[str], list[dict]]:
+    lines, verdicts = [], []
+    for sex in ("female", "male"):
+        path = run / "evaluate" / sex / "losses.parquet"
+        if not path.exists():
+            continue
+        t = pd.read_parquet(path)
+        t = t[(t["metric"] == "weighted_f1") & (t["classifier"] == "xgboost")]
+        for task in ("binary", "multi"):
+            sub = t[t["task"] == task].set_index("loss")
+            others = sub.drop(index="nplb")
+            best = others["mean"].idxmax()
+            lines.append(f"- {sex}, {task}: NPLB {_cell(sub.loc['nplb'])}; best other loss "
+                         f"{best} {_cell(others.loc[best])}; all: " + ", ".join(
+                             f"{k} {v:.3f}" for k, v in sub["mean"].sort_values(
+                                 ascending=False).items()))
+            verdicts.append({"sex": sex, "task": task, "nplb": round(float(sub.loc["nplb", "mean"]), 4),
+                             "best_other": best, "sds": round(_sds(sub.loc["nplb"], others.loc[best]), 2)})
+    return lines, verdicts
+
+
+def risk_summary(run: Path, world: dict) -> list[str]:
+    d = pd.read_parquet(run / "risk" / "discrimination.parquet")
+    ceilings = world.get("oracle_auroc", {}).get("new_diagnoses", {})
+    lines = ["\n| sex | outcome | oracle ceiling | " + " | ".join(RISK_METHODS) + " |",
+             "| --- | --- | --- |" + " --- |" * len(RISK_METHODS)]
+    for sex in ("female", "male"):
+        for outcome in ("any", "diabetes", "cancer", "other_serious"):
+            sub = d[(d["sex"] == sex) & (d["outcome"] == outcome)].set_index("method")
+            if sub.empty:
+                continue
+            ceiling = ceilings.get(outcome, {}).get(sex)
+            cells = []
+            for m in RISK_METHODS:
+                if m in sub.index and pd.notna(sub.loc[m, "auroc"]):
+                    r = sub.loc[m]
+                    cells.append(f"{r['auroc']:.3f} [{r['auroc_low']:.3f}, {r['auroc_high']:.3f}]")
+                else:
+                    cells.append("-")
+            n = int(sub["n"].iloc[0])
+            ev = int(sub["events"].iloc[0])
+            lines.append(f"| {sex} | {outcome} (n {n}, {ev} events) | "
+                         f"{'-' if ceiling is None else f'{ceiling:.3f}'} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def table_a8(linear_run: Path, out: Path, log: Path) -> list[dict]:
+    """SPHR + XGBoost (multi-class weighted F1) with 0x, 3x independent and 3x copula BFH
+    augmentation; same seed, so the same test participants."""
+    rows = []
+    variants = {"0x": ["--bfh-fold", "0"], "3x copula": ["--augment", "copula"]}
+    sphr = [sys.executable, "-m", "sphr.cli"]
+    for name, extra in variants.items():
+        run = out / f"a8_{name.replace(' ', '_')}"
+        if not (run / "evaluate" / "female" / "representations.parquet").exists():
+            (run / "ingest").mkdir(parents=True, exist_ok=True)
+            for f in ("baseline.parquet", "followup.parquet"):
+                link = run / "ingest" / f
+                if not link.exists():
+                    link.symlink_to((linear_run / "ingest" / f).resolve())
+            _sh([*sphr, "cohorts", str(run / "ingest" / "baseline.parquet"), "--out",
+                 str(run / "cohorts"), "--profile", "demo", *extra], log)
+            for sex in ("female", "male"):
+                _sh([*sphr, "train", str(run / "cohorts" / sex), "--profile", "demo",
+                     "--out", str(run / "train" / sex / "nplb")], log)
+            _sh([*sphr, "evaluate", str(run), "--representations", "sphr", "--classifiers",
+                 "xgboost", "--no-losses"], log)
+        rows.append((name, run))
+    rows.insert(0, ("3x (default)", linear_run))
+    result = []
+    for name, run in rows:
+        for sex in ("female", "male"):
+            t = pd.read_parquet(run / "evaluate" / sex / "representations.parquet")
+            r = t[(t["representation"] == "sphr") & (t["classifier"] == "xgboost")
+                  & (t["task"] == "multi") & (t["metric"] == "weighted_f1")].iloc[0]
+            result.append({"augmentation": name, "sex": sex, "mean": round(float(r["mean"]), 4),
+                           "sd": round(float(r["sd"]), 4)})
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="runs/worlds")
+    ap.add_argument("--profile", default="demo", choices=("demo", "paper"))
+    ap.add_argument("--reuse", action="store_true")
+    args = ap.parse_args()
+    out = (ROOT / args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "worlds.log"
+    from sphr.data.worlds import read_world
+
+    md = [f"# Both synthetic worlds ({args.profile} profile)\n",
+          "Produced by `python benchmarks/worlds.py`; the worlds and their oracle ceilings are "
+          "defined in docs/SYNTH.md. Ceilings are AUROCs of the generator's true risk; the "
+          "representation tables report weighted F1 (the paper's metric), so they are not on "
+          "the same scale as the ceilings, while the risk table's AUROCs are.\n"]
+    summary: dict = {"profile": args.profile, "worlds": {}}
+    for w in WORLDS:
+        run = out / w
+        done = (run / "risk" / "discrimination.parquet").exists()
+        seconds = None
+        if not (args.reuse and done):
+            seconds = _sh([sys.executable, "-m", "pipeline", "run", "--world", w, "--run-dir",
+                           str(run), "--profile", args.profile, "--no-retrieval"], log)
+        world = read_world(str(run / "export" / "ukb_synthetic.truth.parquet"))
+        rep_lines, rep_v = representation_summary(run)
+        loss_lines, loss_v = loss_summary(run)
+        md += [f"\n## World `{w}`\n", world.get("definition", ""), "\n### Oracle ceilings "
+               "(AUROC of the true risk)\n", "| outcome | women | men |", "| --- | --- | --- |"]
+        for group, items in world.get("oracle_auroc", {}).items():
+            for k, v in items.items():
+                md.append(f"| {group}: {k} | {v.get('female', float('nan')):.3f} | "
+                          f"{v.get('male', float('nan')):.3f} |")
+        md += ["\n### Representations x classifiers\n", *rep_lines,
+               "\n### Loss comparison (XGBoost, weighted F1)\n", *loss_lines,
+               "\n### Risk discrimination: AUROC [95% CI] for a new diagnosis by the repeat "
+               "visit, held-out participants\n", *risk_summary(run, world)]
+        wins = [v for v in rep_v if v["sds"] > 0]
+        summary["worlds"][w] = {"pipeline_s": None if seconds is None else round(seconds),
+                                "sphr_cells_won": f"{len(wins)}/{len(rep_v)}",
+                                "sphr_vs_best_baseline": rep_v, "nplb_vs_best_loss": loss_v}
+    a8 = table_a8(out / "linear", out, log)
+    md += ["\n## Table A8 row: augmentation of the BFH training rows (linear world)\n",
+           "SPHR + XGBoost, multi-class weighted F1, mean ± SD over 5 splits; the same test "
+           "participants in every row.\n", "| augmentation | women | men |", "| --- | --- | --- |"]
+    for name in dict.fromkeys(r["augmentation"] for r in a8):
+        cells = [next(f"{r['mean']:.3f} ± {r['sd']:.3f}" for r in a8
+                      if r["augmentation"] == name and r["sex"] == s) for s in ("female", "male")]
+        md.append(f"| {name} | " + " | ".join(cells) + " |")
+    summary["table_a8"] = a8
+    (out / "summary.md").write_text("\n".join(md) + "\n")
+    print(f"wrote {out / 'summary.md'}")
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
