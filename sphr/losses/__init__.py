@@ -13,7 +13,7 @@ from sphr.errors import ConfigError
 from sphr.losses.base import TripletObjective, distance, pairwise_distances
 from sphr.losses.mdr import MDR
 from sphr.losses.pml import InfoNCE, LiftedStruct, NPair
-from sphr.losses.triplet import NPLB, DistanceSwap, Triplet
+from sphr.losses.triplet import NPLB, DistanceSwap, Triplet, nplb_per_triplet, nplb_power
 
 #: in the paper's column order (Table 3 / A2)
 LOSSES: dict[str, type[TripletObjective]] = {
@@ -50,4 +50,5 @@ def build_loss(name: str, **params: Any) -> TripletObjective:
 
 
 __all__ = ["LOSSES", "MDR", "NPLB", "DistanceSwap", "InfoNCE", "LiftedStruct", "NPair", "Triplet",
-           "TripletObjective", "build_loss", "distance", "loss_parameters", "pairwise_distances"]
+           "TripletObjective", "build_loss", "distance", "loss_parameters", "nplb_per_triplet", "nplb_power",
+           "pairwise_distances"]

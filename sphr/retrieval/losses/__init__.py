@@ -1,28 +1,37 @@
 """Image-retrieval losses, margin schedulers and in-batch miners (docs/RETRIEVAL.md).
 
-Each loss is a small ``torch.nn.Module`` called as ``loss(embeddings, labels)``
-on a batch; schedulers are separate objects the loss consults for its margin
-each epoch; :data:`LOSSES` maps the ``--losses`` names to configured instances.
+Each loss is a pytorch-metric-learning ``BaseMetricLossFunction`` called as
+``loss(embeddings, labels, indices_tuple=None)`` on a batch, with PML
+``distance=`` and ``reducer=`` objects; miners (PML ``BaseMiner`` subclasses,
+or PML's own) pick the triplets; schedulers are separate objects the loss
+consults for its margin each epoch; :data:`LOSSES` maps the ``--losses``
+names to configured instances.
 """
 
 from sphr.retrieval.losses.base import (
     BatchStats,
+    EuclideanDistance,
     RetrievalLoss,
     all_pair_indices,
     all_triplet_indices,
+    batch_stats,
+    distance_for,
     pairwise_euclidean,
     pairwise_similarity,
+    reducer_for,
     select_triplets,
+    triplet_margins,
     triplet_negative_pairs,
 )
-from sphr.retrieval.losses.miners import TripletMiner, pml_triplet_miner
-from sphr.retrieval.losses.pairs import (
-    ContrastiveLoss,
-    NPLBLoss,
-    OCAMLoss,
+from sphr.retrieval.losses.formulas import (
+    adatriplet_per_triplet,
     cosine_distance01,
     ocam_per_triplet,
+    ocam_violation,
+    ocam_violations,
 )
+from sphr.retrieval.losses.miners import OCAMMiner, TripletMiner, selection_miner
+from sphr.retrieval.losses.pairs import ContrastiveLoss, NPLBLoss, OCAMLoss
 from sphr.retrieval.losses.registry import (
     DEFAULT_LOSSES,
     LOSSES,
@@ -38,12 +47,7 @@ from sphr.retrieval.losses.schedulers import (
     LinearMargin,
     MarginScheduler,
 )
-from sphr.retrieval.losses.triplet import (
-    AdaTripletLoss,
-    TripletLoss,
-    adatriplet_per_triplet,
-    effective_margins,
-)
+from sphr.retrieval.losses.triplet import AdaTripletLoss, TripletLoss
 
 __all__ = [
     "DEFAULT_LOSSES",
@@ -54,26 +58,33 @@ __all__ = [
     "ConstantMargin",
     "ContrastiveLoss",
     "DAMSMargin",
+    "EuclideanDistance",
     "LinearMargin",
     "LossSpec",
     "MarginScheduler",
     "NPLBLoss",
     "OCAMLoss",
+    "OCAMMiner",
     "RetrievalLoss",
     "TripletLoss",
     "TripletMiner",
     "adatriplet_per_triplet",
     "all_pair_indices",
     "all_triplet_indices",
+    "batch_stats",
     "build_loss",
     "cosine_distance01",
-    "effective_margins",
+    "distance_for",
     "loss_help",
     "ocam_per_triplet",
+    "ocam_violation",
+    "ocam_violations",
     "pairwise_euclidean",
     "pairwise_similarity",
     "parse_loss_spec",
-    "pml_triplet_miner",
+    "reducer_for",
     "select_triplets",
+    "selection_miner",
+    "triplet_margins",
     "triplet_negative_pairs",
 ]

@@ -1,26 +1,37 @@
-"""What every retrieval loss shares: in-batch geometry, triplet enumeration, selection, reduction.
+"""What every retrieval loss shares: distances, reducers, in-batch triplets, the scheduler hooks.
 
-All losses here work on a batch of embeddings ``(N, D)`` and integer labels
-``(N,)`` (subject or class ids), pytorch-metric-learning style: ``loss(embeddings,
-labels)``. Triplets and pairs are built inside the batch from the labels, so a
-sampler that puts several images of each subject in a batch (m-per-class) is
-what makes positives exist.
+The losses are pytorch-metric-learning losses (``BaseMetricLossFunction``
+subclasses): ``loss(embeddings, labels, indices_tuple=None)`` on a batch of
+embeddings ``(N, D)`` and integer labels ``(N,)`` (subject or class ids), with
+a ``distance=`` (a PML distance object: it normalizes the embeddings and makes
+the ``(N, N)`` matrix) and a ``reducer=`` (a PML reducer: how per-triplet or
+per-pair losses become one number). Triplets and pairs are built inside the
+batch from the labels, so a sampler that puts several images of each subject
+in a batch (m-per-class) is what makes positives exist. Which triplets enter
+is a miner's job (:mod:`sphr.retrieval.losses.miners`, or any PML miner's
+output passed as ``indices_tuple``).
 
-Geometry. Embeddings are L2-normalized (the papers all do), so the cosine
-similarity is a dot product and the Euclidean distance is
-``sqrt(2 - 2 cos)``. Each triplet loss reduces a triplet to an *effective
-margin* ``delta`` (bigger is better: ``phi_ap - phi_an`` for cosine,
-``d_an - d_ap`` for Euclidean) and a hinge ``[margin - delta]_+``; miners and
-margin schedulers look at the same ``delta``.
+Geometry. Embeddings are L2-normalized (the papers all do, and both default
+distances do), so the cosine similarity is a dot product and the Euclidean
+distance is ``sqrt(2 - 2 cos)``. Each triplet loss reduces a triplet to an
+*effective margin* ``delta`` (bigger is easier: ``phi_ap - phi_an`` for a
+similarity, ``d_an - d_ap`` for a distance: ``distance.margin(an, ap)``) and a
+hinge ``[margin - delta]_+``; miners and margin schedulers look at the same
+``delta``. ``geometry="cosine"`` / ``"euclidean"`` and ``reduction="mean"`` /
+``"nonzero"`` / ``"sum"`` are shorthands for the distance and reducer objects
+(the command line's loss options).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 import torch.nn.functional as F
+from pytorch_metric_learning.distances import BaseDistance, CosineSimilarity, LpDistance
+from pytorch_metric_learning.losses import BaseMetricLossFunction
+from pytorch_metric_learning.reducers import AvgNonZeroReducer, BaseReducer, MeanReducer, SumReducer
 
 from sphr.errors import ConfigError
 
@@ -38,6 +49,8 @@ REDUCTIONS: tuple[str, ...] = ("mean", "nonzero", "sum")
 #: squared distances below this are clamped: sqrt has an infinite slope at 0,
 #: and clamp's zero gradient there keeps identical embeddings from giving NaN
 _DIST_EPS = 1e-12
+
+Triplets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 def _check(value: str, allowed: tuple[str, ...], what: str) -> str:
@@ -58,7 +71,40 @@ def pairwise_euclidean(embeddings: torch.Tensor) -> torch.Tensor:
     return torch.sqrt(torch.clamp(d2, min=_DIST_EPS))
 
 
-def all_triplet_indices(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+class EuclideanDistance(LpDistance):
+    """PML's ``LpDistance`` (p 2, L2-normalized by default) through the Gram matrix.
+
+    ``torch.cdist`` (what ``LpDistance`` uses) has no clamp: identical
+    embeddings (a collapsed batch) give a NaN gradient through the square
+    root. Here squared distances are clamped at 1e-12 first, as the retrieval
+    losses always did.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(p=2, **kwargs)
+
+    def compute_mat(self, query_emb: torch.Tensor, ref_emb: torch.Tensor | None) -> torch.Tensor:
+        if ref_emb is None or ref_emb is query_emb:
+            return pairwise_euclidean(query_emb)
+        sq_q, sq_r = (query_emb * query_emb).sum(1), (ref_emb * ref_emb).sum(1)
+        d2 = sq_q[:, None] + sq_r[None, :] - 2.0 * (query_emb @ ref_emb.T)
+        return torch.sqrt(torch.clamp(d2, min=_DIST_EPS))
+
+
+def distance_for(geometry: str) -> BaseDistance:
+    """``cosine`` -> PML's ``CosineSimilarity``; ``euclidean`` -> :class:`EuclideanDistance`."""
+    _check(geometry, GEOMETRIES, "geometry")
+    return CosineSimilarity() if geometry == "cosine" else EuclideanDistance()
+
+
+def reducer_for(reduction: str) -> BaseReducer:
+    """``mean`` -> ``MeanReducer``; ``nonzero`` -> ``AvgNonZeroReducer`` (the mean over terms > 0:
+    the AdaTriplet authors' ``ThresholdReducer(low=0)``); ``sum`` -> ``SumReducer``."""
+    _check(reduction, REDUCTIONS, "reduction")
+    return {"mean": MeanReducer, "nonzero": AvgNonZeroReducer, "sum": SumReducer}[reduction]()
+
+
+def all_triplet_indices(labels: torch.Tensor) -> Triplets:
     """Every in-batch triplet (a, p, n): y_a == y_p, a != p, y_a != y_n.
 
     Same set and order as pytorch-metric-learning's ``get_all_triplets_indices``.
@@ -99,6 +145,20 @@ def triplet_negative_pairs(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return i, j
 
 
+def triplet_margins(mat: torch.Tensor, a: torch.Tensor, p: torch.Tensor, n: torch.Tensor,
+                    distance: BaseDistance, swap: bool = False) -> torch.Tensor:
+    """delta per triplet from a distance matrix, larger is easier: ``distance.margin(an, ap)``
+    (phi_ap - phi_an for a similarity, d_an - d_ap for a distance).
+
+    ``swap`` (Balntas et al. 2016): the negative side is the harder of (a, n)
+    and (p, n), ``distance.smallest_dist`` (min distance, max similarity).
+    """
+    an = mat[a, n]
+    if swap:
+        an = distance.smallest_dist(an, mat[p, n])
+    return distance.margin(an, mat[a, p])
+
+
 def select_triplets(delta: torch.Tensor, margin: float | torch.Tensor, kind: str) -> torch.Tensor:
     """Boolean mask of the triplets a miner keeps, from their effective margins.
 
@@ -121,25 +181,10 @@ def select_triplets(delta: torch.Tensor, margin: float | torch.Tensor, kind: str
     return keep
 
 
-def reduce_losses(losses: torch.Tensor, reduction: str, anchor: torch.Tensor) -> torch.Tensor:
-    """Reduce per-triplet (or per-pair) losses; an empty set gives a zero that keeps the graph.
-
-    ``nonzero`` averages over the terms > 0 only (pytorch-metric-learning's
-    ``AvgNonZeroReducer``, the AdaTriplet authors' ``ThresholdReducer(low=0)``):
-    the loss does not shrink as triplets become easy.
-    """
-    if losses.numel() == 0:
-        return anchor.sum() * 0.0
-    if reduction == "mean":
-        return losses.mean()
-    if reduction == "sum":
-        return losses.sum()
-    if reduction == "nonzero":
-        pos = losses > 0
-        if not bool(pos.any()):
-            return losses.sum() * 0.0
-        return losses[pos].sum() / pos.sum()
-    raise ConfigError(f"unknown reduction {reduction!r}: use one of {', '.join(REDUCTIONS)}")
+def in_batch(embeddings: torch.Tensor, ref_emb: torch.Tensor | None, who: str) -> None:
+    """The retrieval losses and miners work inside one batch: no separate reference set."""
+    if ref_emb is not None and ref_emb is not embeddings:
+        raise ConfigError(f"{who} works within one batch; ref_emb / ref_labels are not supported")
 
 
 @dataclass
@@ -147,7 +192,7 @@ class BatchStats:
     """Detached statistics of one batch, handed to a margin scheduler before the loss is computed.
 
     ``effective_margins``: delta of every in-batch triplet (not only the mined
-    ones), in the loss's geometry, swap applied when the loss swaps.
+    ones), in the loss's distance, swap applied when the loss swaps.
     ``negative_similarities``: cosine similarity of the de-duplicated negative pairs.
     """
 
@@ -155,29 +200,50 @@ class BatchStats:
     negative_similarities: torch.Tensor
 
 
-class RetrievalLoss(torch.nn.Module):
-    """Base class: ``loss(embeddings, labels, indices_tuple=None) -> scalar``.
+def batch_stats(embeddings: torch.Tensor, labels: torch.Tensor, delta_all: torch.Tensor,
+                negative_similarities: torch.Tensor | None = None) -> BatchStats:
+    """Statistics for the schedulers: every triplet's delta and the cosine similarities of the
+    de-duplicated negative pairs (computed from the L2-normalized embeddings unless given)."""
+    with torch.no_grad():
+        if negative_similarities is None:
+            x = F.normalize(embeddings.detach(), dim=1)
+            i, j = triplet_negative_pairs(labels)
+            negative_similarities = (x[i] * x[j]).sum(1)
+    return BatchStats(effective_margins=delta_all.detach(), negative_similarities=negative_similarities.detach())
 
+
+class RetrievalLoss(BaseMetricLossFunction):
+    """Base class: a PML loss, ``loss(embeddings, labels, indices_tuple=None) -> scalar``.
+
+    ``distance`` / ``reducer``: PML objects (``geometry`` / ``reduction``: their
+    string shorthands, :func:`distance_for` / :func:`reducer_for`).
     ``scheduler`` (optional) is consulted for the margin(s) of the current
-    epoch; the training loop calls :meth:`on_epoch_end` once per epoch.
-    ``indices_tuple`` is an (a, p, n) triple from any pytorch-metric-learning
-    compatible miner; when given it replaces the loss's own triplet selection.
+    epoch; it observes every in-batch triplet before the loss is computed, and
+    the training loop calls :meth:`on_epoch_end` once per epoch. ``miner``
+    (optional) picks the triplets when no ``indices_tuple`` is given; a miner
+    with a ``margin`` gets the margin in force before each batch, so the
+    schedule reaches the mining. ``indices_tuple`` (from any PML-compatible
+    miner) replaces both.
     """
 
-    #: the geometry that ``delta`` is measured in (used by schedulers' statistics)
-    geometry: Geometry = "cosine"
-
-    def __init__(self, *, normalize: bool = True, scheduler: MarginScheduler | None = None) -> None:
-        super().__init__()
-        self.normalize = normalize
+    def __init__(self, *, distance: BaseDistance | None = None, reducer: BaseReducer | None = None,
+                 geometry: str | None = None, reduction: str | None = None,
+                 scheduler: MarginScheduler | None = None, **kwargs: Any) -> None:
+        if geometry is not None:
+            if distance is not None:
+                raise ConfigError("give a loss a distance or a geometry, not both")
+            distance = distance_for(geometry)
+        if reduction is not None:
+            if reducer is not None:
+                raise ConfigError("give a loss a reducer or a reduction, not both")
+            reducer = reducer_for(reduction)
+        super().__init__(distance=distance, reducer=reducer, **kwargs)
         self.scheduler = scheduler
         #: a few numbers about the last batch (triplets used, ...), for logging
         self.last_batch: dict[str, float] = {}
 
-    def prepare(self, embeddings: torch.Tensor) -> torch.Tensor:
-        # The embedding head already normalizes; normalizing again is a no-op on
-        # the forward pass and projects the gradient the same way (idempotent).
-        return F.normalize(embeddings, dim=1) if self.normalize else embeddings
+    def get_default_distance(self) -> BaseDistance:
+        return CosineSimilarity()
 
     def margins(self) -> dict[str, float]:
         """The margin values in force now: the scheduler's, else the loss's own."""
@@ -198,6 +264,8 @@ class RetrievalLoss(torch.nn.Module):
             self.scheduler.step_epoch()
         return self.margins()
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor,
-                indices_tuple: tuple[torch.Tensor, ...] | None = None) -> torch.Tensor:
-        raise NotImplementedError
+    def run_miner(self, miner: Any, embeddings: torch.Tensor, labels: torch.Tensor, margin: float) -> Triplets:
+        """Run ``miner`` at the margin in force (when it has one)."""
+        if hasattr(miner, "margin"):
+            miner.margin = margin
+        return miner(embeddings, labels)[:3]

@@ -1,13 +1,17 @@
-"""In-batch triplet mining (all / semihard / hard), pytorch-metric-learning compatible.
+"""In-batch triplet miners: pytorch-metric-learning ``BaseMiner`` subclasses.
 
-:class:`TripletMiner` has PML's call convention, ``miner(embeddings, labels)
--> (anchor_idx, positive_idx, negative_idx)``, so its output can go to a PML
-loss as ``indices_tuple`` and a PML miner's output can go to the losses here.
-It runs without pytorch-metric-learning installed; :func:`pml_triplet_miner`
-builds the equivalent PML ``TripletMarginMiner`` where PML is available.
+``miner(embeddings, labels) -> (anchor_idx, positive_idx, negative_idx)``, so
+their output goes to any PML loss as ``indices_tuple``, and a PML miner's
+output goes to the losses here. The losses build one from their
+``selection=`` option (and set its ``margin`` to the scheduled margin before
+each batch).
 
-Names: ``all`` here is every valid triplet (no margin test); PML's ``"all"``
-(triplets that violate the margin) is called ``violating`` here.
+:class:`TripletMiner` is PML's ``TripletMarginMiner`` with two differences
+the papers need: ``all`` keeps every valid triplet (PML's ``"all"``, the
+triplets that violate the margin, is called ``violating`` here), and the
+distance swap (``swap=True``) enters the effective margin as it does in the
+DAMS protocol's loss. :class:`OCAMMiner` selects on OCAM's own hinge, whose
+margin is built in.
 """
 
 from __future__ import annotations
@@ -15,68 +19,86 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
+from pytorch_metric_learning.distances import BaseDistance, CosineSimilarity
+from pytorch_metric_learning.miners import BaseMiner
 
 from sphr.errors import ConfigError
 from sphr.retrieval.losses.base import (
-    GEOMETRIES,
     SELECTIONS,
+    Triplets,
     _check,
     all_triplet_indices,
+    distance_for,
+    in_batch,
     select_triplets,
+    triplet_margins,
 )
-from sphr.retrieval.losses.triplet import effective_margins
-
-#: our selection name -> PML's ``type_of_triplets``
-_PML_TYPE = {"violating": "all", "semihard": "semihard", "hard": "hard", "easy": "easy"}
+from sphr.retrieval.losses.formulas import ocam_violations
 
 
-class TripletMiner:
+class TripletMiner(BaseMiner):
     """Select in-batch triplets by their effective margin delta against ``margin``.
 
     ``semihard``: 0 < delta <= margin; ``hard``: delta <= 0; ``violating``:
     delta <= margin; ``easy``: delta > margin; ``all``: every triplet.
-    delta is phi_ap - phi_an (cosine) or d_an - d_ap (Euclidean), swap applied
-    when ``swap``. Set ``miner.margin`` between calls to follow a scheduler.
+    delta = ``distance.margin(an, ap)`` (phi_ap - phi_an for ``CosineSimilarity``,
+    the default; d_an - d_ap for a distance), swap applied when ``swap``.
+    ``geometry`` is the string shorthand for ``distance``. Set ``miner.margin``
+    between calls to follow a scheduler.
     """
 
-    def __init__(self, type_of_triplets: str = "semihard", margin: float = 0.25, *,
-                 geometry: str = "cosine", swap: bool = False, normalize: bool = True) -> None:
+    def __init__(self, type_of_triplets: str = "semihard", margin: float = 0.25, *, swap: bool = False,
+                 geometry: str | None = None, distance: BaseDistance | None = None, **kwargs: Any) -> None:
+        if geometry is not None:
+            if distance is not None:
+                raise ConfigError("give a miner a distance or a geometry, not both")
+            distance = distance_for(geometry)
+        super().__init__(distance=distance, **kwargs)
         self.type_of_triplets = _check(type_of_triplets, SELECTIONS, "triplet selection")
-        self.geometry = _check(geometry, GEOMETRIES, "geometry")
         self.margin = float(margin)
-        self.swap = swap
-        self.normalize = normalize
-        self.num_triplets = 0
+        self.swap = bool(swap)
+        self.add_to_recordable_attributes(list_of_names=["margin"], is_stat=False)
 
-    def __call__(self, embeddings: torch.Tensor, labels: torch.Tensor,
-                 ref_emb: torch.Tensor | None = None,
-                 ref_labels: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if ref_emb is not None or ref_labels is not None:
-            raise ConfigError("TripletMiner mines within one batch; ref_emb / ref_labels are not supported")
-        with torch.no_grad():
-            x = F.normalize(embeddings, dim=1) if self.normalize else embeddings
-            labels = labels.to(x.device)
-            a, p, n = all_triplet_indices(labels)
-            delta = effective_margins(x, a, p, n, self.geometry, self.swap)
-            keep = select_triplets(delta, self.margin, self.type_of_triplets)
-        self.num_triplets = int(keep.sum())
+    def get_default_distance(self) -> BaseDistance:
+        return CosineSimilarity()
+
+    def triplet_deltas(self, embeddings: torch.Tensor, a: torch.Tensor, p: torch.Tensor,
+                       n: torch.Tensor) -> torch.Tensor:
+        """Effective margin per triplet (larger is easier)."""
+        return triplet_margins(self.distance(embeddings), a, p, n, self.distance, self.swap)
+
+    def mine(self, embeddings: torch.Tensor, labels: torch.Tensor, ref_emb: torch.Tensor,
+             ref_labels: torch.Tensor) -> Triplets:
+        in_batch(embeddings, ref_emb, type(self).__name__)
+        a, p, n = all_triplet_indices(labels)
+        keep = select_triplets(self.triplet_deltas(embeddings, a, p, n), self.margin, self.type_of_triplets)
         return a[keep], p[keep], n[keep]
 
 
-def pml_triplet_miner(type_of_triplets: str = "semihard", margin: float = 0.25, *,
-                      geometry: str = "cosine") -> Any:
-    """The pytorch-metric-learning ``TripletMarginMiner`` that selects what :class:`TripletMiner` does.
+class OCAMMiner(TripletMiner):
+    """Select triplets on OCAM's hinge: its adaptive margin (1 - f_pn)/2 is inside the hinge, so
+    delta = -(OCAM's hinge argument) against a zero margin (``easy``: the triplet has zero loss)."""
 
-    Needs pytorch-metric-learning (optional; not installed on every box).
-    ``all`` has no PML miner (PML mines every triplet when no miner is given).
-    """
-    if type_of_triplets not in _PML_TYPE:
-        raise ConfigError(f"no pytorch-metric-learning miner for {type_of_triplets!r}; "
-                          f"use one of {', '.join(_PML_TYPE)}")
-    from pytorch_metric_learning import distances, miners
+    def __init__(self, type_of_triplets: str = "violating", **kwargs: Any) -> None:
+        super().__init__(type_of_triplets, 0.0, **kwargs)
 
-    distance = (distances.CosineSimilarity() if geometry == "cosine"
-                else distances.LpDistance(normalize_embeddings=True))
-    return miners.TripletMarginMiner(margin=margin, type_of_triplets=_PML_TYPE[type_of_triplets],
-                                     distance=distance)
+    def triplet_deltas(self, embeddings: torch.Tensor, a: torch.Tensor, p: torch.Tensor,
+                       n: torch.Tensor) -> torch.Tensor:
+        return -ocam_violations(self.distance(embeddings), a, p, n, self.distance)
+
+
+def selection_miner(selection: str, miner: Any = None, *, margin: float = 0.0,
+                    distance: BaseDistance | None = None, swap: bool = False,
+                    cls: type[TripletMiner] = TripletMiner) -> Any:
+    """A loss's miner: ``miner`` as given, else a ``cls`` for ``selection`` on the loss's
+    ``distance`` (none for ``all``: every in-batch triplet enters)."""
+    _check(selection, SELECTIONS, "triplet selection")
+    if miner is not None:
+        if selection != "all":
+            raise ConfigError("give a loss a miner or a selection, not both")
+        return miner
+    if selection == "all":
+        return None
+    if cls is TripletMiner:
+        return TripletMiner(selection, margin, swap=swap, distance=distance)
+    return cls(selection, distance=distance)

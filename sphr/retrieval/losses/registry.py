@@ -10,9 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pytorch_metric_learning.distances import CosineSimilarity
+
 from sphr.errors import ConfigError
 from sphr.retrieval.catalog import DEFAULT_LOSSES, LOSS_CATALOG, loss_help, parse_value
-from sphr.retrieval.losses.base import RetrievalLoss
+from sphr.retrieval.losses.base import EuclideanDistance, RetrievalLoss, distance_for, reducer_for
 from sphr.retrieval.losses.pairs import ContrastiveLoss, NPLBLoss, OCAMLoss
 from sphr.retrieval.losses.schedulers import AutoMargin, ConstantMargin, DAMSMargin, LinearMargin
 from sphr.retrieval.losses.triplet import AdaTripletLoss, TripletLoss
@@ -31,37 +33,42 @@ class LossSpec:
 
 
 def _triplet_const(o: dict[str, Any], geometry: str) -> RetrievalLoss:
-    return TripletLoss(o["margin"], geometry=geometry, swap=o["swap"], selection=o["selection"],
-                       reduction=o["reduction"], scheduler=ConstantMargin(o["margin"]))
+    return TripletLoss(o["margin"], distance=distance_for(geometry), swap=o["swap"], selection=o["selection"],
+                       reducer=reducer_for(o["reduction"]), scheduler=ConstantMargin(o["margin"]))
 
 
 def _dams_family(o: dict[str, Any], scheduler: Any) -> RetrievalLoss:
-    return TripletLoss(scheduler.margin, geometry="euclidean", swap=o["swap"], selection=o["selection"],
-                       reduction=o["reduction"], scheduler=scheduler)
+    return TripletLoss(scheduler.margin, distance=EuclideanDistance(), swap=o["swap"], selection=o["selection"],
+                       reducer=reducer_for(o["reduction"]), scheduler=scheduler)
+
+
+def _automargin(o: dict[str, Any], k_an: float, beta0: float) -> AutoMargin:
+    return AutoMargin(o["k_delta"], k_an, o["eps0"], beta0, o["per_batch"],
+                      warmup_epochs=o["warmup_epochs"], warmup_until_delta=o["warmup_until_delta"])
 
 
 _BUILDERS: dict[str, Callable[[dict[str, Any]], RetrievalLoss]] = {
     "triplet": lambda o: _triplet_const(o, "cosine"),
     "triplet_euclidean": lambda o: _triplet_const(o, "euclidean"),
     "triplet_automargin": lambda o: TripletLoss(
-        o["eps0"], geometry="cosine", selection=o["selection"], reduction=o["reduction"],
-        scheduler=AutoMargin(o["k_delta"], 2.0, o["eps0"], 0.0, o["per_batch"],
-                             warmup_epochs=o["warmup_epochs"], warmup_until_delta=o["warmup_until_delta"])),
+        o["eps0"], distance=CosineSimilarity(), selection=o["selection"], reducer=reducer_for(o["reduction"]),
+        scheduler=_automargin(o, 2.0, 0.0)),
     "adatriplet": lambda o: AdaTripletLoss(
-        o["eps"], o["beta"], o["lam"], selection=o["selection"], reduction=o["reduction"],
-        scheduler=ConstantMargin(o["eps"])),
+        o["eps"], o["beta"], o["lam"], distance=CosineSimilarity(), selection=o["selection"],
+        reducer=reducer_for(o["reduction"]), scheduler=ConstantMargin(o["eps"])),
     "adatriplet_automargin": lambda o: AdaTripletLoss(
-        o["eps0"], o["beta0"], o["lam"], selection=o["selection"], reduction=o["reduction"],
-        scheduler=AutoMargin(o["k_delta"], o["k_an"], o["eps0"], o["beta0"], o["per_batch"],
-                             warmup_epochs=o["warmup_epochs"], warmup_until_delta=o["warmup_until_delta"])),
+        o["eps0"], o["beta0"], o["lam"], distance=CosineSimilarity(), selection=o["selection"],
+        reducer=reducer_for(o["reduction"]), scheduler=_automargin(o, o["k_an"], o["beta0"])),
     "triplet_constant": lambda o: _triplet_const(o, "euclidean"),
     "triplet_linear": lambda o: _dams_family(o, LinearMargin(o["mu0"], o["step"], paper_epochs=o["paper_epochs"])),
     "triplet_dams": lambda o: _dams_family(o, DAMSMargin(o["mu0"], o["step"], o["threshold"],
                                                                      paper_epochs=o["paper_epochs"])),
-    "ocam": lambda o: OCAMLoss(selection=o["selection"], reduction=o["reduction"]),
-    "nplb": lambda o: NPLBLoss(o["margin"], o["p"], selection=o["selection"], reduction=o["reduction"],
-                               scheduler=ConstantMargin(o["margin"])),
-    "contrastive": lambda o: ContrastiveLoss(o["pos_margin"], o["neg_margin"], reduction=o["reduction"]),
+    "ocam": lambda o: OCAMLoss(distance=CosineSimilarity(), selection=o["selection"],
+                               reducer=reducer_for(o["reduction"])),
+    "nplb": lambda o: NPLBLoss(o["margin"], o["p"], distance=EuclideanDistance(), selection=o["selection"],
+                               reducer=reducer_for(o["reduction"]), scheduler=ConstantMargin(o["margin"])),
+    "contrastive": lambda o: ContrastiveLoss(o["pos_margin"], o["neg_margin"], distance=EuclideanDistance(),
+                                             reducer=reducer_for(o["reduction"])),
 }
 
 LOSSES: dict[str, LossSpec] = {

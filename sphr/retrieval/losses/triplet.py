@@ -5,147 +5,145 @@ L2-normalized embeddings, eps in [0, 2). Euclidean form (FaceNet / NPLB
 Eq. 1 / DAMS paper): ``[d_ap - d_an + mu]_+`` with d the (unsquared) Euclidean
 distance. In-triplet hard negative mining (Balntas et al. 2016, "distance
 swap"): the negative distance is ``min(d_an, d_pn)`` (cosine:
-``max(phi_an, phi_pn)``), the harder of the two negative pairs.
+``max(phi_an, phi_pn)``), the harder of the two negative pairs. Both are
+pytorch-metric-learning losses (:mod:`sphr.retrieval.losses.base`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
+from pytorch_metric_learning.reducers import AvgNonZeroReducer, BaseReducer
 
 from sphr.retrieval.losses.base import (
-    GEOMETRIES,
-    REDUCTIONS,
-    SELECTIONS,
-    BatchStats,
     RetrievalLoss,
-    _check,
     all_triplet_indices,
-    pairwise_euclidean,
-    pairwise_similarity,
-    reduce_losses,
-    select_triplets,
+    batch_stats,
+    in_batch,
+    triplet_margins,
     triplet_negative_pairs,
 )
+from sphr.retrieval.losses.formulas import adatriplet_per_triplet
+from sphr.retrieval.losses.miners import selection_miner
 from sphr.retrieval.losses.schedulers import MarginScheduler
 
-
-def effective_margins(x: torch.Tensor, a: torch.Tensor, p: torch.Tensor, n: torch.Tensor,
-                      geometry: str, swap: bool = False) -> torch.Tensor:
-    """delta per triplet, larger is easier: phi_ap - phi_an (cosine) or d_an - d_ap (Euclidean)."""
-    if geometry == "cosine":
-        s = pairwise_similarity(x)
-        an = s[a, n]
-        if swap:
-            an = torch.maximum(an, s[p, n])
-        return s[a, p] - an
-    d = pairwise_euclidean(x)
-    an = d[a, n]
-    if swap:
-        an = torch.minimum(an, d[p, n])
-    return an - d[a, p]
-
-
-def batch_stats(x: torch.Tensor, labels: torch.Tensor, delta_all: torch.Tensor) -> BatchStats:
-    """Statistics for the schedulers: every triplet's delta and the de-duplicated negative pairs."""
-    with torch.no_grad():
-        i, j = triplet_negative_pairs(labels)
-        neg = (x[i] * x[j]).sum(1)
-    return BatchStats(effective_margins=delta_all.detach(), negative_similarities=neg)
+__all__ = ["AdaTripletLoss", "TripletLoss", "adatriplet_per_triplet"]
 
 
 class TripletLoss(RetrievalLoss):
-    """Triplet margin loss over in-batch triplets.
+    """Triplet margin loss over in-batch triplets: ``[margin - delta]_+`` per triplet.
 
-    ``geometry``: ``cosine`` (Triplet*, margin eps) or ``euclidean`` (margin mu).
-    ``selection``: which in-batch triplets enter the loss (``all``, ``semihard``,
-    ``hard``, ``violating``, ``easy``; the AdaTriplet protocol uses
-    ``semihard``). ``reduction``: ``nonzero`` (average over non-zero terms,
-    pytorch-metric-learning's default), ``mean`` or ``sum``. ``scheduler``
+    ``distance``: ``CosineSimilarity`` (Triplet*, margin eps; the default) or
+    :class:`~sphr.retrieval.losses.base.EuclideanDistance` (margin mu); ``geometry``
+    is the shorthand. ``selection``: which in-batch triplets enter (``all``,
+    ``semihard``, ``hard``, ``violating``, ``easy``; the AdaTriplet protocol uses
+    ``semihard``), through a :class:`TripletMiner`; or pass ``miner=``.
+    ``reducer``: ``AvgNonZeroReducer`` by default (pytorch-metric-learning's
+    ``TripletMarginLoss`` default), ``reduction`` the shorthand. ``scheduler``
     overrides ``margin`` each epoch (Linear, DAMS, AutoMargin, constant).
     """
 
-    def __init__(self, margin: float = 0.25, *, geometry: str = "cosine", swap: bool = False,
-                 selection: str = "all", reduction: str = "nonzero",
-                 scheduler: MarginScheduler | None = None, normalize: bool = True) -> None:
-        super().__init__(normalize=normalize, scheduler=scheduler)
+    def __init__(self, margin: float = 0.25, *, swap: bool = False, selection: str = "all",
+                 miner: Any = None, scheduler: MarginScheduler | None = None, **kwargs: Any) -> None:
+        super().__init__(scheduler=scheduler, **kwargs)
         self.margin = float(margin)
-        self.geometry = _check(geometry, GEOMETRIES, "geometry")  # type: ignore[assignment]
         self.swap = bool(swap)
-        self.selection = _check(selection, SELECTIONS, "triplet selection")
-        self.reduction = _check(reduction, REDUCTIONS, "reduction")
+        self.selection = selection
+        self.miner = selection_miner(selection, miner, margin=self.margin, distance=self.distance, swap=self.swap)
+        self.add_to_recordable_attributes(list_of_names=["margin"], is_stat=False)
+
+    def get_default_reducer(self) -> BaseReducer:
+        return AvgNonZeroReducer()
 
     def current_margin(self) -> float:
         return float(self.margins().get("margin", self.margin))
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor,
-                indices_tuple: tuple[torch.Tensor, ...] | None = None) -> torch.Tensor:
-        x = self.prepare(embeddings)
+    def compute_loss(self, embeddings: torch.Tensor, labels: torch.Tensor, indices_tuple: Any,
+                     ref_emb: torch.Tensor, ref_labels: torch.Tensor) -> dict[str, Any]:
+        in_batch(embeddings, ref_emb, type(self).__name__)
+        mat = self.distance(embeddings)
         a, p, n = all_triplet_indices(labels)
-        delta_all = effective_margins(x, a, p, n, self.geometry, self.swap)
-        self.observe(batch_stats(x, labels, delta_all))
+        delta_all = triplet_margins(mat, a, p, n, self.distance, self.swap)
+        self.observe(batch_stats(embeddings, labels, delta_all))
         margin = self.current_margin()
+        if indices_tuple is None and self.miner is not None:
+            indices_tuple = self.run_miner(self.miner, embeddings, labels, margin)
         if indices_tuple is not None:
             a, p, n = indices_tuple[:3]
-            delta = effective_margins(x, a, p, n, self.geometry, self.swap)
+            delta = triplet_margins(mat, a, p, n, self.distance, self.swap)
         else:
-            delta = delta_all[select_triplets(delta_all.detach(), margin, self.selection)]
+            delta = delta_all
         losses = F.relu(margin - delta)
         self.last_batch = {"triplets": float(delta_all.numel()), "used": float(delta.numel()),
                            "active": float((losses > 0).sum()), "margin": margin}
-        return reduce_losses(losses, self.reduction, x)
-
-
-def adatriplet_per_triplet(phi_ap: torch.Tensor, phi_an: torch.Tensor, eps: float, beta: float,
-                           lam: float = 1.0) -> torch.Tensor:
-    """AdaTriplet Eq. (5) per triplet: [phi_an - phi_ap + eps]_+ + lambda [phi_an - beta]_+."""
-    return F.relu(phi_an - phi_ap + eps) + lam * F.relu(phi_an - beta)
+        if delta.numel() == 0:
+            return self.zero_losses()
+        return {"loss": {"losses": losses, "indices": (a, p, n), "reduction_type": "triplet"}}
 
 
 class AdaTripletLoss(RetrievalLoss):
     """AdaTriplet (Eq. 5) with the batch reduction of the authors' code.
 
-    Triplet term: ``[phi_an - phi_ap + eps]_+`` over the selected triplets
-    (semihard by default: 0 < delta <= eps), averaged over its non-zero terms.
-    Negative-pair term: ``[phi_an - beta]_+`` over the de-duplicated in-batch
-    negative pairs with phi_an >= beta, averaged over those pairs. Loss =
-    triplet term + lambda * pair term. With :class:`AutoMargin` as scheduler
-    eps and beta follow Eq. 7-8; otherwise they stay at ``eps`` / ``beta``
-    (the authors' defaults 0.25 and 0).
+    Triplet term: ``[phi_an - phi_ap + eps]_+`` over the mined triplets
+    (semihard by default: 0 < delta <= eps), reduced by ``reducer`` (the mean
+    over its non-zero terms by default). Negative-pair term: ``[phi_an - beta]_+``
+    over the de-duplicated in-batch negative pairs with phi_an >= beta,
+    averaged over those pairs (the authors' code), weighted by lambda: a
+    second, already-reduced sub-loss, so loss = triplet term + lambda * pair
+    term. With :class:`AutoMargin` as scheduler eps and beta follow Eq. 7-8;
+    otherwise they stay at ``eps`` / ``beta`` (the authors' defaults 0.25 and 0).
+    Defined on ``CosineSimilarity``; with a distance, ``beta`` bounds distances
+    from below instead (``distance.margin(beta, d)``).
     """
 
-    geometry = "cosine"
-
     def __init__(self, eps: float = 0.25, beta: float = 0.0, lam: float = 1.0, *,
-                 selection: str = "semihard", reduction: str = "nonzero",
-                 scheduler: MarginScheduler | None = None, normalize: bool = True) -> None:
-        super().__init__(normalize=normalize, scheduler=scheduler)
+                 selection: str = "semihard", miner: Any = None,
+                 scheduler: MarginScheduler | None = None, **kwargs: Any) -> None:
+        super().__init__(scheduler=scheduler, **kwargs)
         self.eps = float(eps)
         self.beta = float(beta)
         self.lam = float(lam)
-        self.selection = _check(selection, SELECTIONS, "triplet selection")
-        self.reduction = _check(reduction, REDUCTIONS, "reduction")
+        self.selection = selection
+        self.miner = selection_miner(selection, miner, margin=self.eps, distance=self.distance)
+        self.add_to_recordable_attributes(list_of_names=["eps", "beta", "lam"], is_stat=False)
 
-    def forward(self, embeddings: torch.Tensor, labels: torch.Tensor,
-                indices_tuple: tuple[torch.Tensor, ...] | None = None) -> torch.Tensor:
-        x = self.prepare(embeddings)
-        s = pairwise_similarity(x)
+    def get_default_reducer(self) -> BaseReducer:
+        return AvgNonZeroReducer()
+
+    def _sub_loss_names(self) -> list[str]:
+        return ["loss", "pair_loss"]
+
+    def compute_loss(self, embeddings: torch.Tensor, labels: torch.Tensor, indices_tuple: Any,
+                     ref_emb: torch.Tensor, ref_labels: torch.Tensor) -> dict[str, Any]:
+        in_batch(embeddings, ref_emb, type(self).__name__)
+        mat = self.distance(embeddings)
         a, p, n = all_triplet_indices(labels)
-        delta_all = s[a, p] - s[a, n]
+        delta_all = triplet_margins(mat, a, p, n, self.distance)
         i, j = triplet_negative_pairs(labels)
-        phi_neg = s[i, j]
-        self.observe(BatchStats(delta_all.detach(), phi_neg.detach()))
+        d_neg = mat[i, j]
+        # the statistics read the negative pairs' cosines off the matrix when it holds them
+        self.observe(batch_stats(embeddings, labels, delta_all,
+                                 d_neg.detach() if self.distance.is_inverted else None))
         m = self.margins()
         eps = float(m.get("margin", self.eps))
         beta = float(m.get("beta", self.beta))
+        if indices_tuple is None and self.miner is not None:
+            indices_tuple = self.run_miner(self.miner, embeddings, labels, eps)
         if indices_tuple is not None:
             a, p, n = indices_tuple[:3]
-            delta = s[a, p] - s[a, n]
+            delta = triplet_margins(mat, a, p, n, self.distance)
         else:
-            delta = delta_all[select_triplets(delta_all.detach(), eps, self.selection)]
-        triplet_term = reduce_losses(F.relu(eps - delta), self.reduction, x)
-        hard_pairs = phi_neg.detach() >= beta
-        pair_term = (phi_neg[hard_pairs] - beta).mean() if bool(hard_pairs.any()) else x.sum() * 0.0
+            delta = delta_all
+        gap = self.distance.margin(beta, d_neg)  # phi_an - beta
+        hard_pairs = gap.detach() >= 0
         self.last_batch = {"triplets": float(delta_all.numel()), "used": float(delta.numel()),
                            "hard_pairs": float(hard_pairs.sum()), "margin": eps, "beta": beta}
-        return triplet_term + self.lam * pair_term
+        out = self.zero_losses()
+        if delta.numel():
+            out["loss"] = {"losses": F.relu(eps - delta), "indices": (a, p, n), "reduction_type": "triplet"}
+        if bool(hard_pairs.any()):
+            out["pair_loss"] = {"losses": self.lam * gap[hard_pairs].mean(), "indices": None,
+                                "reduction_type": "already_reduced"}
+        return out
