@@ -40,7 +40,10 @@ def export_observation(data_source: DataSource, storage: RunStorage) -> dg.Asset
     """An observation of ukb_export_file with the export's version, for callers outside a step
     (the runner, tests) to record *before* materializing: a step's own observation would come
     after the provenance of what it materializes."""
-    version, meta = export_version(data_source, storage)
+    # outside a step the resources are not initialised: build_resources resolves their
+    # dg.EnvVar fields (pipeline/resources.py) as a run would
+    with dg.build_resources({"data_source": data_source, "storage": storage}) as res:
+        version, meta = export_version(res.data_source, res.storage)
     return dg.AssetObservation(asset_key=ukb_export_file.key, metadata=meta,
                                tags={"dagster/data_version": version})
 
