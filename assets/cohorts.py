@@ -8,6 +8,7 @@ from pipeline import metadata as md
 from pipeline.partitions import sex_partitions
 from pipeline.resources import RunStorage
 from sphr import layout
+from sphr.profiles import DEFAULT_PROFILE
 
 #: plausible BFH share of a sex's cohort: the paper has ~5-6%; outside this, suspect units
 BFH_SHARE_BOUNDS = (0.005, 0.30)
@@ -16,7 +17,7 @@ BFH_SHARE_BOUNDS = (0.005, 0.30)
 class CohortConfig(dg.Config):
     """Run configuration of the cohort step (defaults: the demo profile)."""
 
-    profile: str = "demo"
+    profile: str = DEFAULT_PROFILE
     seed: int = 0
     bfh_fold: int = 3
     n_triplets: int | None = None

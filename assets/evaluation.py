@@ -6,6 +6,7 @@ from pipeline import metadata as md
 from pipeline.partitions import sex_partitions
 from pipeline.resources import Compute, RunStorage
 from sphr import layout
+from sphr.profiles import DEFAULT_PROFILE
 
 
 class EvaluationConfig(dg.Config):
@@ -16,7 +17,7 @@ class EvaluationConfig(dg.Config):
     classifiers: list[str] = ["knn", "lda", "nn_ehr", "xgboost"]
     losses: list[str] = ["triplet", "distance_swap", "npair", "lifted_struct", "infonce", "mdr",
                          "nplb"]
-    loss_profile: str = "demo"
+    loss_profile: str = DEFAULT_PROFILE
     nn_epochs: int = 100
 
 

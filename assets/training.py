@@ -7,12 +7,13 @@ from pipeline import metadata as md
 from pipeline.partitions import sex_partitions
 from pipeline.resources import Compute, RunStorage
 from sphr import layout
+from sphr.profiles import DEFAULT_PROFILE
 
 
 class TrainingConfig(dg.Config):
     """Run configuration of SPHR training (defaults: the demo profile; `paper` = 1000 epochs)."""
 
-    profile: str = "demo"
+    profile: str = DEFAULT_PROFILE
     loss: str = "nplb"
     seed: int = 0
     epochs: int | None = None

@@ -195,6 +195,9 @@ def main() -> int:
     ap.add_argument("--out", default="runs/worlds")
     ap.add_argument("--profile", default="demo", choices=("demo", "paper"))
     ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--no-losses", dest="losses", action="store_false",
+                    help="skip the loss comparison (at the paper profile: hours per sex on a CPU)")
+    ap.add_argument("--no-a8", dest="a8", action="store_false", help="skip the Table A8 rows")
     args = ap.parse_args()
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -213,7 +216,8 @@ def main() -> int:
         seconds = None
         if not (args.reuse and done):
             seconds = _sh([sys.executable, "-m", "pipeline", "run", "--world", w, "--run-dir",
-                           str(run), "--profile", args.profile, "--no-retrieval"], log)
+                           str(run), "--profile", args.profile, "--no-retrieval",
+                           *([] if args.losses else ["--no-losses"])], log)
         world = read_world(str(run / "export" / "ukb_synthetic.truth.parquet"))
         rep_lines, rep_v = representation_summary(run)
         loss_lines, loss_v = loss_summary(run)
@@ -236,6 +240,11 @@ def main() -> int:
                                 "sphr_cells_won": f"{len(wins)}/{len(rep_v)}",
                                 "sphr_vs_best_baseline": rep_v, "nplb_vs_best_loss": loss_v,
                                 "linked_auroc_10y": linked_best}
+    if not args.a8:
+        (out / "summary.md").write_text("\n".join(md) + "\n")
+        print(f"wrote {out / 'summary.md'}")
+        print(json.dumps(summary))
+        return 0
     a8 = table_a8(out / "linear", out, log)
     md += ["\n## Table A8 row: augmentation of the BFH training rows (linear world)\n",
            "SPHR + XGBoost, multi-class weighted F1, mean ± SD over 5 splits; the same test "

@@ -17,13 +17,17 @@ import time
 from pathlib import Path
 
 from pipeline.home import PROJECT_ROOT, ensure_dagster_home
+from sphr.profiles import DEFAULT_PROFILE, PROFILES
 
 
-def _run_config(profile: str) -> dict:
+def _run_config(profile: str, losses: bool = True) -> dict:
+    evaluation: dict = {"loss_profile": profile}
+    if not losses:
+        evaluation["losses"] = []
     return {"ops": {
         "cohorts": {"config": {"profile": profile}},
         "sphr_training": {"config": {"profile": profile}},
-        "evaluate__tables": {"config": {"loss_profile": profile}},
+        "evaluate__tables": {"config": evaluation},
     }}
 
 
@@ -66,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         print(f"== {title}", flush=True)
         results = materialize_side_by_side(tasks, workers=args.jobs,
-                                           run_config=_run_config(args.profile), **kwargs)
+                                           run_config=_run_config(args.profile, args.losses),
+                                           **kwargs)
         for r in results:
             if not r.success:
                 where = f" ({r.partition})" if r.partition else ""
@@ -105,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipeline")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="materialize every asset and partition in-process")
-    p.add_argument("--profile", default="demo", choices=("demo", "paper"))
+    p.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES)
     p.add_argument("--run-dir", default=os.environ.get("SPHR_RUN_DIR", "runs/demo"))
     p.add_argument("--export", default=None, help="a UK Biobank export (default: synthetic cohort)")
     p.add_argument("--device", default=None, help="auto, cpu or cuda")
@@ -115,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=3,
                    help="how many of the per-sex runs and the retrieval comparison run at the "
                    "same time, each in its own process (1: one after the other, in this one)")
+    p.add_argument("--no-losses", dest="losses", action="store_false",
+                   help="skip the 7-loss comparison (hours per sex at the paper profile on a CPU)")
     p.add_argument("--no-retrieval", dest="retrieval", action="store_false",
                    help="skip the image-retrieval loss comparison")
     p.set_defaults(func=run)

@@ -3,7 +3,7 @@
     ingest (sphr.data) -> cohorts (sphr.cohorts) -> train (sphr.train, sphr.losses, sphr.models)
       -> embed (sphr.baselines) -> evaluate (sphr.evaluate) | risk (sphr.risk) -> report (sphr.report)
     retrieval (sphr.retrieval): a separate branch; may import sphr.losses and sphr.models
-    shared (sphr.io, layout, errors, labels, device, plots, progress): importable by all,
+    shared (sphr.io, layout, errors, labels, device, plots, progress, profiles): importable by all,
     import no stage
 
 Imports are read with ``ast``: module-level and function-level ``import`` / ``from``
@@ -32,7 +32,7 @@ STAGES: dict[str, str] = {
 RANK: dict[str, int] = {"shared": -1, "ingest": 0, "cohorts": 1, "train": 2, "embed": 3,
                         "evaluate": 4, "risk": 4, "report": 5}
 SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.errors", "sphr.labels", "sphr.device",
-                           "sphr.plots", "sphr.progress")
+                           "sphr.plots", "sphr.progress", "sphr.profiles")
 OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli")
 #: what the retrieval branch may import besides the shared modules
 RETRIEVAL_MAY_IMPORT: tuple[str, ...] = ("sphr.losses", "sphr.models")

@@ -20,3 +20,29 @@ def test_help_lists_every_stage():
     for command in ("synth", "ingest", "cohorts", "train", "baselines", "evaluate", "risk",
                     "score", "retrieval"):
         assert command in out.stdout
+
+
+def test_every_entry_point_defaults_to_one_profile(monkeypatch):
+    """The CLI stages, the Dagster configs and `python -m pipeline run` share one default."""
+    import argparse
+
+    import pipeline.__main__ as runner
+    from assets.cohorts import CohortConfig
+    from assets.evaluation import EvaluationConfig
+    from assets.training import TrainingConfig
+    from sphr.cli import build_parser
+    from sphr.profiles import DEFAULT_PROFILE
+
+    parser = build_parser()
+    stages = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    defaults = {name: stages.choices[name].get_default("profile")
+                for name in ("cohorts", "train")}
+    defaults["evaluate --loss-profile"] = stages.choices["evaluate"].get_default("loss_profile")
+    defaults["dagster cohorts"] = CohortConfig().profile
+    defaults["dagster training"] = TrainingConfig().profile
+    defaults["dagster evaluation"] = EvaluationConfig().loss_profile
+    seen = {}
+    monkeypatch.setattr(runner, "run", lambda args: seen.setdefault("profile", args.profile) and 0)
+    runner.main(["run"])
+    defaults["python -m pipeline run"] = seen["profile"]
+    assert set(defaults.values()) == {DEFAULT_PROFILE}, defaults

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sphr.profiles import DEFAULT_PROFILE, PROFILES
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -14,8 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "quantile normalizer fitted on training rows, BFH augmentation, triplets.")
     p.add_argument("baseline", type=Path, help="baseline.parquet from sphr ingest")
     p.add_argument("--out", type=Path, required=True, help="output folder (one subfolder per sex)")
-    p.add_argument("--profile", default="paper", choices=("demo", "paper"),
-                   help="paper: 100,000 triplets; demo: 20,000 (default: paper)")
+    p.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES,
+                   help="paper: 100,000 triplets; demo: 20,000 (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--completeness", type=float, default=0.75,
                    help="keep features at least this complete (default 0.75)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from sphr.profiles import DEFAULT_PROFILE, PROFILES
+
 
 def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
@@ -55,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--losses", type=_csv, default=list(LOSSES),
                    help=f"losses to compare (default: {','.join(LOSSES)})")
     p.add_argument("--no-losses", action="store_true", help="skip the loss comparison")
-    p.add_argument("--loss-profile", default="demo", help="TrainConfig profile: demo or paper")
+    p.add_argument("--loss-profile", default=DEFAULT_PROFILE, choices=PROFILES,
+                   help="TrainConfig profile of the loss comparison")
     p.add_argument("--loss-set", type=_kv, action="append", default=[], metavar="KEY=VALUE",
                    help="override a TrainConfig field for every loss (e.g. epochs=50)")
     p.add_argument("--loss-classifiers", type=_csv, default=["xgboost"],

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sphr.profiles import DEFAULT_PROFILE, PROFILES
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -14,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("cohort_dir", type=Path, help="a cohort folder from sphr cohorts (RUN/cohorts/<sex>)")
     p.add_argument("--loss", default="nplb",
                    help="nplb, triplet, distance_swap, mdr, npair, lifted_struct, infonce")
-    p.add_argument("--profile", default="demo", choices=("demo", "paper"),
+    p.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES,
                    help="demo: a few epochs at batch 512; paper: 1000 epochs at batch 256")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
     p.add_argument("--epochs", type=int, default=None)
