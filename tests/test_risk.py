@@ -460,3 +460,4 @@ def test_score_labels_with_the_runs_custom_ranges(ingest_dir, ukb_export, tmp_pa
     custom = assign_classes(women, "female", with_overrides(overrides))
     default = assign_classes(women, "female", tuple(ranges_for("female", P0_RANGES)))
     assert (custom == both["label_new"].to_numpy()).all() and (custom != default).sum() > 0
+
