@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from test_risk import _cli
+from test_risk_real_sphr import trained_risk_run
 from test_ui_browser import (
     CHROMEDRIVER,
     CHROMIUM,
@@ -20,9 +16,9 @@ from test_ui_browser import (
     SHOTS,
     _button,
     _click,
-    _free_port,
     _wait_for,
-    _wait_http,
+    dagster_dev,
+    run_python,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -33,19 +29,9 @@ def fitted_ui(tmp_path, ingest_dir, cohorts_dir, synthetic_cohort):
     """A RUN with a small real model (1 epoch) and `dagster dev` on it; export A observed and
     refreshed once, then the export file replaced by B and observed (as the sensor does)."""
     from sphr.data.export import write_export
-    from sphr.layout import train_dir
-    from sphr.train import TrainConfig, run_train
 
-    run = tmp_path / "run"
-    (run / "ingest").mkdir(parents=True)
-    for name in ("baseline.parquet", "followup.parquet", "ingest_report.json"):
-        (run / "ingest" / name).symlink_to(ingest_dir / name)
-    (run / "cohorts").symlink_to(cohorts_dir)
-    for sex in ("female", "male"):
-        run_train(cohorts_dir / sex, train_dir(run, sex),
-                  TrainConfig.profile("demo", epochs=1, batch_size=512, device="cpu"))
-    assert _cli(["risk", str(run), "--bootstrap", "20", "--methods",
-                 "raw_euclidean,mahalanobis,sphr"]) == 0
+    run = trained_risk_run(tmp_path, ingest_dir, cohorts_dir,
+                           ("raw_euclidean", "mahalanobis", "sphr"))
     export = tmp_path / "exports" / "ukb.csv"
     write_export(synthetic_cohort, export, "ukbconv", decoys=0, seed=11)
     home = tmp_path / "dagster_home"
@@ -62,8 +48,7 @@ def fitted_ui(tmp_path, ingest_dir, cohorts_dir, synthetic_cohort):
             "m = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups('refresh'),"
             " resources=r, instance=i)\n"
             "assert m.success\n")
-    subprocess.run([sys.executable, "-c", prep], env=env, cwd=ROOT, check=True,
-                   capture_output=True)
+    run_python(prep, env)
     # the export changes: 10% of the participants fewer
     visits = synthetic_cohort.visits
     keep = ~visits["eid"].isin(sorted(visits["eid"].unique())[::10])
@@ -77,24 +62,9 @@ def fitted_ui(tmp_path, ingest_dir, cohorts_dir, synthetic_cohort):
                "r = default_resources()\n"
                "dg.DagsterInstance.get().report_runless_asset_event("
                "export_observation(r['data_source'], r['storage']))\n")
-    subprocess.run([sys.executable, "-c", observe], env=env, cwd=ROOT, check=True,
-                   capture_output=True)
-    port = _free_port()
-    log = (tmp_path / "dagster_dev.log").open("w")
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml",
-         "-h", "127.0.0.1", "-p", str(port)],
-        env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/server_info", 180)
-        yield f"http://127.0.0.1:{port}", home, run, export
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+    run_python(observe, env)
+    with dagster_dev(env, tmp_path / "dagster_dev.log") as url:
+        yield url, home, run, export
 
 
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium + chromedriver not installed")

@@ -6,6 +6,24 @@ from __future__ import annotations
 from test_risk import _cli
 
 
+def trained_risk_run(tmp_path, ingest_dir, cohorts_dir, methods):
+    """RUN with the fixture's ingest and cohorts, SPHR trained for one epoch per sex by the
+    real training stage, and ``sphr risk`` fitted with ``methods``."""
+    from sphr.layout import train_dir
+    from sphr.train import TrainConfig, run_train
+
+    run = tmp_path / "run"
+    (run / "ingest").mkdir(parents=True)
+    for name in ("baseline.parquet", "followup.parquet", "ingest_report.json"):
+        (run / "ingest" / name).symlink_to(ingest_dir / name)
+    (run / "cohorts").symlink_to(cohorts_dir)
+    for sex in ("female", "male"):
+        run_train(cohorts_dir / sex, train_dir(run, sex),
+                  TrainConfig.profile("demo", epochs=1, batch_size=512, device="cpu"))
+    assert _cli(["risk", str(run), "--bootstrap", "20", "--methods", ",".join(methods)]) == 0
+    return run
+
+
 def test_risk_with_a_really_trained_sphr_model(tmp_path, ingest_dir, cohorts_dir):
     """The real training stage -> the risk stage, no stand-in for sphr.train: the risk model
     carries the trained network unchanged and scores every participant with it."""
@@ -16,21 +34,12 @@ def test_risk_with_a_really_trained_sphr_model(tmp_path, ingest_dir, cohorts_dir
 
     from sphr.baselines.pipeline import load_cohort, read_embeddings
     from sphr.layout import train_dir
-    from sphr.train import TrainConfig, embed, load_model, run_train
+    from sphr.train import embed, load_model
 
     def sha256(path):
         return hashlib.sha256(path.read_bytes()).hexdigest()
 
-    run = tmp_path / "run"
-    (run / "ingest").mkdir(parents=True)
-    for name in ("baseline.parquet", "followup.parquet", "ingest_report.json"):
-        (run / "ingest" / name).symlink_to(ingest_dir / name)
-    (run / "cohorts").symlink_to(cohorts_dir)
-    for sex in ("female", "male"):
-        run_train(cohorts_dir / sex, train_dir(run, sex),
-                  TrainConfig.profile("demo", epochs=1, batch_size=512, device="cpu"))
-    assert _cli(["risk", str(run), "--bootstrap", "20", "--methods",
-                 "raw_euclidean,sphr"]) == 0
+    run = trained_risk_run(tmp_path, ingest_dir, cohorts_dir, ("raw_euclidean", "sphr"))
     rows = pd.read_parquet(run / "risk" / "risk_groups.parquet")
     for sex in ("female", "male"):
         trained = train_dir(run, sex) / "model.pt"

@@ -8,6 +8,7 @@ screenshots under ``runs/screenshots/``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -61,17 +62,29 @@ def dagster_ui(tmp_path, ukb_export):
             "r = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups('ingest'),"
             " resources=default_resources(), instance=dg.DagsterInstance.get())\n"
             "assert r.success\n")
-    subprocess.run([sys.executable, "-c", prep], env=env, cwd=ROOT, check=True,
+    run_python(prep, env)
+    with dagster_dev(env, tmp_path / "dagster_dev.log") as url:
+        yield url, home
+
+
+def run_python(code: str, env: dict) -> None:
+    """Run ``code`` in a fresh interpreter with ``env`` (Dagster instance set-up for a test)."""
+    subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,
                    capture_output=True)
+
+
+@contextlib.contextmanager
+def dagster_dev(env: dict, log_path: Path):
+    """`dagster dev` on the project's workspace with ``env``; yields its URL once it answers."""
     port = _free_port()
-    log = (tmp_path / "dagster_dev.log").open("w")
+    log = log_path.open("w")
     proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("dagster")), "dev", "-w", "workspace.yaml",
          "-h", "127.0.0.1", "-p", str(port)],
         env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_http(f"http://127.0.0.1:{port}/server_info", 180)
-        yield f"http://127.0.0.1:{port}", home
+        yield f"http://127.0.0.1:{port}"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
