@@ -1,89 +1,267 @@
-"""Ingest a 500,000-participant ukbconv CSV with 300 decoy columns, ours vs naive pandas.
+"""Ingest one ukbconv CSV three ways: ``sphr ingest`` vs naive pandas vs FUNPACK.
 
-Each way runs in its own process so peak memory (ru_maxrss) is its own.
-Last line: one JSON object with ours_s, naive_s, speedup_ratio, ours_peak_mb,
-naive_peak_mb, memory_ratio.
+The export (500,000 participants and 300 decoy columns by default) is generated in a
+separate process, then each reader runs in its own process and reports its peak memory as
+``VmHWM`` from ``/proc/self/status`` at the end of that process (so no reader inherits the
+generator's or the parent's peak, as ``ru_maxrss`` of a child would):
 
-    python benchmarks/ingest.py [--participants 500000] [--decoys 300] [--workdir DIR]
+- ours: the whole ``sphr ingest FILE --out DIR`` command (``python -m sphr.cli``);
+- naive: ``pandas.read_csv`` of the whole file, then the columns we read selected;
+- FUNPACK: ``fmrib_unpack`` (fmrib-unpack 4.0.1) with ``--no_download``, exactly the
+  columns we read (``--column``), UKB's negative codes made missing as we make them
+  (``--na_values`` per field), output as TSV.
+
+FUNPACK lives in a benchmark-only virtual environment, never in the project's::
+
+    python3 -m venv /tmp/funpack-venv
+    /tmp/funpack-venv/bin/pip install fmrib-unpack==4.0.1
+    .venv/bin/python benchmarks/ingest.py --funpack /tmp/funpack-venv/bin/fmrib_unpack \\
+        [--participants 500000] [--decoys 300] [--workdir DIR] [--funpack-jobs 1]
+
+Without ``--funpack`` (or when that path does not exist) FUNPACK is skipped with a
+message and its keys are null. Afterwards the benchmark decodes the same columns as
+``sphr ingest`` does (:func:`sphr.data.ingest._decode`) and compares them cell by cell
+with FUNPACK's output (same participants, same ``field-instance.array`` columns; numbers
+within a float32-level tolerance, dates as ``YYYY-MM-DD``, codes as numbers); the
+differing cells, and the first few of them on stderr, are reported. The linked-record
+columns (41270, 40000, ...) are read by all three but not compared: ``sphr ingest`` turns
+them into outcomes rather than keeping their values.
+
+Last line: one JSON object with
+
+- ``ours_s``, ``naive_s``, ``funpack_s``: wall seconds of each reader's whole process;
+- ``ours_peak_mb``, ``naive_peak_mb``, ``funpack_peak_mb``: each process's ``VmHWM`` (MiB);
+- ``speedup_vs_funpack``: ``funpack_s / ours_s`` (> 1: ours is faster);
+- ``memory_vs_funpack``: ``funpack_peak_mb / ours_peak_mb`` (>= 1: ours uses at most
+  FUNPACK's memory);
+- ``cells_differing``: cells of the shared columns where ours and FUNPACK disagree.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-OURS = """
-import resource, sys, time
-from sphr.data.ingest import ingest
-t = time.perf_counter()
-result = ingest(sys.argv[1])
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-      result.baseline.height)
+#: relative and absolute tolerance for numbers (float32 carries ~7 significant digits)
+RTOL, ATOL = 1e-6, 1e-9
+SHOW_DIFFERENCES = 10
+
+# Runs a module (-m NAME) or a script (-p PATH) in this process, then records the process's
+# peak resident memory (VmHWM) and how much any child process used (RUSAGE_CHILDREN).
+MEASURE = """
+import json, resource, runpy, sys
+peak_file, kind, target, *args = sys.argv[1:]
+sys.argv = [target, *args]
+code = 0
+try:
+    if kind == "-m":
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        runpy.run_path(target, run_name="__main__")
+except SystemExit as exc:
+    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+with open(peak_file, "w") as fh:
+    json.dump({"vmhwm_kb": int(status["VmHWM"].split()[0]),
+               "children_maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}, fh)
+sys.exit(code)
 """
 
-# The naive way: read everything, then select the same columns (what most UKB scripts do).
-NAIVE = """
-import resource, sys, time
-import pandas as pd
-from sphr.data.reader import inspect_export
-from sphr.data.ingest import _plan
-layout = inspect_export(sys.argv[1])
-cols = [layout.eid_column] + [layout.columns[k] for k in _plan(layout, [])]
-t = time.perf_counter()
-frame = pd.read_csv(sys.argv[1], low_memory=False)[cols]
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-      len(frame))
+GENERATE = """
+import sys
+from sphr.data.export import write_export
+from sphr.data.synth import generate_cohort
+path, n, decoys = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+write_export(generate_cohort(n, seed=0), path, "ukbconv", decoys=decoys, seed=0)
 """
 
 
-def _run(code: str, path: Path) -> tuple[float, float, int]:
-    out = subprocess.run([sys.executable, "-c", code, str(path)], check=True,
-                         capture_output=True, text=True, env={"SPHR_PROGRESS": "0",
-                                                              **_env()}).stdout.split()
-    return float(out[0]), float(out[1]), int(out[2])
+def _naive(path: str, column_file: str, participants: str) -> None:
+    """The naive way: read everything, then select the same columns (what most UKB scripts
+    do). Runs in its own measured process (``benchmarks/ingest.py --naive ...``)."""
+    import pandas as pd
+
+    columns = Path(column_file).read_text().split()
+    frame = pd.read_csv(path, low_memory=False)[columns]
+    if len(frame) != int(participants):
+        raise SystemExit(f"naive pandas read {len(frame)} rows, expected {participants}")
 
 
-def _env() -> dict[str, str]:
-    import os
+def _columns(path: Path) -> tuple[list[str], dict[int, list[int]]]:
+    """The columns ``sphr ingest`` reads (eid first), and per decoded field the codes it
+    turns into missing values (for FUNPACK's ``--na_values``)."""
+    from sphr.data.fields import BY_ID, SPECIAL_CODES
+    from sphr.data.ingest import ANSWERED_NONE, _plan
+    from sphr.data.outcomes import plan_linked
+    from sphr.data.reader import inspect_export
 
-    return {k: v for k, v in os.environ.items() if k != "SPHR_PROGRESS"}
+    layout = inspect_export(path)
+    keys = _plan(layout, [])
+    linked = plan_linked(layout, [])
+    names = [layout.eid_column] + [layout.columns[k] for k in [*keys, *linked.keys]]
+    na: dict[int, list[int]] = {}
+    for key in keys:
+        f = BY_ID[key.field]
+        if f.value_type in ("date", "text"):
+            continue
+        specials = f.special_codes or tuple(SPECIAL_CODES)
+        na[f.id] = sorted(c for c in specials if c != ANSWERED_NONE)
+    return names, na
+
+
+def _measure(cmd: list[str], python: str, peak_file: Path, env: dict[str, str]
+             ) -> tuple[float, float]:
+    """Run ``python MEASURE cmd...``; its wall seconds and peak MiB (VmHWM)."""
+    peak_file.unlink(missing_ok=True)
+    t = time.perf_counter()
+    done = subprocess.run([python, "-c", MEASURE, str(peak_file), *cmd], env=env,
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - t
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+        raise SystemExit(f"{' '.join(cmd[:2])} failed (exit {done.returncode})")
+    peak = json.loads(peak_file.read_text())
+    if peak["children_maxrss_kb"]:
+        # FUNPACK runs `wc -l` (and, with --num_jobs > 1, forked workers): a forked child's
+        # ru_maxrss counts the parent's pages it shares, so it is shown, not added
+        print(f"  {Path(cmd[1]).name}: a child process peaked at "
+              f"{peak['children_maxrss_kb'] / 1024:.0f} MiB (not added)", file=sys.stderr)
+    return seconds, peak["vmhwm_kb"] / 1024
+
+
+def _funpack_python(funpack: Path) -> str:
+    """The interpreter of FUNPACK's environment (from its entry script's ``#!`` line)."""
+    first = funpack.read_text().splitlines()[0]
+    return first[2:].strip() if first.startswith("#!") else str(funpack.parent / "python")
+
+
+def _compare(path: Path, funpack_out: Path) -> int:
+    """Cells where our decoded values and FUNPACK's differ (first few printed to stderr)."""
+    import numpy as np
+    import polars as pl
+
+    from sphr.data.ingest import _decode, _plan, _raw_columns
+    from sphr.data.reader import inspect_export, read_columns
+
+    layout = inspect_export(path)
+    keys = _plan(layout, [])
+    ours = _decode(layout, _raw_columns(read_columns(layout, keys)), keys, {})
+    names = {f"{k.field}-{k.instance}.{k.array}": layout.columns[k] for k in keys}
+    theirs = pl.read_csv(funpack_out, separator="\t", infer_schema=False,
+                         columns=["eid", *names.values()])
+    theirs = theirs.with_columns(pl.col("eid").cast(pl.Int64))
+    if ours.height != theirs.height:
+        print(f"  rows: ours {ours.height}, FUNPACK {theirs.height}", file=sys.stderr)
+    both = ours.join(theirs, on="eid", how="full", suffix="@funpack", coalesce=True)
+    # a participant on one side only differs in every column
+    matched = (both["eid"].is_in(ours["eid"].implode()) & both["eid"].is_in(theirs["eid"].implode())
+               ).to_numpy()
+    differing, examples = 0, []
+    for ours_name, file_name in names.items():
+        a = both[ours_name]
+        b = both[f"{file_name}@funpack" if file_name == ours_name else file_name]
+        if a.dtype == pl.Date:
+            # FUNPACK writes dates as YYYY-MM-DD (a time part, if any, is ignored)
+            b = b.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
+            same = ((a == b).fill_null(False) | (a.is_null() & b.is_null())).to_numpy()
+        else:
+            x = a.cast(pl.Float64).to_numpy()
+            y = b.cast(pl.Float64, strict=False).to_numpy()
+            same = np.isclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True)
+        bad = np.flatnonzero(~(same & matched))
+        differing += len(bad)
+        examples += [(both["eid"][int(i)], ours_name, a[int(i)], b[int(i)])
+                     for i in bad[: SHOW_DIFFERENCES - len(examples)]]
+    for eid, column, x, y in examples[:SHOW_DIFFERENCES]:
+        print(f"  differs: eid {eid} {column}: ours {x!r}, FUNPACK {y!r}", file=sys.stderr)
+    return differing
+
+
+def _ratio(a: float | None, b: float | None, digits: int = 2) -> float | None:
+    return None if a is None or b is None else round(a / b, digits)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--participants", type=int, default=500_000)
     parser.add_argument("--decoys", type=int, default=300)
-    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="where the export and outputs go (an existing export is reused)")
+    parser.add_argument("--funpack", type=Path, default=None,
+                        help="fmrib_unpack of a benchmark-only venv with fmrib-unpack==4.0.1")
+    parser.add_argument("--funpack-jobs", type=int, default=1,
+                        help="FUNPACK --num_jobs (default 1, its own default: one process, "
+                        "so VmHWM is its whole peak; with more, its forked workers' memory is "
+                        "not counted)")
     args = parser.parse_args()
 
-    from sphr.data.export import write_export
-    from sphr.data.synth import generate_cohort
-
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sphr-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"ukb_{args.participants}_{args.decoys}.csv"
+    env = {**os.environ, "SPHR_PROGRESS": "0"}
     if not path.exists():
         t = time.perf_counter()
-        write_export(generate_cohort(args.participants, seed=0), path, "ukbconv",
-                     decoys=args.decoys, seed=0)
+        subprocess.run([sys.executable, "-c", GENERATE, str(path), str(args.participants),
+                        str(args.decoys)], check=True, env=env)
         print(f"wrote {path} ({path.stat().st_size / 1e9:.2f} GB) in "
               f"{time.perf_counter() - t:.1f} s", file=sys.stderr)
-    ours_s, ours_mb, n_ours = _run(OURS, path)
-    naive_s, naive_mb, n_naive = _run(NAIVE, path)
-    assert n_ours == n_naive == args.participants
-    print(json.dumps({
-        "participants": args.participants, "decoys": args.decoys,
-        "file_gb": round(path.stat().st_size / 1e9, 2),
-        "ours_s": round(ours_s, 2), "naive_s": round(naive_s, 2),
-        "speedup_ratio": round(naive_s / ours_s, 1),
-        "ours_peak_mb": round(ours_mb), "naive_peak_mb": round(naive_mb),
-        "memory_ratio": round(naive_mb / ours_mb, 1),
-    }))
+
+    names, na = _columns(path)
+    column_file = workdir / "columns.txt"
+    column_file.write_text("\n".join(names) + "\n")
+    print(f"{path.name}: {path.stat().st_size / 1e9:.2f} GB, reading {len(names)} columns",
+          file=sys.stderr)
+    peak_file = workdir / "peak.json"
+
+    ours_s, ours_mb = _measure(["-m", "sphr.cli", "-q", "ingest", str(path),
+                                "--out", str(workdir / "ours")], sys.executable, peak_file, env)
+    print(f"ours: {ours_s:.2f} s, {ours_mb:.0f} MiB", file=sys.stderr)
+    naive_s, naive_mb = _measure(["-p", str(Path(__file__).resolve()), "--naive", str(path),
+                                  str(column_file), str(args.participants)],
+                                 sys.executable, peak_file, env)
+    print(f"naive pandas: {naive_s:.2f} s, {naive_mb:.0f} MiB", file=sys.stderr)
+
+    funpack_s = funpack_mb = None
+    cells: int | None = None
+    if args.funpack is None or not args.funpack.exists():
+        print("FUNPACK skipped: pass --funpack PATH/bin/fmrib_unpack of a venv with "
+              "fmrib-unpack==4.0.1 (see the module docstring)", file=sys.stderr)
+    else:
+        out = workdir / "funpack.tsv"
+        # " -1,-3": a leading space keeps argparse from taking the codes for an option
+        # (FUNPACK adds it itself, but only to the first --na_values)
+        na_args = [a for fid, codes in na.items() if codes
+                   for a in ("--na_values", str(fid), " " + ",".join(map(str, codes)))]
+        cmd = [str(args.funpack), "--no_download", "--quiet", "--overwrite",
+               "--num_jobs", str(args.funpack_jobs), "--column", str(column_file),
+               *na_args, str(out), str(path)]
+        funpack_s, funpack_mb = _measure(["-p", *cmd], _funpack_python(args.funpack),
+                                         peak_file, env)
+        print(f"FUNPACK: {funpack_s:.2f} s, {funpack_mb:.0f} MiB", file=sys.stderr)
+        os.environ["SPHR_PROGRESS"] = "0"
+        cells = _compare(path, out)
+
+    result: dict[str, Any] = {
+        "ours_s": round(ours_s, 2), "ours_peak_mb": round(ours_mb),
+        "naive_s": round(naive_s, 2), "naive_peak_mb": round(naive_mb),
+        "funpack_s": None if funpack_s is None else round(funpack_s, 2),
+        "funpack_peak_mb": None if funpack_mb is None else round(funpack_mb),
+        "speedup_vs_funpack": _ratio(funpack_s, ours_s, 1),
+        "memory_vs_funpack": _ratio(funpack_mb, ours_mb),
+        "cells_differing": cells,
+    }
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--naive"]:
+        _naive(*sys.argv[2:5])
+    else:
+        main()

@@ -102,10 +102,10 @@ def _plan(layout: ExportLayout, warnings: list[str]) -> list[ColumnKey]:
     return keys
 
 
-def _decode_coded(layout: ExportLayout, table: pl.DataFrame, key: ColumnKey, f: Field) -> pl.Series:
+def _decode_coded(layout: ExportLayout, column: pl.Series, key: ColumnKey, f: Field) -> pl.Series:
     """Numbers or text labels to integer codes; an unknown label or code is an error."""
     name = layout.columns[key]
-    text = table[name].str.strip_chars()
+    text = column.str.strip_chars()
     number = text.cast(pl.Float64, strict=False)
     lookup = f.label_to_code
     label = text.str.to_lowercase().replace_strict(lookup, default=None, return_dtype=pl.Int64)
@@ -128,13 +128,20 @@ def _decode_coded(layout: ExportLayout, table: pl.DataFrame, key: ColumnKey, f: 
     return code.alias(_col(key))
 
 
-def _decode(layout: ExportLayout, raw: pa.Table, keys: list[ColumnKey],
+def _decode(layout: ExportLayout, raw: dict[str, pa.ChunkedArray], keys: list[ColumnKey],
             special_counts: dict[str, dict[str, int]]) -> pl.DataFrame:
-    """Typed columns named ``field-instance.array``; special codes counted, then null."""
+    """Typed columns named ``field-instance.array``; special codes counted, then null.
+
+    ``raw`` (the columns as read, by file name; see :func:`_raw_columns`) is emptied column by
+    column: each raw column is dropped as soon as it is decoded, so the raw and the decoded
+    table never both exist whole.
+    """
     from sphr.data.fields import BY_ID
 
-    table = pl.from_arrow(raw)
-    eid_text = table[layout.eid_column]
+    def take(name: str) -> pl.Series:
+        return pl.Series(name, raw.pop(name))
+
+    eid_text = take(layout.eid_column)
     eid = eid_text.cast(pl.Int64, strict=False)
     bad = eid.is_null()
     if bad.any():
@@ -145,7 +152,7 @@ def _decode(layout: ExportLayout, raw: pa.Table, keys: list[ColumnKey],
     for key in keys:
         f, name = BY_ID[key.field], layout.columns[key]
         if f.value_type == "date":
-            text = table[name].str.strip_chars()
+            text = take(name).str.strip_chars()
             date = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
             bad = text.is_not_null() & date.is_null()
             if bad.any():
@@ -154,8 +161,9 @@ def _decode(layout: ExportLayout, raw: pa.Table, keys: list[ColumnKey],
                                  field=f"{name} ({f.name})", row=row + 1)
             out.append(date.alias(_col(key)))
             continue
-        values = (_decode_coded(layout, table, key, f) if table[name].dtype == pl.Utf8
-                  else table[name])
+        column = take(name)
+        values = _decode_coded(layout, column, key, f) if column.dtype == pl.Utf8 else column
+        del column
         # labs are never negative: UKB's special codes in a numeric column mean "no answer"
         specials = list(f.special_codes) if f.special_codes else list(SPECIAL_CODES)
         hit = values.is_in([values.dtype.to_python()(c) for c in specials])
@@ -166,7 +174,13 @@ def _decode(layout: ExportLayout, raw: pa.Table, keys: list[ColumnKey],
             no_answer = hit & (values != ANSWERED_NONE)
             values = pl.select(pl.when(~no_answer).then(values)).to_series()
         out.append(values.alias(_col(key)))
+    pa.default_memory_pool().release_unused()
     return pl.DataFrame(out)
+
+
+def _raw_columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
+    """The table's columns by name, for :func:`_decode` to consume (drop the table after)."""
+    return dict(zip(table.column_names, table.columns, strict=True))
 
 
 def _check_duplicates(layout: ExportLayout, frame: pl.DataFrame) -> None:
@@ -265,11 +279,14 @@ def _report(layout: ExportLayout, frame: pl.DataFrame, baseline: pl.DataFrame,
     completeness = {f.name: round(1 - baseline[f.name].null_count() / n, 4) if n else 0.0
                     for f in PREDICTORS}
     labels = {}
+    # count on the few columns needed: filtering all of baseline copies it (~150 MB at 500k)
+    sex_label = baseline.select("sex", "label")
     for sex, name in ((0, "female"), (1, "male")):
-        sub = baseline.filter(pl.col("sex") == sex)
+        sub = sex_label.filter(pl.col("sex") == sex)
         counts = dict(sub["label"].value_counts().iter_rows())
         labels[name] = {lbl: int(counts.get(lbl, 0)) for lbl in LABELS}
-    unknown = baseline.filter(pl.col("label") == "unknown")
+    unknown = baseline.select(*[f.name for f in CONDITIONS], "medication_answered",
+                              "label").filter(pl.col("label") == "unknown")
     reasons = {
         "condition_unanswered": int(unknown.select(pl.any_horizontal(
             [pl.col(f.name).is_null() for f in CONDITIONS])).to_series().sum()),
@@ -306,7 +323,9 @@ def ingest(export: str | Path, *, drop_truncated_last_row: bool = False,
     if raw.num_rows == 0:
         raise InputError("the export has a header but no participants", file=layout.path, row=1)
     special: dict[str, dict[str, int]] = {}
-    frame = _decode(layout, raw, keys, special)
+    columns = _raw_columns(raw)
+    del raw  # _decode drops each raw column once decoded
+    frame = _decode(layout, columns, keys, special)
     _check_duplicates(layout, frame)
     sex_col = _col(ColumnKey(SEX.id, 0, 0))
     no_sex = int(frame[sex_col].null_count())

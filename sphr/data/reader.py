@@ -29,7 +29,9 @@ log = logging.getLogger(__name__)
 _ID_NAMES = {"eid", "f.eid", "participant.eid"}
 _NULLS = ["", "NA"]
 _TAIL_BYTES = 1 << 20
-_BLOCK_BYTES = 16 << 20
+#: 4 MB blocks: at 500,000 rows x 1,000 columns, 16 MB blocks kept ~350 MB more resident
+#: during the read (parse buffers in flight) for no measurable speed gain
+_BLOCK_BYTES = 4 << 20
 _PARQUET_BATCH_ROWS = 65_536
 
 #: ``hook(table, first_row)``: a block of side columns (eid + the side keys, named as in the
@@ -286,6 +288,8 @@ def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_
         warnings.append(f"dropped the cut-off last row {truncated_row} (--drop-truncated-last-row)")
     if pending is not None:
         flush(pending)
+    # the parse buffers are free now; hand them back to the OS rather than keep them pooled
+    pa.default_memory_pool().release_unused()
     return table
 
 
