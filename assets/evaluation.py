@@ -65,7 +65,7 @@ def evaluation_report(storage: RunStorage) -> dg.MaterializeResult:
     from sphr.evaluate.pipeline import write_combined
 
     out = layout.evaluate_dir(storage.run)
-    tables = write_combined(out, loss_classifiers=("xgboost",))
+    tables = write_combined(out)
     meta = {"path": md.path(tables)}
     # the results page: heatmap, rankings, loss dot plot
     if (out / "report.html").exists():

@@ -240,20 +240,18 @@ def main() -> int:
                                 "sphr_cells_won": f"{len(wins)}/{len(rep_v)}",
                                 "sphr_vs_best_baseline": rep_v, "nplb_vs_best_loss": loss_v,
                                 "linked_auroc_10y": linked_best}
-    if not args.a8:
-        (out / "summary.md").write_text("\n".join(md) + "\n")
-        print(f"wrote {out / 'summary.md'}")
-        print(json.dumps(summary))
-        return 0
-    a8 = table_a8(out / "linear", out, log)
-    md += ["\n## Table A8 row: augmentation of the BFH training rows (linear world)\n",
-           "SPHR + XGBoost, multi-class weighted F1, mean ± SD over 5 splits; the same test "
-           "participants in every row.\n", "| augmentation | women | men |", "| --- | --- | --- |"]
-    for name in dict.fromkeys(r["augmentation"] for r in a8):
-        cells = [next(f"{r['mean']:.3f} ± {r['sd']:.3f}" for r in a8
-                      if r["augmentation"] == name and r["sex"] == s) for s in ("female", "male")]
-        md.append(f"| {name} | " + " | ".join(cells) + " |")
-    summary["table_a8"] = a8
+    if args.a8:
+        a8 = table_a8(out / "linear", out, log)
+        md += ["\n## Table A8 row: augmentation of the BFH training rows (linear world)\n",
+               "SPHR + XGBoost, multi-class weighted F1, mean ± SD over 5 splits; the same test "
+               "participants in every row.\n", "| augmentation | women | men |",
+               "| --- | --- | --- |"]
+        for name in dict.fromkeys(r["augmentation"] for r in a8):
+            cells = [next(f"{r['mean']:.3f} ± {r['sd']:.3f}" for r in a8
+                          if r["augmentation"] == name and r["sex"] == s)
+                     for s in ("female", "male")]
+            md.append(f"| {name} | " + " | ".join(cells) + " |")
+        summary["table_a8"] = a8
     (out / "summary.md").write_text("\n".join(md) + "\n")
     print(f"wrote {out / 'summary.md'}")
     print(json.dumps(summary))

@@ -18,6 +18,7 @@ from test_ui_browser import (
     _click,
     _wait_for,
     dagster_dev,
+    headless_chrome,
     run_python,
 )
 
@@ -70,8 +71,6 @@ def fitted_ui(tmp_path, ingest_dir, cohorts_dir, synthetic_cohort):
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium + chromedriver not installed")
 def test_ui_shows_export_version_and_stale_marker(fitted_ui):
     pytest.importorskip("selenium")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     from sphr.data.fingerprint import fingerprint
@@ -79,12 +78,7 @@ def test_ui_shows_export_version_and_stale_marker(fitted_ui):
     url, home, run_dir, export = fitted_ui
     version = fingerprint(export)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1600,1200"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = headless_chrome(1600, 1200)
     try:
         def body() -> str:
             return driver.find_element(By.TAG_NAME, "body").text

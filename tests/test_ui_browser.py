@@ -94,6 +94,19 @@ def dagster_dev(env: dict, log_path: Path):
         log.close()
 
 
+def headless_chrome(width: int, height: int):
+    """Selenium's Chrome on the system Chromium, headless, at this window size."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                f"--window-size={width},{height}"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
 def _button(driver, text: str):
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
@@ -136,19 +149,12 @@ def _wait_for(predicate, seconds: float, what: str):
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium + chromedriver not installed")
 def test_ui_lists_assets_and_materializes_one_partition(dagster_ui):
     selenium = pytest.importorskip("selenium")  # noqa: F841
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
     url, home = dagster_ui
     SHOTS.mkdir(parents=True, exist_ok=True)
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1600,1000"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = headless_chrome(1600, 1000)
     try:
         def body() -> str:
             return driver.find_element(By.TAG_NAME, "body").text

@@ -29,6 +29,7 @@ from sphr.errors import ConfigError
 from sphr.evaluate.paper import LOSSES
 from sphr.evaluate.protocol import EvalConfig, EvalResult, evaluate_embeddings
 from sphr.io import write_json, write_parquet
+from sphr.profiles import DEFAULT_PROFILE
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,10 @@ def _config_json(cfg: Any) -> dict[str, Any]:
     return json.loads(json.dumps(d, default=str))
 
 
-def _data_key(cohort: Cohort, trainer: Any) -> str:
-    return trainer.data_key(cohort.matrix("train"), cohort.train["label"].to_numpy(np.int64),
-                            load_triplets(cohort))
+def _test_embeddings(path: Path, cohort: Cohort) -> np.ndarray | None:
+    """Stored test embeddings, when they are of this cohort's test participants in order."""
+    meta, Z = read_embeddings(path)
+    return Z if np.array_equal(meta["eid"].to_numpy(), cohort.test["eid"].to_numpy()) else None
 
 
 def _trained_by_training_stage(directory: Path, config: dict[str, Any], data: str) -> bool:
@@ -70,7 +72,7 @@ def load_triplets(cohort: Cohort) -> np.ndarray:
     return read_triplets(cohort.directory / "triplets.npz", len(cohort.train))
 
 
-def loss_configs(losses: Sequence[str], *, profile: str = "demo", seed: int = 0,
+def loss_configs(losses: Sequence[str], *, profile: str = DEFAULT_PROFILE, seed: int = 0,
                  device: str = "auto", overrides: Mapping[str, Any] | None = None,
                  trainer: Any = None) -> dict[str, Any]:
     """One TrainConfig per loss, identical except ``loss``."""
@@ -88,7 +90,7 @@ def loss_configs(losses: Sequence[str], *, profile: str = "demo", seed: int = 0,
 
 
 def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | Path, *,
-                          profile: str = "demo", seed: int = 0, device: str = "auto",
+                          profile: str = DEFAULT_PROFILE, seed: int = 0, device: str = "auto",
                           overrides: Mapping[str, Any] | None = None, reuse: bool = True,
                           trainer: Any = None, trained: Mapping[str, Path] | None = None
                           ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -101,18 +103,21 @@ def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | 
     out_dir = Path(out_dir)
     cfgs = loss_configs(losses, profile=profile, seed=seed, device=device, overrides=overrides,
                         trainer=trainer)
+    X = cohort.matrix("train")
+    triplets = load_triplets(cohort)
+    labels = cohort.train["label"].to_numpy(np.int64)
     Z_test: dict[str, np.ndarray] = {}
     todo = []
     # the cache key holds the training data too: a rebuilt cohort with the same settings
     # (new export, new split) must not reuse embeddings of a model trained on other rows
-    data_key = _data_key(cohort, trainer)
+    data_key = trainer.data_key(X, labels, triplets)
     from_training: list[str] = []
     for loss, cfg in cfgs.items():
         src = (trained or {}).get(loss)
         if reuse and src is not None and _trained_by_training_stage(Path(src), _config_json(cfg),
                                                                     data_key):
-            meta, Z = read_embeddings(Path(src) / "embeddings_test.parquet")
-            if np.array_equal(meta["eid"].to_numpy(), cohort.test["eid"].to_numpy()):
+            Z = _test_embeddings(Path(src) / "embeddings_test.parquet", cohort)
+            if Z is not None:
                 Z_test[loss] = Z
                 from_training.append(loss)
                 continue
@@ -120,20 +125,18 @@ def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | 
         cfg_path = d / "train_config.json"
         if reuse and cfg_path.exists() and (d / "embeddings_test.parquet").exists():
             if json.loads(cfg_path.read_text()) == {**_config_json(cfg), "data": data_key}:
-                meta, Z = read_embeddings(d / "embeddings_test.parquet")
-                if np.array_equal(meta["eid"].to_numpy(), cohort.test["eid"].to_numpy()):
+                Z = _test_embeddings(d / "embeddings_test.parquet", cohort)
+                if Z is not None:
                     Z_test[loss] = Z
                     continue
         todo.append(loss)
     info: dict[str, Any] = {"profile": profile,
                             "reused": sorted(set(cfgs) - set(todo) - set(from_training)),
-                            "from_training_stage": from_training, "trained": todo, "config": _config_json(next(iter(cfgs.values())))}
+                            "from_training_stage": from_training, "trained": todo,
+                            "config": _config_json(next(iter(cfgs.values())))}
     info["config"].pop("loss", None)
     if todo:
-        X = cohort.matrix("train")
         X_test = cohort.matrix("test")
-        triplets = load_triplets(cohort)
-        labels = cohort.train["label"].to_numpy(np.int64)
         t0 = time.perf_counter()
         results = trainer.train_many(X, triplets, [cfgs[x] for x in todo], labels=labels,
                                      augmented=cohort.train["augmented"].to_numpy(bool))
@@ -150,7 +153,7 @@ def train_loss_embeddings(cohort: Cohort, losses: Sequence[str], out_dir: str | 
 
 
 def compare_losses(cohort: Cohort, losses: Sequence[str], out_dir: str | Path, *,
-                   eval_config: EvalConfig, profile: str = "demo", seed: int = 0,
+                   eval_config: EvalConfig, profile: str = DEFAULT_PROFILE, seed: int = 0,
                    device: str = "auto", overrides: Mapping[str, Any] | None = None,
                    reuse: bool = True, trainer: Any = None,
                    trained: Mapping[str, Path] | None = None

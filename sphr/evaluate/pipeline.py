@@ -55,6 +55,7 @@ from sphr.evaluate.tables import (
 )
 from sphr.io import staged_outputs, write_bytes, write_json, write_parquet, write_text
 from sphr.labels import SEXES
+from sphr.profiles import DEFAULT_PROFILE
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +234,7 @@ def run_evaluate(run_dir: str | Path, out_dir: str | Path | None = None, *,
                  sexes: Sequence[str] | None = None,
                  representations: Sequence[str] = REPRESENTATIONS,
                  eval_config: EvalConfig | None = None, losses: Sequence[str] = LOSSES,
-                 loss_profile: str = "demo", loss_overrides: Mapping[str, Any] | None = None,
+                 loss_profile: str = DEFAULT_PROFILE, loss_overrides: Mapping[str, Any] | None = None,
                  loss_classifiers: Sequence[str] = ("xgboost",), refit_baselines: bool = False,
                  fit_missing_baselines: bool = True,
                  baseline_params: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from sphr.profiles import DEFAULT_PROFILE
+
 
 def _metadata(out: Path) -> dict:
     import pandas as pd
@@ -57,14 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     if "DAGSTER_PIPES_CONTEXT" not in os.environ:  # run by hand, not launched by Dagster
-        settings = dataclasses.replace(TrainConfig.profile(args.profile or "demo"),
+        settings = dataclasses.replace(TrainConfig.profile(args.profile or DEFAULT_PROFILE),
                                        **json.loads(args.overrides or "{}"))
         run_train(args.cohort_dir, args.out_dir, settings)
         return 0
     from dagster_pipes import open_dagster_pipes
 
     with open_dagster_pipes() as pipes:
-        profile = args.profile or pipes.extras.get("profile") or "demo"
+        profile = args.profile or pipes.extras.get("profile") or DEFAULT_PROFILE
         overrides = (json.loads(args.overrides) if args.overrides
                      else dict(pipes.extras.get("overrides") or {}))
         settings = dataclasses.replace(TrainConfig.profile(profile), **overrides)

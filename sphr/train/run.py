@@ -11,6 +11,7 @@ import pandas as pd
 
 from sphr.cohorts.triplets import read_triplets
 from sphr.io import staged_outputs, write_bytes, write_json, write_parquet
+from sphr.profiles import DEFAULT_PROFILE
 from sphr.train.config import TrainConfig
 from sphr.train.model_io import embed, save_model
 from sphr.train.trainer import TrainResult, train_sphr
@@ -69,7 +70,7 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
     """
     from sphr.baselines.pipeline import embedding_frame, load_cohort
 
-    config = config or TrainConfig.profile("demo")
+    config = config or TrainConfig.profile(DEFAULT_PROFILE)
     out_dir = Path(out_dir)
     cohort = load_cohort(cohort_dir)
     X, X_test = cohort.matrix("train"), cohort.matrix("test")
