@@ -63,6 +63,7 @@ def evaluation_tables(context: dg.AssetExecutionContext, config: EvaluationConfi
           "partitions never write the same file and can run at the same time.")
 def evaluation_report(storage: RunStorage) -> dg.MaterializeResult:
     from sphr.evaluate.pipeline import write_combined
+    from sphr.report import current_pdf
 
     out = layout.evaluate_dir(storage.run)
     tables = write_combined(out)
@@ -70,7 +71,7 @@ def evaluation_report(storage: RunStorage) -> dg.MaterializeResult:
     # the results page: heatmap, rankings, loss dot plot
     if (out / "report.html").exists():
         meta["report"] = md.path(out / "report.html")
-    pdf = out / "report.pdf"
-    if pdf.exists() and pdf.stat().st_mtime >= (out / "report.html").stat().st_mtime:
+    pdf = current_pdf(out / "report.html")
+    if pdf is not None:
         meta["report_pdf"] = md.path(pdf)
     return dg.MaterializeResult(metadata=meta)

@@ -64,6 +64,7 @@ def risk_groups(context: dg.AssetExecutionContext, config: RiskSettings, storage
 def risk_report(context: dg.AssetExecutionContext, config: RiskSettings, storage: RunStorage,
                 compute: Compute) -> dg.MaterializeResult:
     from sphr.labels import SEXES
+    from sphr.report import current_pdf
     from sphr.risk.pipeline import merge_risk
 
     out = layout.risk_dir(storage.run)
@@ -73,10 +74,9 @@ def risk_report(context: dg.AssetExecutionContext, config: RiskSettings, storage
     meta = {"report": md.path(out / "report.html"), "csv": md.path(out / "risk_groups.csv"),
             "sexes": ", ".join(summary["sexes"]), "rows": summary["rows"],
             "methods": ", ".join(summary["methods"])}
-    pdf = out / "report.pdf"
-    if pdf.exists() and pdf.stat().st_mtime < (out / "report.html").stat().st_mtime:
-        pdf.unlink()  # from an earlier run: no Chromium this time (logged), not this report's
-    if pdf.exists():
+    # an older PDF is from an earlier run (no Chromium this time, logged): not this report's
+    pdf = current_pdf(out / "report.html", drop_stale=True)
+    if pdf is not None:
         meta["pdf"] = md.path(pdf)
     if (out / "report_summary.png").exists():  # the report's central figure
         meta["summary_figure"] = md.image((out / "report_summary.png").read_bytes(),

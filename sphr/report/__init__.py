@@ -205,6 +205,24 @@ def print_pdf(html_path: str | Path, pdf_path: str | Path | None = None, *,
     return pdf_path
 
 
+def current_pdf(html_path: str | Path, *, drop_stale: bool = False) -> Path | None:
+    """The PDF printed from ``html_path`` (same name, ``.pdf``) if it is at least as new as
+    the HTML, else None.
+
+    An older PDF is left from an earlier run whose print was skipped or failed: its numbers
+    need not be the HTML's. ``drop_stale`` deletes such a PDF.
+    """
+    html_path = Path(html_path)
+    pdf = html_path.with_suffix(".pdf")
+    if not pdf.exists():
+        return None
+    if pdf.stat().st_mtime >= html_path.stat().st_mtime:
+        return pdf
+    if drop_stale:
+        pdf.unlink()
+    return None
+
+
 def render_png(html_path: str | Path, png_path: str | Path, *, width: int = 1280,
                height: int = 3000, timeout: float = 120.0) -> Path:
     """Screenshot an HTML file with headless Chromium (no network needed for our reports)."""
