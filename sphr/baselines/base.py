@@ -9,6 +9,8 @@ participants (``tests/test_baselines.py`` checks this for every representation).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.extmath import svd_flip
@@ -31,6 +33,17 @@ def as_matrix(X: np.ndarray, *, what: str = "X") -> np.ndarray:
         row, col = np.argwhere(bad)[0]
         raise InputError(f"{what} has a missing or infinite value (column {col})", row=int(row) + 1)
     return X
+
+
+def keep_params(estimator: BaseEstimator, params: dict[str, Any]) -> None:
+    """Store every ``__init__`` argument as the attribute of the same name, as given.
+
+    scikit-learn's ``get_params`` and ``clone`` read the arguments back by those names, so
+    an estimator's ``__init__`` keeps them unchanged: call this first, with ``locals()``.
+    """
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
 
 
 class Representation(TransformerMixin, BaseEstimator):

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from sphr.baselines.base import Representation
+from sphr.baselines.base import Representation, keep_params
 from sphr.device import resolve_device
 from sphr.progress import progress
 
@@ -29,13 +29,7 @@ class DeepPatient(Representation):
     def __init__(self, hidden: tuple[int, ...] = (500, 500, 32), noise: float = 0.05,
                  epochs: int = 30, batch_size: int = 256, lr: float = 1e-3,
                  random_state: int = 0, device: str = "auto") -> None:
-        self.hidden = hidden
-        self.noise = noise
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.random_state = random_state
-        self.device = device
+        keep_params(self, locals())
 
     @property
     def n_components(self) -> int:  # type: ignore[override]

@@ -26,7 +26,7 @@ import scipy.sparse.linalg as spsl
 from pydiffmap.diffusion_map import DiffusionMap as _DiffusionMap
 from pydiffmap.kernel import Kernel
 
-from sphr.baselines.base import Representation, flip_signs
+from sphr.baselines.base import Representation, flip_signs, keep_params
 from sphr.errors import InputError
 
 
@@ -58,14 +58,7 @@ class DiffMap(Representation):
     def __init__(self, n_components: int = 32, k: int = 64, alpha: float = 0.5,
                  epsilon: str | float = "bgh", n_landmarks: int = 10_000,
                  chunk_size: int = 20_000, n_jobs: int | None = 1, random_state: int = 0) -> None:
-        self.n_components = n_components
-        self.k = k
-        self.alpha = alpha
-        self.epsilon = epsilon
-        self.n_landmarks = n_landmarks
-        self.chunk_size = chunk_size
-        self.n_jobs = n_jobs
-        self.random_state = random_state
+        keep_params(self, locals())
 
     def _fit(self, X: np.ndarray) -> None:
         n = X.shape[0]

@@ -9,7 +9,7 @@ from sklearn.decomposition import PCA as _PCA
 from sklearn.decomposition import FastICA as _FastICA
 from sklearn.exceptions import ConvergenceWarning
 
-from sphr.baselines.base import Representation, flip_signs
+from sphr.baselines.base import Representation, flip_signs, keep_params
 
 
 def _width(n_components: int, X: np.ndarray) -> int:
@@ -21,8 +21,7 @@ class PCA(Representation):
     """Principal components; ``svd_solver='full'`` so the result does not depend on a seed."""
 
     def __init__(self, n_components: int = 32, random_state: int = 0) -> None:
-        self.n_components = n_components
-        self.random_state = random_state
+        keep_params(self, locals())
 
     def _fit(self, X: np.ndarray) -> None:
         self.model_ = _PCA(n_components=_width(self.n_components, X), svd_solver="full",
@@ -41,10 +40,7 @@ class ICA(Representation):
 
     def __init__(self, n_components: int = 32, random_state: int = 0, max_iter: int = 1000,
                  tol: float = 1e-4) -> None:
-        self.n_components = n_components
-        self.random_state = random_state
-        self.max_iter = max_iter
-        self.tol = tol
+        keep_params(self, locals())
 
     def _fit(self, X: np.ndarray) -> None:
         model = _FastICA(n_components=_width(self.n_components, X), whiten="unit-variance",

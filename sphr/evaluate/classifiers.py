@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from sphr.baselines.base import keep_params
 from sphr.errors import ConfigError
 from sphr.evaluate.names import CLASSIFIERS, TASKS
 from sphr.evaluate.nn_ehr import NNForEHRConfig, train_many
@@ -99,14 +100,7 @@ class NNForEHRClassifier(ClassifierMixin, BaseEstimator):
                  attention_hidden: int = NN_EHR_CONFIG.attention_hidden,
                  hidden: tuple[int, ...] = NN_EHR_CONFIG.hidden, random_state: int = 0,
                  device: str = "auto") -> None:
-        self.epochs = epochs
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.batch_size = batch_size
-        self.attention_hidden = attention_hidden
-        self.hidden = hidden
-        self.random_state = random_state
-        self.device = device
+        keep_params(self, locals())
 
     @property
     def config(self) -> NNForEHRConfig:
