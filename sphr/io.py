@@ -84,6 +84,12 @@ def write_parquet(table: Any, path: str | Path) -> Path:
     return Path(path)
 
 
+def write_parquets(out_dir: str | Path, **tables: Any) -> list[Path]:
+    """Write each table as ``out_dir/<name>.parquet`` (atomically, one by one, in order)."""
+    return [write_parquet(table, Path(out_dir) / f"{name}.parquet")
+            for name, table in tables.items()]
+
+
 def write_npz(path: str | Path, **arrays: np.ndarray) -> Path:
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:

@@ -34,7 +34,7 @@ from sphr.cohorts.ranges import (
 from sphr.cohorts.triplets import mine_triplets
 from sphr.data.fields import BY_NAME, PREDICTOR_NAMES
 from sphr.errors import ConfigError, InputError
-from sphr.io import staged_outputs, write_json, write_npz, write_parquet
+from sphr.io import staged_outputs, write_json, write_npz, write_parquets
 from sphr.labels import APPARENTLY_HEALTHY, BONA_FIDE_HEALTHY, CLASS_NAMES, SEX_CODE
 
 log = logging.getLogger(__name__)
@@ -311,12 +311,9 @@ def build_cohorts(baseline: pd.DataFrame, config: CohortConfig | None = None
 
 def write_sex_cohort(cohort: SexCohort, out: Path) -> None:
     """The files of the run-directory contract for one sex (into a staging folder)."""
-    write_parquet(cohort.train, out / "train.parquet")
-    write_parquet(cohort.test, out / "test.parquet")
-    write_parquet(cohort.train_raw, out / "train_raw.parquet")
-    write_parquet(cohort.test_raw, out / "test_raw.parquet")
-    write_parquet(cohort.calibration, out / "calibration.parquet")
-    write_parquet(cohort.calibration_raw, out / "calibration_raw.parquet")
+    write_parquets(out, train=cohort.train, test=cohort.test, train_raw=cohort.train_raw,
+                   test_raw=cohort.test_raw, calibration=cohort.calibration,
+                   calibration_raw=cohort.calibration_raw)
     write_npz(out / "triplets.npz", triplets=cohort.triplets)
     cohort.normalizer.save(out / "normalizer.json")
     write_json(cohort.features, out / "features.json")

@@ -372,17 +372,15 @@ def _strip_pngs(data: RetrievalData, examples: dict[str, dict[str, np.ndarray]])
 
 def write_outputs(result: ComparisonResult, out_dir: str | Path) -> dict[str, Path]:
     """Write the tables, config and PNGs of ``result`` into ``out_dir`` as one atomic set."""
-    from sphr.io import staged_outputs, write_bytes, write_json, write_parquet, write_text
+    from sphr.io import staged_outputs, write_bytes, write_json, write_parquets, write_text
 
     out_dir = Path(out_dir)
     names: list[str] = []
     with staged_outputs(out_dir) as stage:
         write_text(result.markdown, stage / "comparison.md")
-        write_parquet(result.table, stage / "comparison.parquet")
-        write_parquet(result.per_seed, stage / "per_seed.parquet")
-        write_parquet(result.per_year, stage / "per_year.parquet")
-        write_parquet(result.margin_curves, stage / "margin_curves.parquet")
-        write_parquet(result.runs, stage / "runs.parquet")
+        write_parquets(stage, comparison=result.table, per_seed=result.per_seed,
+                       per_year=result.per_year, margin_curves=result.margin_curves,
+                       runs=result.runs)
         write_json(result.config, stage / "config.json")
         for name, png in result.pngs.items():
             write_bytes(png, stage / name)
