@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sphr import lazy_exports
 from sphr.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,13 +56,8 @@ def make_representation(name: str, *, n_components: int = 32, random_state: int 
     raise ConfigError(f"unknown representation {name!r}: choose from {', '.join(BASELINES)}")
 
 
-def __getattr__(name: str) -> Any:
-    # sklearn-backed base class, imported on first use so the CLI starts fast
-    if name == "Representation":
-        from sphr.baselines.base import Representation
-
-        return Representation
-    raise AttributeError(f"module 'sphr.baselines' has no attribute {name!r}")
+# sklearn-backed base class, imported on first use so the CLI starts fast
+__getattr__ = lazy_exports(__name__, {"Representation": "sphr.baselines.base"})
 
 
 __all__ = ["BASELINES", "DISPLAY_NAMES", "REPRESENTATIONS", "Representation",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from sphr import lazy_exports
 
 #: public names and their modules, imported on first use (PEP 562) so that reading a
 #: constant such as the age groups does not pull in pandas and scipy
@@ -17,9 +16,4 @@ _LAZY: dict[str, str] = {
     "mine_triplets": "sphr.cohorts.triplets",
 }
 __all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'sphr.cohorts' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

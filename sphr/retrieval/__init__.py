@@ -15,8 +15,7 @@ Submodules import torch; this package's names load on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from sphr import lazy_exports
 
 _EXPORTS = {
     "run_comparison": "sphr.retrieval.compare",
@@ -36,9 +35,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'sphr.retrieval' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

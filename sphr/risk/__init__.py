@@ -47,19 +47,11 @@ docs/METHODS.md#risk-groups).
 export's answers where known, else -1) for a new export (:mod:`sphr.risk.score`).
 """
 
-from typing import Any
-
+from sphr import lazy_exports
 from sphr.risk.intervals import GROUPS, MODES, Intervals, assign_groups, make_intervals
 from sphr.risk.spaces import METHODS
 
 __all__ = ["GROUPS", "METHODS", "MODES", "Intervals", "RiskModel", "assign_groups",
            "make_intervals"]
-
-
-def __getattr__(name: str) -> Any:
-    # pandas-backed; imported on first use so the CLI parser stays light
-    if name == "RiskModel":
-        from sphr.risk.model import RiskModel
-
-        return RiskModel
-    raise AttributeError(f"module 'sphr.risk' has no attribute {name!r}")
+# pandas-backed; imported on first use so the CLI parser stays light
+__getattr__ = lazy_exports(__name__, {"RiskModel": "sphr.risk.model"})

@@ -6,9 +6,7 @@ without polars, xgboost or Dagster can run it.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from sphr import lazy_exports
 from sphr.train.config import PROFILES, TrainConfig
 
 #: imported on first use (PEP 562), so ``sphr --help`` and ``import sphr.train.commands``
@@ -20,12 +18,7 @@ _LAZY: dict[str, str] = {
     "TrainResult": "sphr.train.trainer", "make_loss": "sphr.train.trainer",
     "train_many": "sphr.train.trainer", "train_sphr": "sphr.train.trainer",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'sphr.train' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = ["PROFILES", "TrainConfig", "TrainResult", "data_key", "embed", "load_model", "make_loss",
            "run_train", "save_model", "train_many", "train_sphr"]
