@@ -264,6 +264,16 @@ class RetrievalLoss(BaseMetricLossFunction):
             self.scheduler.step_epoch()
         return self.margins()
 
+    def batch_triplets(self, embeddings: torch.Tensor, labels: torch.Tensor,
+                       ref_emb: torch.Tensor | None, *, swap: bool = False,
+                       ) -> tuple[torch.Tensor, Triplets, torch.Tensor]:
+        """(distance matrix, every in-batch triplet, their deltas): the deltas of all triplets,
+        not only the mined ones, are what a margin scheduler observes."""
+        in_batch(embeddings, ref_emb, type(self).__name__)
+        mat = self.distance(embeddings)
+        a, p, n = all_triplet_indices(labels)
+        return mat, (a, p, n), triplet_margins(mat, a, p, n, self.distance, swap)
+
     def run_miner(self, miner: Any, embeddings: torch.Tensor, labels: torch.Tensor, margin: float) -> Triplets:
         """Run ``miner`` at the margin in force (when it has one)."""
         if hasattr(miner, "margin"):

@@ -19,7 +19,6 @@ from sphr.retrieval.losses.base import (
     all_triplet_indices,
     batch_stats,
     in_batch,
-    triplet_margins,
 )
 from sphr.retrieval.losses.formulas import (
     cosine_distance01,
@@ -103,10 +102,7 @@ class NPLBLoss(RetrievalLoss):
 
     def compute_loss(self, embeddings: torch.Tensor, labels: torch.Tensor, indices_tuple: Any,
                      ref_emb: torch.Tensor, ref_labels: torch.Tensor) -> dict[str, Any]:
-        in_batch(embeddings, ref_emb, type(self).__name__)
-        d = self.distance(embeddings)
-        a, p, n = all_triplet_indices(labels)
-        delta_all = triplet_margins(d, a, p, n, self.distance)
+        d, (a, p, n), delta_all = self.batch_triplets(embeddings, labels, ref_emb)
         self.observe(batch_stats(embeddings, labels, delta_all))
         margin = float(self.margins().get("margin", self.margin))
         if indices_tuple is None and self.miner is not None:

@@ -19,9 +19,7 @@ from pytorch_metric_learning.reducers import AvgNonZeroReducer, BaseReducer
 
 from sphr.retrieval.losses.base import (
     RetrievalLoss,
-    all_triplet_indices,
     batch_stats,
-    in_batch,
     triplet_margins,
     triplet_negative_pairs,
 )
@@ -62,10 +60,7 @@ class TripletLoss(RetrievalLoss):
 
     def compute_loss(self, embeddings: torch.Tensor, labels: torch.Tensor, indices_tuple: Any,
                      ref_emb: torch.Tensor, ref_labels: torch.Tensor) -> dict[str, Any]:
-        in_batch(embeddings, ref_emb, type(self).__name__)
-        mat = self.distance(embeddings)
-        a, p, n = all_triplet_indices(labels)
-        delta_all = triplet_margins(mat, a, p, n, self.distance, self.swap)
+        mat, (a, p, n), delta_all = self.batch_triplets(embeddings, labels, ref_emb, swap=self.swap)
         self.observe(batch_stats(embeddings, labels, delta_all))
         margin = self.current_margin()
         if indices_tuple is None and self.miner is not None:
@@ -117,10 +112,7 @@ class AdaTripletLoss(RetrievalLoss):
 
     def compute_loss(self, embeddings: torch.Tensor, labels: torch.Tensor, indices_tuple: Any,
                      ref_emb: torch.Tensor, ref_labels: torch.Tensor) -> dict[str, Any]:
-        in_batch(embeddings, ref_emb, type(self).__name__)
-        mat = self.distance(embeddings)
-        a, p, n = all_triplet_indices(labels)
-        delta_all = triplet_margins(mat, a, p, n, self.distance)
+        mat, (a, p, n), delta_all = self.batch_triplets(embeddings, labels, ref_emb)
         i, j = triplet_negative_pairs(labels)
         d_neg = mat[i, j]
         # the statistics read the negative pairs' cosines off the matrix when it holds them
