@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 
 import pytest
 from test_risk_real_sphr import trained_risk_run
@@ -18,6 +17,7 @@ from test_ui_browser import (
     _click,
     _wait_for,
     dagster_dev,
+    finished_run,
     headless_chrome,
     run_python,
 )
@@ -127,17 +127,10 @@ def test_ui_shows_export_version_and_stale_marker(fitted_ui):
             _click(driver, _wait_for(lambda: _button(driver, "Confirm"), 15, "the warning"))
         except TimeoutError:
             pass
-
-        def finished():
-            runs = [r for r in instance.get_runs(limit=5) if r.run_id not in before
-                    and r.job_name == "risk_refresh"]
-            return runs and runs[0].status.value in ("SUCCESS", "FAILURE", "CANCELED") and runs[0]
-
-        run = _wait_for(finished, 420, "the launched risk_refresh run to finish")
-        driver.get(f"{url}/runs/{run.run_id}")
-        _wait_for(lambda: "refresh" in body(), 60, "the run page")
-        time.sleep(2)
-        driver.save_screenshot(str(SHOTS / "dagster_risk_refresh_run.png"))
+        run = finished_run(driver, url, instance,
+                           lambda r: r.run_id not in before and r.job_name == "risk_refresh",
+                           seconds=420, what="the launched risk_refresh run to finish",
+                           page_text="refresh", shot="dagster_risk_refresh_run.png")
         assert run.status.value == "SUCCESS", run.status
         # the refresh of the new export version is on disk beside the first one
         refreshes = sorted(p.name for p in (run_dir / "risk" / "refresh").iterdir() if p.is_dir())

@@ -146,6 +146,25 @@ def _wait_for(predicate, seconds: float, what: str):
     raise TimeoutError(f"waited {seconds} s for {what}")
 
 
+def finished_run(driver, url: str, instance, wanted, *, seconds: float, what: str,
+                 page_text: str, shot: str):
+    """Wait for the newest of the last runs that ``wanted`` accepts to end, open its page
+    (until it shows ``page_text``) and save it as screenshot ``shot``; returns the run."""
+    from selenium.webdriver.common.by import By
+
+    def finished():
+        runs = [r for r in instance.get_runs(limit=5) if wanted(r)]
+        return runs and runs[0].status.value in ("SUCCESS", "FAILURE", "CANCELED") and runs[0]
+
+    run = _wait_for(finished, seconds, what)
+    driver.get(f"{url}/runs/{run.run_id}")
+    _wait_for(lambda: page_text in driver.find_element(By.TAG_NAME, "body").text, 60,
+              "the run page")
+    time.sleep(2)
+    driver.save_screenshot(str(SHOTS / shot))
+    return run
+
+
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium + chromedriver not installed")
 def test_ui_lists_assets_and_materializes_one_partition(dagster_ui):
     selenium = pytest.importorskip("selenium")  # noqa: F841
@@ -196,17 +215,10 @@ def test_ui_lists_assets_and_materializes_one_partition(dagster_ui):
         from dagster import DagsterInstance
 
         instance = DagsterInstance.from_config(str(home))
-
-        def finished():
-            runs = [r for r in instance.get_runs(limit=5)
-                    if r.tags.get("dagster/partition") == "female"]
-            return runs and runs[0].status.value in ("SUCCESS", "FAILURE", "CANCELED") and runs[0]
-
-        run = _wait_for(finished, 300, "the launched run to finish")
-        driver.get(f"{url}/runs/{run.run_id}")
-        _wait_for(lambda: "cohort" in body(), 60, "the run page")
-        time.sleep(2)
-        driver.save_screenshot(str(SHOTS / "dagster_run_female.png"))
+        run = finished_run(driver, url, instance,
+                           lambda r: r.tags.get("dagster/partition") == "female", seconds=300,
+                           what="the launched run to finish", page_text="cohort",
+                           shot="dagster_run_female.png")
         assert run.status.value == "SUCCESS"
         driver.get(f"{url}/assets/cohorts/cohort_splits?view=partitions")
         _wait_for(lambda: "Materialized (1)" in body(), 60, "one materialized partition")
