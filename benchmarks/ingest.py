@@ -49,30 +49,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import measure
+
 #: relative and absolute tolerance for numbers (float32 carries ~7 significant digits)
 RTOL, ATOL = 1e-6, 1e-9
 SHOW_DIFFERENCES = 10
-
-# Runs a module (-m NAME) or a script (-p PATH) in this process, then records the process's
-# peak resident memory (VmHWM) and how much any child process used (RUSAGE_CHILDREN).
-MEASURE = """
-import json, resource, runpy, sys
-peak_file, kind, target, *args = sys.argv[1:]
-sys.argv = [target, *args]
-code = 0
-try:
-    if kind == "-m":
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
-    else:
-        runpy.run_path(target, run_name="__main__")
-except SystemExit as exc:
-    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-status = dict(line.split(":", 1) for line in open("/proc/self/status"))
-with open(peak_file, "w") as fh:
-    json.dump({"vmhwm_kb": int(status["VmHWM"].split()[0]),
-               "children_maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}, fh)
-sys.exit(code)
-"""
 
 GENERATE = """
 import sys
@@ -114,26 +96,6 @@ def _columns(path: Path) -> tuple[list[str], dict[int, list[int]]]:
         specials = f.special_codes or tuple(SPECIAL_CODES)
         na[f.id] = sorted(c for c in specials if c != ANSWERED_NONE)
     return names, na
-
-
-def _measure(cmd: list[str], python: str, peak_file: Path, env: dict[str, str]
-             ) -> tuple[float, float]:
-    """Run ``python MEASURE cmd...``; its wall seconds and peak MiB (VmHWM)."""
-    peak_file.unlink(missing_ok=True)
-    t = time.perf_counter()
-    done = subprocess.run([python, "-c", MEASURE, str(peak_file), *cmd], env=env,
-                          capture_output=True, text=True)
-    seconds = time.perf_counter() - t
-    if done.returncode != 0:
-        sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
-        raise SystemExit(f"{' '.join(cmd[:2])} failed (exit {done.returncode})")
-    peak = json.loads(peak_file.read_text())
-    if peak["children_maxrss_kb"]:
-        # FUNPACK runs `wc -l` (and, with --num_jobs > 1, forked workers): a forked child's
-        # ru_maxrss counts the parent's pages it shares, so it is shown, not added
-        print(f"  {Path(cmd[1]).name}: a child process peaked at "
-              f"{peak['children_maxrss_kb'] / 1024:.0f} MiB (not added)", file=sys.stderr)
-    return seconds, peak["vmhwm_kb"] / 1024
 
 
 def _funpack_python(funpack: Path) -> str:
@@ -220,10 +182,10 @@ def main() -> None:
           file=sys.stderr)
     peak_file = workdir / "peak.json"
 
-    ours_s, ours_mb = _measure(["-m", "sphr.cli", "-q", "ingest", str(path),
+    ours_s, ours_mb = measure(["-m", "sphr.cli", "-q", "ingest", str(path),
                                 "--out", str(workdir / "ours")], sys.executable, peak_file, env)
     print(f"ours: {ours_s:.2f} s, {ours_mb:.0f} MiB", file=sys.stderr)
-    naive_s, naive_mb = _measure(["-p", str(Path(__file__).resolve()), "--naive", str(path),
+    naive_s, naive_mb = measure(["-p", str(Path(__file__).resolve()), "--naive", str(path),
                                   str(column_file), str(args.participants)],
                                  sys.executable, peak_file, env)
     print(f"naive pandas: {naive_s:.2f} s, {naive_mb:.0f} MiB", file=sys.stderr)
@@ -242,7 +204,7 @@ def main() -> None:
         cmd = [str(args.funpack), "--no_download", "--quiet", "--overwrite",
                "--num_jobs", str(args.funpack_jobs), "--column", str(column_file),
                *na_args, str(out), str(path)]
-        funpack_s, funpack_mb = _measure(["-p", *cmd], _funpack_python(args.funpack),
+        funpack_s, funpack_mb = measure(["-p", *cmd], _funpack_python(args.funpack),
                                          peak_file, env)
         print(f"FUNPACK: {funpack_s:.2f} s, {funpack_mb:.0f} MiB", file=sys.stderr)
         os.environ["SPHR_PROGRESS"] = "0"

@@ -14,8 +14,11 @@ SPHR with NPLB (Adam, lr 1e-3, margin 1) at batch 256 and 4096:
     has it, torch.compile where kernels can be built; ``--precision`` /
     ``--compile`` override). The default fp32 eager trainer is timed too.
 
-Each is warmed up for one epoch, then timed for ``--epochs`` epochs. Last
-line: one JSON object (device, s/epoch of each at each batch size, speedups).
+Each is warmed up for one epoch, then timed for ``--epochs`` epochs. Also timed: the
+network's matrix products alone at the same shapes (``matmul_floor_s_per_epoch_b*``), the
+least time any fp32 loop needs, so ``max_fp32_speedup_b*`` = listing / floor bounds the
+speedup an fp32 trainer can reach. Last line: one JSON object (device, s/epoch of each at
+each batch size, speedups, floors).
 
     python benchmarks/train.py [--device auto|cpu|cuda] [--epochs 2] [--rows 20000]
         [--precision auto|fp32|bf16|tf32] [--compile auto|on|off]
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import sys
 import time
@@ -115,6 +119,44 @@ def ours_train(X, T, y, *, epochs: int, batch_size: int, device: str, seed: int 
     return res, time.perf_counter() - t0
 
 
+def matmul_floor(n_features: int, batch_size: int, n_triplets: int, device: torch.device,
+                 repeats: int = 3) -> float:
+    """Seconds per epoch of the network's matrix products alone (no activation, dropout,
+    loss, optimizer or gather): the forward products, the backward products for the
+    weights and for the hidden layers' inputs, at the trainer's shapes. No fp32 trainer of
+    this network can run an epoch faster on this machine, so ``listing / floor`` bounds the
+    speedup any fp32 loop can reach over the listing."""
+    from sphr.models import HIDDEN
+
+    m = 3 * batch_size
+    widths = [n_features, *HIDDEN, 32]
+    g = torch.Generator(device=device).manual_seed(0)
+    W = [torch.randn(i, o, generator=g, device=device) for i, o in itertools.pairwise(widths)]
+    H = [torch.randn(m, w, generator=g, device=device) for w in widths]
+
+    def step() -> None:
+        for k, w in enumerate(W):
+            H[k] @ w  # forward
+            H[k].T @ H[k + 1]  # weight gradient
+            if k:
+                H[k + 1] @ w.T  # input gradient (not needed for the features)
+
+    steps = -(-n_triplets // batch_size)
+    for _ in range(20):
+        step()
+    best = float("inf")
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t = time.perf_counter()
+        for _ in range(steps):
+            step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
@@ -161,6 +203,9 @@ def main() -> None:
         out[f"speedup_ratio_b{bs}"] = round(listing / ours, 2)
         out[f"ours_1000_epochs_s_b{bs}"] = round(1000 * ours, 1)
         out[f"listing_1000_epochs_s_b{bs}"] = round(1000 * listing, 1)
+        floor = matmul_floor(X.shape[1], bs, len(T), device)
+        out[f"matmul_floor_s_per_epoch_b{bs}"] = round(floor, 4)
+        out[f"max_fp32_speedup_b{bs}"] = round(listing / floor, 2)
         print(f"batch {bs}: listing {listing:.3f} s/epoch, ours {ours:.3f} s/epoch "
               f"({listing / ours:.2f}x)", file=sys.stderr)
     print(json.dumps(out))
