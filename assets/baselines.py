@@ -6,15 +6,20 @@ from pipeline import metadata as md
 from pipeline.partitions import sex_partitions
 from pipeline.resources import Compute, RunStorage
 from sphr import layout
+from sphr.baselines.config import BaselinesConfig as Settings
+
+#: the library's defaults, which this asset's run configuration takes as its own
+_DEFAULTS = Settings()
 
 
 class BaselinesConfig(dg.Config):
-    """Which representations to fit, with what seed (DeepPatient epochs per layer, DiffMap landmarks)."""
+    """Which representations to fit, with what seed (DeepPatient epochs per layer, DiffMap
+    landmarks). Defaults are the library's (``sphr.baselines.config.BaselinesConfig``)."""
 
-    representations: list[str] = ["raw", "pca", "ica", "diffmap", "deep_patient"]
-    seed: int = 0
-    deep_patient_epochs: int | None = None
-    diffmap_landmarks: int | None = None
+    representations: list[str] = list(_DEFAULTS.representations)
+    seed: int = _DEFAULTS.seed
+    deep_patient_epochs: int = _DEFAULTS.deep_patient_epochs
+    diffmap_landmarks: int = _DEFAULTS.diffmap_landmarks
 
 
 @dg.asset(key=["baselines", "representations"], group_name="baselines",
@@ -32,11 +37,8 @@ def baseline_representations(context: dg.AssetExecutionContext, config: Baseline
     from sphr.baselines.pipeline import read_embeddings, run_baselines
 
     sex = context.partition_key
-    params: dict[str, dict] = {}
-    if config.deep_patient_epochs is not None:
-        params["deep_patient"] = {"epochs": config.deep_patient_epochs}
-    if config.diffmap_landmarks is not None:
-        params["diffmap"] = {"n_landmarks": config.diffmap_landmarks}
+    params = {"deep_patient": {"epochs": config.deep_patient_epochs},
+              "diffmap": {"n_landmarks": config.diffmap_landmarks}}
     out = layout.baselines_dir(storage.run, sex)
     report = run_baselines(layout.cohort_dir(storage.run, sex), out, config.representations,
                            seed=config.seed, device=compute.device, params=params)

@@ -8,23 +8,29 @@ from pipeline import metadata as md
 from pipeline.partitions import sex_partitions
 from pipeline.resources import RunStorage
 from sphr import layout
+from sphr.cohorts.config import CohortConfig as Settings
 from sphr.profiles import DEFAULT_PROFILE
+
+#: the library's defaults, which this asset's run configuration takes as its own
+_DEFAULTS = Settings()
 
 #: plausible BFH share of a sex's cohort: the paper has ~5-6%; outside this, suspect units
 BFH_SHARE_BOUNDS = (0.005, 0.30)
 
 
 class CohortConfig(dg.Config):
-    """Run configuration of the cohort step (defaults: the demo profile)."""
+    """Run configuration of the cohort step (defaults: the demo profile). Defaults are the
+    library's (``sphr.cohorts.config.CohortConfig``)."""
 
     profile: str = DEFAULT_PROFILE
-    seed: int = 0
-    bfh_fold: int = 3
+    seed: int = _DEFAULTS.seed
+    bfh_fold: int = _DEFAULTS.augment_fold["bona_fide_healthy"]
+    #: None: the profile's
     n_triplets: int | None = None
-    completeness: float = 0.75
+    completeness: float = _DEFAULTS.completeness
     #: ``independent`` (the paper's Algorithm 1) or ``copula`` (joint draws)
-    augment: str = "independent"
-    calibration_size: float = 0.2
+    augment: str = _DEFAULTS.augment
+    calibration_size: float = _DEFAULTS.calibration_size
 
 
 def _spec(name: str, description: str) -> dg.AssetSpec:
@@ -52,7 +58,6 @@ def _spec(name: str, description: str) -> dg.AssetSpec:
 )
 def cohorts(context: dg.AssetExecutionContext, config: CohortConfig, storage: RunStorage,
             baseline: pd.DataFrame):
-    from sphr.cohorts import CohortConfig as Settings
     from sphr.cohorts import build_cohorts
     from sphr.cohorts.build import write_sex_cohort
     from sphr.cohorts.plots import augmentation_check, classes_by_age_group

@@ -7,6 +7,7 @@ import dagster as dg
 from pipeline import metadata as md
 from pipeline.resources import Compute, RunStorage
 from sphr import layout
+from sphr.retrieval.profiles import PIPELINE_COMPARISON as _DEFAULTS
 
 #: embedded datasets; SPHR_RETRIEVAL_MANIFEST adds the user's own image manifest
 DATASETS = ("digits", "forensic")
@@ -14,15 +15,17 @@ DATASETS = ("digits", "forensic")
 
 class RetrievalSettings(dg.Config):
     """Losses, seeds and run profile (`quick` for the default pipeline; `demo`, `paper`).
+    Defaults are the library's (``sphr.retrieval.profiles.PIPELINE_COMPARISON``).
 
     `quick` and `demo` scale the Linear / DAMS margin steps to their epochs, warm AutoMargin up,
     pick the best epoch on held-out training subjects and train OCAM's S-bit heads (see
     docs/RETRIEVAL.md); `paper` keeps the papers' per-epoch values.
     """
 
-    losses: list[str] = []  # empty: sphr.retrieval.DEFAULT_LOSSES
-    seeds: list[int] = [0]
-    profile: str = "quick"
+    #: empty: the library's default losses too
+    losses: list[str] = list(_DEFAULTS.losses)
+    seeds: list[int] = list(_DEFAULTS.seeds)
+    profile: str = _DEFAULTS.profile
 
 
 def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
@@ -32,10 +35,10 @@ def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
               "last- and best-epoch mAP, final margins, collapse flags; margin curves; query strips.")
     def comparison(context: dg.AssetExecutionContext, config: RetrievalSettings,
                    storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
-        from sphr.retrieval import DEFAULT_LOSSES, run_comparison
+        from sphr.retrieval import run_comparison
 
         out = layout.retrieval_dir(storage.run, dataset)
-        result = run_comparison(source, list(config.losses or DEFAULT_LOSSES),
+        result = run_comparison(source, list(config.losses or _DEFAULTS.losses),
                                 seeds=list(config.seeds), out_dir=out, device=compute.device,
                                 profile=config.profile)
         meta = {"path": md.path(out / "comparison.md"),

@@ -8,16 +8,18 @@ from pathlib import Path
 import dagster as dg
 
 from sphr import layout
+from sphr.data.synth_config import SynthConfig
 
 
 class DataSource(dg.ConfigurableResource):
-    """The UK Biobank export to read, or the embedded synthetic cohort when none is set."""
+    """The UK Biobank export to read, or the embedded synthetic cohort when none is set.
+    The synthetic defaults are ``sphr synth``'s (``sphr.data.synth_config.SynthConfig``)."""
 
     export_path: str | None = None
-    synthetic_participants: int = 20_000
-    synthetic_seed: int = 0
+    synthetic_participants: int = SynthConfig.participants
+    synthetic_seed: int = SynthConfig.seed
     #: the synthetic world (docs/SYNTH.md): ``linear`` (the null world) or ``nonlinear``
-    synthetic_world: str = "linear"
+    synthetic_world: str = SynthConfig.world
     #: folder the new-export sensor watches (csv, tsv, tab, parquet files)
     watch_folder: str | None = None
 

@@ -10,7 +10,12 @@ def _csv(value: str) -> list[str]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    # every default and every default in a help text is read from the library's BaselinesConfig
     from sphr.baselines import BASELINES
+    from sphr.baselines.config import BaselinesConfig
+
+    defaults = BaselinesConfig()
+    every = "all" if defaults.representations == BASELINES else ",".join(defaults.representations)
 
     p = sub.add_parser(
         "baselines",
@@ -23,14 +28,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("cohort_dir", metavar="COHORT_DIR")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="output folder, e.g. RUN/baselines/female")
-    p.add_argument("--representations", type=_csv, default=list(BASELINES),
-                   help=f"comma-separated subset of {','.join(BASELINES)} (default: all)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto", help="DeepPatient's torch device: auto, cpu, cuda")
-    p.add_argument("--landmarks", type=int, default=10_000,
-                   help="DiffMap landmark subsample size (default 10000)")
-    p.add_argument("--dp-epochs", type=int, default=30, help="DeepPatient epochs per layer")
-    p.add_argument("--use-augmented", action="store_true",
+    p.add_argument("--representations", type=_csv, default=list(defaults.representations),
+                   help=f"comma-separated subset of {','.join(BASELINES)} "
+                   f"(default: {every})")
+    p.add_argument("--seed", type=int, default=defaults.seed, help="default: %(default)s")
+    p.add_argument("--device", default=defaults.device,
+                   help="DeepPatient's torch device: auto, cpu, cuda (default: %(default)s)")
+    p.add_argument("--landmarks", type=int, default=defaults.diffmap_landmarks,
+                   help="DiffMap landmark subsample size (default %(default)s)")
+    p.add_argument("--dp-epochs", type=int, default=defaults.deep_patient_epochs,
+                   help="DeepPatient epochs per layer (default %(default)s)")
+    p.add_argument("--use-augmented", action="store_true", default=defaults.use_augmented,
                    help="fit on real + augmented training rows (default: real rows only)")
     p.set_defaults(func=_run)
 

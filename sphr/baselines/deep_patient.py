@@ -21,14 +21,15 @@ import torch
 import torch.nn.functional as F
 
 from sphr.baselines.base import Representation, keep_params
+from sphr.baselines.config import BaselinesConfig
 from sphr.device import resolve_device
 from sphr.progress import progress
 
 
 class DeepPatient(Representation):
     def __init__(self, hidden: tuple[int, ...] = (500, 500, 32), noise: float = 0.05,
-                 epochs: int = 30, batch_size: int = 256, lr: float = 1e-3,
-                 random_state: int = 0, device: str = "auto") -> None:
+                 epochs: int = BaselinesConfig.deep_patient_epochs, batch_size: int = 256,
+                 lr: float = 1e-3, random_state: int = 0, device: str = "auto") -> None:
         keep_params(self, locals())
 
     @property

@@ -27,6 +27,7 @@ from pydiffmap.diffusion_map import DiffusionMap as _DiffusionMap
 from pydiffmap.kernel import Kernel
 
 from sphr.baselines.base import Representation, flip_signs, keep_params
+from sphr.baselines.config import BaselinesConfig
 from sphr.errors import InputError
 
 
@@ -56,7 +57,8 @@ class DiffMap(Representation):
     """
 
     def __init__(self, n_components: int = 32, k: int = 64, alpha: float = 0.5,
-                 epsilon: str | float = "bgh", n_landmarks: int = 10_000,
+                 epsilon: str | float = "bgh",
+                 n_landmarks: int = BaselinesConfig.diffmap_landmarks,
                  chunk_size: int = 20_000, n_jobs: int | None = 1, random_state: int = 0) -> None:
         keep_params(self, locals())
 

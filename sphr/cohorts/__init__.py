@@ -7,8 +7,8 @@ from sphr import lazy_exports
 #: public names and their modules, imported on first use (PEP 562) so that reading a
 #: constant such as the age groups does not pull in pandas and scipy
 _LAZY: dict[str, str] = {
-    "DEFAULT_AGE_GROUPS": "sphr.cohorts.age", "assign_age_groups": "sphr.cohorts.age",
-    "rejection_sample": "sphr.cohorts.augment", "CohortConfig": "sphr.cohorts.build",
+    "DEFAULT_AGE_GROUPS": "sphr.cohorts.config", "assign_age_groups": "sphr.cohorts.age",
+    "rejection_sample": "sphr.cohorts.augment", "CohortConfig": "sphr.cohorts.config",
     "SexCohort": "sphr.cohorts.build", "build_cohorts": "sphr.cohorts.build",
     "run_cohorts": "sphr.cohorts.build", "CompletenessFilter": "sphr.cohorts.filtering",
     "QuantileNormalizer": "sphr.cohorts.normalize", "P0_RANGES": "sphr.cohorts.ranges",

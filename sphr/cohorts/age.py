@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: inclusive [low, high] years; UKB baseline ages are 37-73
-DEFAULT_AGE_GROUPS: tuple[tuple[int, int], ...] = (
-    (36, 45), (46, 50), (51, 55), (56, 60), (61, 65), (66, 75),
-)
+from sphr.cohorts.config import DEFAULT_AGE_GROUPS
 
 
 def group_names(groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS) -> list[str]:

@@ -17,8 +17,6 @@ from scipy.special import ndtr
 
 from sphr.errors import InputError
 
-#: ``independent``: the paper's Algorithm 1; ``copula``: joint draws (:func:`copula_sample`)
-AUGMENTATIONS: tuple[str, ...] = ("independent", "copula")
 MAX_ROUNDS = 200
 #: below this acceptance rate a bound is (nearly) out of the class's reach: fail early
 MIN_ACCEPTANCE = 1e-4

@@ -14,22 +14,21 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
-from sphr.cohorts.augment import AUGMENTATIONS, augmentation_check, copula_sample, rejection_sample
+from sphr.cohorts.age import assign_age_groups, group_names
+from sphr.cohorts.augment import augmentation_check, copula_sample, rejection_sample
+from sphr.cohorts.config import AUGMENTATIONS, CohortConfig
 from sphr.cohorts.filtering import CompletenessFilter, constant_features
 from sphr.cohorts.normalize import QuantileNormalizer
 from sphr.cohorts.ranges import (
-    P0_RANGES,
     ClinicalRange,
     assign_classes,
     ranges_for,
-    with_overrides,
 )
 from sphr.cohorts.triplets import mine_triplets
 from sphr.data.fields import BY_NAME, PREDICTOR_NAMES
@@ -38,43 +37,6 @@ from sphr.io import staged_outputs, write_json, write_npz, write_parquets
 from sphr.labels import APPARENTLY_HEALTHY, BONA_FIDE_HEALTHY, CLASS_NAMES, SEX_CODE
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class CohortConfig:
-    """Settings of the cohort step; defaults are the paper's (docs/METHODS.md)."""
-
-    completeness: float = 0.75
-    test_size: float = 0.3
-    #: share of the training BFH and of the training apparently healthy set aside as the
-    #: calibration partition: never seen by a normalizer, representation, covariance or
-    #: reference; the risk stage's thresholds come from it (docs/METHODS.md)
-    calibration_size: float = 0.2
-    seed: int = 0
-    #: extra rows per real training row, by class name (0 = none); paper: BFH 3x
-    augment_fold: dict[str, int] = field(default_factory=lambda: {"bona_fide_healthy": 3})
-    #: ``independent`` (the paper's Algorithm 1: each feature drawn on its own) or ``copula``
-    #: (joint draws that keep the class's correlations and point masses; docs/METHODS.md)
-    augment: str = "independent"
-    n_triplets: int = 100_000
-    balanced_triplets: bool = False
-    age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS
-    #: overrides of the P0 clinical ranges, e.g. {"glucose": {"low": 4.0}}
-    ranges: dict | None = None
-    n_quantiles: int = 1000
-    sexes: tuple[str, ...] = ("female", "male")
-
-    @classmethod
-    def profile(cls, name: str, **overrides) -> CohortConfig:
-        """``paper``: the paper's values. ``demo``: 20,000 triplets so the demo trains in seconds."""
-        if name == "paper":
-            return cls(**overrides)
-        if name == "demo":
-            return cls(**{"n_triplets": 20_000, **overrides})
-        raise ConfigError(f"unknown profile {name!r}: use demo or paper")
-
-    def clinical_ranges(self) -> tuple[ClinicalRange, ...]:
-        return with_overrides(self.ranges, P0_RANGES)
 
 
 @dataclass

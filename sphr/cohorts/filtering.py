@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from sphr.cohorts.config import CohortConfig
 from sphr.errors import ConfigError
 
 
@@ -14,7 +15,7 @@ from sphr.errors import ConfigError
 class CompletenessFilter:
     """Keep features at least ``threshold`` complete; report what was dropped and why."""
 
-    threshold: float = 0.75
+    threshold: float = CohortConfig.completeness
     kept_: list[str] = field(default_factory=list)
     dropped_: dict[str, str] = field(default_factory=dict)
     completeness_: dict[str, float] = field(default_factory=dict)

@@ -23,6 +23,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from sphr.cohorts.config import CohortConfig
 from sphr.errors import ConfigError, InputError
 from sphr.io import read_json, write_json
 
@@ -38,7 +39,7 @@ class QuantileNormalizer(TransformerMixin, BaseEstimator):
     and ``n_features_in_``.
     """
 
-    def __init__(self, n_quantiles: int = 1000) -> None:
+    def __init__(self, n_quantiles: int = CohortConfig.n_quantiles) -> None:
         self.n_quantiles = n_quantiles
 
     def fit(self, X, y=None, *, features: list[str] | None = None) -> QuantileNormalizer:

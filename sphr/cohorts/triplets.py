@@ -12,11 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from sphr.cohorts.config import CohortConfig
 from sphr.errors import InputError
 
 
-def mine_triplets(labels: np.ndarray, n: int = 100_000, *, seed: int = 0,
-                  balanced: bool = False) -> np.ndarray:
+def mine_triplets(labels: np.ndarray, n: int = CohortConfig.n_triplets, *, seed: int = 0,
+                  balanced: bool = CohortConfig.balanced_triplets) -> np.ndarray:
     """``(n, 3)`` int64 indices. ``balanced`` draws anchor classes uniformly, else rows uniformly.
 
     A class with a single member cannot give a positive: it never anchors, but its

@@ -8,21 +8,27 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    # every default and every default in a help text is read from the library's SynthConfig
+    from sphr.data.synth_config import FORMATS, WORLDS, SynthConfig
+
+    defaults = SynthConfig()
     p = sub.add_parser("synth", help="write a synthetic cohort as a UK Biobank export",
                        description="Generate a synthetic cohort in true UKB export format. The "
                        "latent ground truth goes to NAME.truth.parquet next to the export.")
-    p.add_argument("--participants", type=int, default=20_000, help="default: 20000")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--format", default="ukbconv",
-                   choices=("ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet"))
-    p.add_argument("--decoys", type=int, default=40,
-                   help="columns of fields the pipeline does not use (default: 40)")
-    p.add_argument("--world", default="linear", choices=("linear", "nonlinear"),
+    p.add_argument("--participants", type=int, default=defaults.participants,
+                   help="default: %(default)s")
+    p.add_argument("--seed", type=int, default=defaults.seed, help="default: %(default)s")
+    p.add_argument("--format", default=defaults.format, choices=FORMATS,
+                   help="default: %(default)s")
+    p.add_argument("--decoys", type=int, default=defaults.decoys,
+                   help="columns of fields the pipeline does not use (default: %(default)s)")
+    p.add_argument("--world", default=defaults.world, choices=WORLDS,
                    help="how conditions and new diagnoses depend on the health state: linear "
-                   "(the null world, default) or nonlinear (a positive control: ratios, U-shapes, "
+                   "(the null world) or nonlinear (a positive control: ratios, U-shapes, "
                    "latent subtypes, age interactions); docs/SYNTH.md. The truth file's metadata "
-                   "holds the world and its oracle ceilings")
-    p.add_argument("--no-linked-records", action="store_true",
+                   "holds the world and its oracle ceilings (default: %(default)s)")
+    p.add_argument("--no-linked-records", dest="linked", action="store_false",
+                   default=defaults.linked,
                    help="leave out the hospital, cancer and death records (41270/41280, "
                    "40005/40006, 40000-40002)")
     p.add_argument("--out", type=Path, required=True, help="export file to write")
@@ -49,7 +55,7 @@ def _synth(args: argparse.Namespace) -> int:
 
     cohort = generate_cohort(args.participants, args.seed, world=args.world)
     path = write_export(cohort, args.out, args.format, decoys=args.decoys, seed=args.seed,
-                        linked=not args.no_linked_records)
+                        linked=args.linked)
     ceiling = cohort.truth.attrs["world"]["oracle_auroc"]["labels"]["unhealthy"]["all"]
     print(f"wrote {path} ({args.participants} participants, {args.format}, {args.world} world; "
           f"oracle AUROC unhealthy {ceiling:.3f})")

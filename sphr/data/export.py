@@ -38,6 +38,7 @@ from sphr.data.fields import (
 )
 from sphr.data.headers import ColumnKey, Style, eid_column, format_column
 from sphr.data.synth import SyntheticCohort
+from sphr.data.synth_config import FORMATS, SynthConfig
 from sphr.errors import ConfigError
 from sphr.io import atomic_path, write_parquet
 
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 ExportFormat = Literal["ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet"]
-FORMATS: tuple[str, ...] = ("ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet")
 _STYLE: dict[str, Style] = {"ukbconv": "legacy", "tsv": "legacy", "tab": "tab", "rap": "rap",
                             "rap-labels": "rap", "parquet": "legacy"}
 _SUFFIX = {"ukbconv": ".csv", "tsv": ".tsv", "tab": ".tab", "rap": ".csv", "rap-labels": ".csv",
@@ -233,8 +233,9 @@ def _linked_columns(linked: pd.DataFrame, eid: np.ndarray, fmt: str
     return out
 
 
-def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = "ukbconv",
-                       decoys: int = 40, seed: int = 0, *, linked: bool = True) -> pl.DataFrame:
+def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = SynthConfig.format,
+                       decoys: int = SynthConfig.decoys, seed: int = SynthConfig.seed, *,
+                       linked: bool = SynthConfig.linked) -> pl.DataFrame:
     """The export as a polars frame with the column names of ``fmt`` (with the cohort's linked
     records unless ``linked`` is False)."""
     if fmt not in FORMATS:
@@ -276,8 +277,9 @@ def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = "ukbconv",
     return pl.DataFrame(data)
 
 
-def write_export(cohort: SyntheticCohort, path: str | Path, fmt: ExportFormat = "ukbconv",
-                 decoys: int = 40, seed: int = 0, *, linked: bool = True) -> Path:
+def write_export(cohort: SyntheticCohort, path: str | Path, fmt: ExportFormat = SynthConfig.format,
+                 decoys: int = SynthConfig.decoys, seed: int = SynthConfig.seed, *,
+                 linked: bool = SynthConfig.linked) -> Path:
     """Write the export atomically, and the latent truth next to it (``*.truth.parquet``)."""
     path = Path(path)
     frame = build_export_frame(cohort, fmt, decoys, seed, linked=linked)

@@ -44,6 +44,7 @@ from scipy.special import expit
 
 from sphr.data import synth_codes as codes
 from sphr.data.copula import COPULA_MARKERS, MarkerCopula
+from sphr.data.synth_config import WORLDS, SynthConfig
 from sphr.data.synth_markers import apply_missingness, treat, untreated
 from sphr.data.synth_params import (
     AGE_CENTRE,
@@ -64,7 +65,6 @@ from sphr.data.worlds import (
     DIABETES_TREATMENT,
     HAZARDS,
     SUBTYPE_SIGNATURES,
-    WORLDS,
     ceilings,
     draw_subtypes,
     risk_model,
@@ -191,8 +191,9 @@ def _later_visits(rng: np.random.Generator, p: dict[str, np.ndarray],
 
 
 # --------------------------------------------------------------------------- the cohort
-def generate_cohort(n: int = 20_000, seed: int = 0, *, linked: bool = True,
-                    world: str = "linear") -> SyntheticCohort:
+def generate_cohort(n: int = SynthConfig.participants, seed: int = SynthConfig.seed, *,
+                    linked: bool = SynthConfig.linked, world: str = SynthConfig.world
+                    ) -> SyntheticCohort:
     """Baseline and later visits (and linked records) for ``n`` participants in ``world``
     (``linear`` or ``nonlinear``); same seed and world, same cohort."""
     from sphr.errors import ConfigError

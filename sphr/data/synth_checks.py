@@ -64,11 +64,12 @@ def repeat_visit(visits: pd.DataFrame, truth: pd.DataFrame) -> dict[str, object]
 
 def main(argv: list[str] | None = None) -> int:
     from sphr.data.synth import generate_cohort
+    from sphr.data.synth_config import WORLDS, SynthConfig
 
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--participants", type=int, default=20_000)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--world", default="linear", choices=("linear", "nonlinear"))
+    ap.add_argument("--participants", type=int, default=SynthConfig.participants)
+    ap.add_argument("--seed", type=int, default=SynthConfig.seed)
+    ap.add_argument("--world", default=SynthConfig.world, choices=WORLDS)
     args = ap.parse_args(argv)
     cohort = generate_cohort(args.participants, args.seed, world=args.world)
     table = correlation_check(cohort.visits)

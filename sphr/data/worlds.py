@@ -25,8 +25,6 @@ from scipy.stats import rankdata
 
 from sphr.data.synth_params import AGE_CENTRE
 
-WORLDS: tuple[str, ...] = ("linear", "nonlinear")
-
 DEFINITIONS: dict[str, str] = {
     "linear": (
         "Null world. Baseline diabetes, cancer, other serious condition, statin and blood-pressure "

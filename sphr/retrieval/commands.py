@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sphr.retrieval.catalog import DEFAULT_LOSSES, loss_help, parse_value
+from sphr.retrieval.catalog import loss_help, parse_value
+from sphr.retrieval.profiles import PROFILES, ComparisonConfig
 
 _EPILOG = f"""\
 DATASET is `digits` (scikit-learn's bundled handwritten digits, class-level
@@ -17,7 +18,7 @@ parquet with columns path, subject, years (optional, 0 = baseline), label
 losses (--losses NAME or NAME:key=value,key=value, e.g. triplet_dams:threshold=0.9):
 {loss_help()}
 
-default losses: {' '.join(DEFAULT_LOSSES)}
+default losses: {' '.join(ComparisonConfig.losses)}
 
 Writes OUT/comparison.md (loss x metric, mean ± standard error over seeds),
 comparison.parquet, per_seed.parquet, per_year.parquet, margin_curves.parquet,
@@ -36,35 +37,49 @@ def _kv(text: str) -> tuple[str, Any]:
     return key.strip(), parse_value(value)
 
 
+def _by_profile(setting: str) -> str:
+    """The profiles' values of ``setting``, those that share one together: ``quick / demo 128, ...``."""
+    names: dict[Any, list[str]] = {}
+    for name, profile in PROFILES.items():
+        names.setdefault(getattr(profile, setting), []).append(name)
+    return ", ".join(f"{' / '.join(n)} {value!r}" for value, n in names.items())
+
+
 def register(sub: argparse._SubParsersAction) -> None:
+    # every default and every default in a help text is read from the library's ComparisonConfig
+    # and Profile
+    defaults = ComparisonConfig()
     p = sub.add_parser(
         "retrieval", help="compare image-retrieval losses (AdaTriplet, DAMS, OCAM, NPLB, ...)",
         description="Train an embedding network with each loss and seed, evaluate retrieval "
                     "(mAP, mAP@R, CMC, Recall@k, AUC, P@Z, Hamming) and write the comparison.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", metavar="DATASET", help="digits, forensic, or a manifest .csv / .parquet")
-    p.add_argument("--losses", nargs="+", default=list(DEFAULT_LOSSES), metavar="LOSS")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--losses", nargs="+", default=list(defaults.losses), metavar="LOSS")
+    p.add_argument("--seeds", nargs="+", type=int, default=list(defaults.seeds),
+                   help=f"default: {' '.join(map(str, defaults.seeds))}")
     p.add_argument("--out", default=None, help="output folder (default runs/demo/retrieval/<dataset>)")
-    p.add_argument("--profile", default="demo",
-                   help="quick (about a minute per dataset), demo (CPU-minutes), paper (AdaTriplet protocol) or smoke")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
+    p.add_argument("--profile", default=defaults.profile,
+                   help="quick (about a minute per dataset), demo (CPU-minutes), paper (AdaTriplet protocol) or smoke "
+                        "(default: %(default)s)")
+    p.add_argument("--device", default=defaults.device, help="auto, cpu or cuda[:N] (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all allowed cores)")
     p.add_argument("--epochs", type=int, help="override the profile's epochs")
     p.add_argument("--batch-size", type=int, help="images per batch (m per class x classes)")
     p.add_argument("--m-per-class", type=int, help="images per subject / class in a batch")
     p.add_argument("--lr", type=float)
     p.add_argument("--weight-decay", type=float)
-    p.add_argument("--dim", type=int, help="embedding size D (default 128)")
+    p.add_argument("--dim", type=int, help=f"embedding size D (profile default: {_by_profile('dim')})")
     p.add_argument("--backbone", choices=["small_cnn", "resnet18"])
     p.add_argument("--weights", help="local ResNet-18 state-dict file (torchvision layout); no download")
     p.add_argument("--image-size", type=int, help="model input size for this dataset")
     p.add_argument("--no-augment", action="store_true", help="train without augmentation")
     p.add_argument("--val-fraction", type=float,
-                   help="share of training subjects held out for best-epoch selection (0: none; default 0.2)")
+                   help="share of training subjects held out for best-epoch selection (0: none; profile "
+                        f"default: {_by_profile('val_fraction')})")
     p.add_argument("--code-heads", metavar="LOSSES",
                    help="losses whose S-bit code heads are trained: comma-separated names, 'all' or '' "
-                        "(profile default: quick 'ocam', demo / paper 'all')")
+                        f"(profile default: {_by_profile('code_heads')})")
     p.add_argument("--paper-schedules", action="store_true",
                    help="keep the papers' per-epoch Linear / DAMS steps (no scaling to the epochs) and no "
                         "AutoMargin warm-up")

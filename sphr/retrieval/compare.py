@@ -24,10 +24,10 @@ from sphr.retrieval.data import RetrievalData, load_retrieval_data
 from sphr.retrieval.data.core import ImageSet, split_by_group, split_stratified
 from sphr.retrieval.data.transforms import BatchTransform, to_display
 from sphr.retrieval.losses.base import RetrievalLoss
-from sphr.retrieval.losses.registry import DEFAULT_LOSSES, LOSSES, build_loss, parse_loss_spec
+from sphr.retrieval.losses.registry import LOSSES, build_loss, parse_loss_spec
 from sphr.retrieval.metrics import evaluate_embeddings, map_score
 from sphr.retrieval.monitor import embedding_health
-from sphr.retrieval.profiles import Profile, get_profile
+from sphr.retrieval.profiles import ComparisonConfig, Profile, get_profile
 from sphr.retrieval.train import embed, embed_all, image_size_for, train_model
 
 log = logging.getLogger(__name__)
@@ -152,11 +152,11 @@ def _p_at_z(profile: Profile, data: RetrievalData) -> tuple[int, ...]:
 
 
 def run_comparison(dataset: str | Path | RetrievalData = "digits",
-                   losses: Sequence[str] = DEFAULT_LOSSES,
-                   seeds: Sequence[int] = (0, 1, 2),
+                   losses: Sequence[str] = ComparisonConfig.losses,
+                   seeds: Sequence[int] = ComparisonConfig.seeds,
                    out_dir: str | Path | None = None,
-                   device: str | torch.device = "auto",
-                   profile: str | Profile = "demo",
+                   device: str | torch.device = ComparisonConfig.device,
+                   profile: str | Profile = ComparisonConfig.profile,
                    *,
                    data_options: dict[str, Any] | None = None,
                    profile_overrides: dict[str, Any] | None = None,

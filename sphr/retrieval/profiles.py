@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from sphr.errors import ConfigError
+from sphr.retrieval.catalog import DEFAULT_LOSSES
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,23 @@ PROFILES: dict[str, Profile] = {
                      data={"digits": {"limit": 200}, "forensic": {"n_subjects": 24}},
                      hamming_bits=(16,), eval_batch_size=256, scale_schedules=False),
 }
+
+
+@dataclass(frozen=True)
+class ComparisonConfig:
+    """What a loss comparison runs when nothing else is asked for: :func:`sphr.retrieval.run_comparison`
+    and ``sphr retrieval`` take these defaults, the Dagster assets :data:`PIPELINE_COMPARISON`."""
+
+    losses: tuple[str, ...] = DEFAULT_LOSSES
+    seeds: tuple[int, ...] = (0, 1, 2)
+    #: a name in :data:`PROFILES`
+    profile: str = "demo"
+    device: str = "auto"
+
+
+#: the Dagster pipeline's comparison (assets/retrieval.py): the ``quick`` budget and one seed, so
+#: the default pipeline spends well under a minute per dataset on it
+PIPELINE_COMPARISON = ComparisonConfig(seeds=(0,), profile="quick")
 
 
 def get_profile(profile: str | Profile, **overrides: Any) -> Profile:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sphr.risk.config import RiskConfig
 
 
 def _csv(value: str) -> list[str]:
@@ -11,11 +15,15 @@ def _csv(value: str) -> list[str]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    # every default and every default in a help text is read from the library's RiskConfig
     from sphr.risk.config import ALL_METHODS as METHODS
     from sphr.risk.config import RiskConfig
     from sphr.risk.intervals import MODES
 
     defaults = RiskConfig()
+
+    def listing(default: tuple[str, ...], every: tuple[str, ...]) -> str:
+        return "all" if tuple(default) == tuple(every) else ",".join(default)
 
     p = sub.add_parser(
         "risk", help="Normal / Lower Risk / Higher Risk groups, validation, HTML report",
@@ -26,17 +34,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         "validation tables, model/ (for sphr score) and report.html.")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR/risk)")
-    p.add_argument("--methods", type=_csv, default=list(METHODS),
-                   help=f"comma-separated subset of {','.join(METHODS)} (default: all; a method "
-                   "whose model or input is missing is skipped with a warning)")
-    p.add_argument("--modes", type=_csv, default=list(MODES),
-                   help=f"comma-separated subset of {','.join(MODES)} (default: both)")
+    p.add_argument("--methods", type=_csv, default=list(defaults.methods),
+                   help=f"comma-separated subset of {','.join(METHODS)} (default: "
+                   f"{listing(defaults.methods, METHODS)}; a method whose model or input is "
+                   "missing is skipped with a warning)")
+    p.add_argument("--modes", type=_csv, default=list(defaults.modes),
+                   help=f"comma-separated subset of {','.join(MODES)} "
+                   f"(default: {listing(defaults.modes, MODES)})")
     p.add_argument("--min-group-size", type=int, default=defaults.min_group_size,
-                   help="fewest real BFH members per age group before borrowing neighbours")
+                   help="fewest real BFH members per age group before borrowing neighbours "
+                   "(default %(default)s)")
     p.add_argument("--bootstrap", type=int, default=defaults.n_bootstrap,
-                   help="participant bootstrap resamples of the discrimination intervals")
-    p.add_argument("--seed", type=int, default=defaults.seed)
-    p.add_argument("--device", default="auto", help="torch device for the deep methods")
+                   help="participant bootstrap resamples of the discrimination intervals "
+                   "(default %(default)s)")
+    p.add_argument("--seed", type=int, default=defaults.seed, help="default: %(default)s")
+    p.add_argument("--device", default=defaults.device,
+                   help="torch device for the deep methods (default: %(default)s)")
     p.add_argument("--png", action="store_true",
                    help="also render report.html to report.png with headless Chromium")
     p.set_defaults(func=_risk)
@@ -53,18 +66,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--allow-out-of-range", action="store_true",
                    help="score even when most values of a field lie outside the fitted range")
-    p.add_argument("--device", default="auto")
+    p.add_argument("--device", default=defaults.device, help="default: %(default)s")
     p.set_defaults(func=_score)
 
 
-def _risk(args: argparse.Namespace) -> int:
+def config_from_args(args: argparse.Namespace) -> RiskConfig:
+    """The library's RiskConfig the parsed ``sphr risk`` options ask for."""
     from sphr.risk.config import RiskConfig
+
+    return RiskConfig(methods=tuple(args.methods), modes=tuple(args.modes),
+                      min_group_size=args.min_group_size, n_bootstrap=args.bootstrap,
+                      seed=args.seed, device=args.device)
+
+
+def _risk(args: argparse.Namespace) -> int:
     from sphr.risk.pipeline import run_risk
 
-    config = RiskConfig(methods=tuple(args.methods), modes=tuple(args.modes),
-                        min_group_size=args.min_group_size, n_bootstrap=args.bootstrap,
-                        seed=args.seed, device=args.device)
-    summary = run_risk(args.run_dir, args.out, config)
+    summary = run_risk(args.run_dir, args.out, config_from_args(args))
     out = Path(summary["out"])
     print(f"{summary['rows']} rows ({', '.join(summary['sexes'])}; methods "
           f"{', '.join(summary['methods'])}; modes {', '.join(summary['modes'])})")

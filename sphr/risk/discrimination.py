@@ -31,6 +31,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from sphr.risk.config import RiskConfig
 from sphr.risk.intervals import HIGHER_RISK, NORMAL
 from sphr.risk.validation import CONDITIONS, _new_any, holm
 
@@ -143,8 +144,9 @@ def outcome_frames(followup: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return visit1, surv
 
 
-def discrimination(rows: pd.DataFrame, followup: pd.DataFrame, *, n_bootstrap: int = 500,
-                   seed: int = 0, mode: str = "calibrated", min_events: int = 5) -> pd.DataFrame:
+def discrimination(rows: pd.DataFrame, followup: pd.DataFrame, *,
+                   n_bootstrap: int = RiskConfig.n_bootstrap, seed: int = RiskConfig.seed,
+                   mode: str = "calibrated", min_events: int = 5) -> pd.DataFrame:
     """One row per sex, method and outcome (columns :data:`COLUMNS`).
 
     ``rows``: risk_groups rows of the validation population (eid, sex, method, mode, score,

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from sphr.errors import InputError
+from sphr.risk.config import RiskConfig
 from sphr.risk.discrimination import c_index_weighted, resample_counts
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_RISK, NORMAL
 
@@ -237,8 +238,9 @@ def _horizon_name(h: float) -> str:
     return f"auroc_{h:g}y"
 
 
-def linked_validation(scores: pd.DataFrame, outcomes: pd.DataFrame, *, n_bootstrap: int = 200,
-                      seed: int = 0, horizons: tuple[float, ...] = (5.0, 10.0),
+def linked_validation(scores: pd.DataFrame, outcomes: pd.DataFrame, *,
+                      n_bootstrap: int = RiskConfig.n_bootstrap_linked,
+                      seed: int = RiskConfig.seed, horizons: tuple[float, ...] = (5.0, 10.0),
                       min_events: int = 5, time_grid: Sequence[float] | None = None,
                       competing_risk: bool = False) -> dict[str, pd.DataFrame]:
     """Discrimination, hazard ratios and cumulative incidence on linked outcomes.

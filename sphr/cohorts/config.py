@@ -1,0 +1,63 @@
+"""Settings of the cohort step: one dataclass, read by the library, the CLI and the Dagster assets.
+
+The defaults live here and nowhere else (``sphr cohorts`` and ``assets.cohorts.CohortConfig``
+take theirs from this class). Only light imports, so ``sphr --help`` builds its parser
+without pandas or scikit-learn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sphr.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sphr.cohorts.ranges import ClinicalRange
+
+#: inclusive [low, high] years; UKB baseline ages are 37-73
+DEFAULT_AGE_GROUPS: tuple[tuple[int, int], ...] = (
+    (36, 45), (46, 50), (51, 55), (56, 60), (61, 65), (66, 75),
+)
+#: ``independent``: the paper's Algorithm 1 (each feature drawn on its own); ``copula``: joint
+#: draws that keep the class's correlations and point masses (docs/METHODS.md)
+AUGMENTATIONS: tuple[str, ...] = ("independent", "copula")
+
+
+@dataclass
+class CohortConfig:
+    """Settings of the cohort step; defaults are the paper's (docs/METHODS.md)."""
+
+    completeness: float = 0.75
+    test_size: float = 0.3
+    #: share of the training BFH and of the training apparently healthy set aside as the
+    #: calibration partition: never seen by a normalizer, representation, covariance or
+    #: reference; the risk stage's thresholds come from it (docs/METHODS.md)
+    calibration_size: float = 0.2
+    seed: int = 0
+    #: extra rows per real training row, by class name (0 = none); paper: BFH 3x
+    augment_fold: dict[str, int] = field(default_factory=lambda: {"bona_fide_healthy": 3})
+    #: ``independent`` (the paper's Algorithm 1: each feature drawn on its own) or ``copula``
+    #: (joint draws that keep the class's correlations and point masses; docs/METHODS.md)
+    augment: str = "independent"
+    n_triplets: int = 100_000
+    balanced_triplets: bool = False
+    age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS
+    #: overrides of the P0 clinical ranges, e.g. {"glucose": {"low": 4.0}}
+    ranges: dict | None = None
+    n_quantiles: int = 1000
+    sexes: tuple[str, ...] = ("female", "male")
+
+    @classmethod
+    def profile(cls, name: str, **overrides) -> CohortConfig:
+        """``paper``: the paper's values. ``demo``: 20,000 triplets so the demo trains in seconds."""
+        if name == "paper":
+            return cls(**overrides)
+        if name == "demo":
+            return cls(**{"n_triplets": 20_000, **overrides})
+        raise ConfigError(f"unknown profile {name!r}: use demo or paper")
+
+    def clinical_ranges(self) -> tuple[ClinicalRange, ...]:
+        from sphr.cohorts.ranges import P0_RANGES, with_overrides
+
+        return with_overrides(self.ranges, P0_RANGES)

@@ -1,0 +1,31 @@
+"""What ``sphr synth`` writes by default: one dataclass, read by the generator, the export
+writer, the CLI and the Dagster data source.
+
+The defaults live here and nowhere else (:func:`sphr.data.synth.generate_cohort`,
+:func:`sphr.data.export.write_export`, ``sphr synth`` and ``pipeline.resources.DataSource`` take
+theirs from this class). Only light imports, so ``sphr --help`` builds its parser without
+pandas, scipy or polars.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the generator's worlds (:mod:`sphr.data.worlds`, docs/SYNTH.md): ``linear`` is the null
+#: world, ``nonlinear`` a positive control
+WORLDS: tuple[str, ...] = ("linear", "nonlinear")
+#: export layouts :func:`sphr.data.export.write_export` writes
+FORMATS: tuple[str, ...] = ("ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet")
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    participants: int = 20_000
+    seed: int = 0
+    world: str = "linear"
+    #: export layout, one of :data:`FORMATS`
+    format: str = "ukbconv"
+    #: columns of fields the pipeline does not use, as a real main dataset has
+    decoys: int = 40
+    #: with the hospital, cancer and death records
+    linked: bool = True
