@@ -6,26 +6,27 @@ from pipeline import metadata as md
 from pipeline.partitions import sex_partitions
 from pipeline.resources import Compute, RunStorage
 from sphr import layout
-from sphr.profiles import DEFAULT_PROFILE
+from sphr.train.config import COMPARISON_LOSSES
 
 
 class EvaluationConfig(dg.Config):
-    """The paper's protocol (5 splits, 4 classifiers) and which losses to compare."""
+    """The paper's protocol (5 splits, 4 classifiers) and which losses the loss table shows."""
 
     splits: int = 5
     seed: int = 0
     classifiers: list[str] = ["knn", "lda", "nn_ehr", "xgboost"]
-    losses: list[str] = ["triplet", "distance_swap", "npair", "lifted_struct", "infonce", "mdr",
-                         "nplb"]
-    loss_profile: str = DEFAULT_PROFILE
+    #: the loss table's losses, read from train/loss_comparison (empty: no loss table)
+    losses: list[str] = list(COMPARISON_LOSSES)
     nn_epochs: int = 100
 
 
 @dg.asset(key=["evaluate", "tables"], group_name="evaluation", partitions_def=sex_partitions,
-          deps=[["train", "embeddings"], ["baselines", "representations"]],
+          deps=[["train", "embeddings"], ["train", "loss_comparison"],
+                ["baselines", "representations"]],
           description="Weighted and micro F1 (mean ± SD over 5 seeded 80/20 splits of the test "
           "participants) per representation, classifier and task, beside the paper's numbers; "
-          "and the loss comparison (each loss trained on the same triplets and seeds).")
+          "and the loss comparison (train/loss_comparison's models). Reads the earlier stages' "
+          "folders, writes only evaluate/<sex>/.")
 def evaluation_tables(context: dg.AssetExecutionContext, config: EvaluationConfig,
                       storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
     import dataclasses
@@ -40,8 +41,7 @@ def evaluation_tables(context: dg.AssetExecutionContext, config: EvaluationConfi
                              classifiers=tuple(config.classifiers), device=compute.device,
                              nn=dataclasses.replace(NN_EHR_CONFIG, epochs=config.nn_epochs))
     summary = run_evaluate(storage.run, out, sexes=[sex], eval_config=eval_config,
-                           losses=config.losses, loss_profile=config.loss_profile,
-                           fit_missing_baselines=False, seed=config.seed, device=compute.device,
+                           losses=config.losses, seed=config.seed, device=compute.device,
                            combine=False)
     sex_dir = out / sex
     meta = {

@@ -1,4 +1,5 @@
-"""Per-sex SPHR training with the NPLB loss: the model and the participants' embeddings."""
+"""Per-sex SPHR training with the NPLB loss (the model and the participants' embeddings), and
+the loss comparison (one model per loss, the evaluation's loss table reads them)."""
 
 import dagster as dg
 import numpy as np
@@ -8,6 +9,7 @@ from pipeline.partitions import sex_partitions
 from pipeline.resources import Compute, RunStorage
 from sphr import layout
 from sphr.profiles import DEFAULT_PROFILE
+from sphr.train.config import COMPARISON_LOSSES
 
 
 class TrainingConfig(dg.Config):
@@ -100,3 +102,39 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
     yield dg.AssetCheckResult(check_name="embedding_finite", asset_key=["train", "embeddings"],
                               passed=bad == 0, severity=dg.AssetCheckSeverity.ERROR,
                               metadata={"rows_not_finite": bad})
+
+
+class LossComparisonConfig(dg.Config):
+    """The loss comparison (Table 3 / A2): which losses, trained together with one profile."""
+
+    losses: list[str] = list(COMPARISON_LOSSES)
+    profile: str = DEFAULT_PROFILE
+    seed: int = 0
+    epochs: int | None = None
+    batch_size: int | None = None
+
+
+@dg.asset(key=["train", "loss_comparison"], group_name="training", partitions_def=sex_partitions,
+          deps=[["cohorts", "triplets"], ["cohorts", "cohort_splits"], ["train", "sphr_model"]],
+          description="One SPHR model per loss (Table 3 / A2), trained as one stack with the same "
+          "data, triplets, seed and settings; the embeddings of each in "
+          "train/<sex>/comparison/<loss>/. NPLB is copied from train/sphr_model when its config "
+          "and data match. The evaluation reads them.")
+def loss_comparison(context: dg.AssetExecutionContext, config: LossComparisonConfig,
+                    storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
+    from sphr.train.comparison import train_loss_comparison
+
+    sex = context.partition_key
+    overrides = {k: v for k, v in (("epochs", config.epochs), ("batch_size", config.batch_size))
+                 if v is not None}
+    out = layout.comparison_dir(storage.run, sex)
+    report = train_loss_comparison(layout.cohort_dir(storage.run, sex), out, config.losses,
+                                   profile=config.profile, seed=config.seed,
+                                   device=compute.device, overrides=overrides)
+    return dg.MaterializeResult(metadata={
+        "path": md.path(out), "losses": ", ".join(config.losses), "profile": config.profile,
+        "trained": ", ".join(report["trained"]) or "none",
+        "reused": ", ".join(report["reused"] + report["from_training_stage"]) or "none",
+        "train_s": report.get("train_s", 0.0),
+        "comparison_report": dg.MetadataValue.json(report),
+    })

@@ -19,16 +19,19 @@ from pathlib import Path
 from pipeline.home import PROJECT_ROOT, ensure_dagster_home
 from sphr.profiles import DEFAULT_PROFILE, PROFILES
 
+#: the training stage's 7-loss comparison: `--no-losses` leaves it out (and the loss table)
+LOSS_COMPARISON = "train/loss_comparison"
+
 
 def _run_config(profile: str, losses: bool = True) -> dict:
-    evaluation: dict = {"loss_profile": profile}
-    if not losses:
-        evaluation["losses"] = []
-    return {"ops": {
+    ops: dict = {
         "cohorts": {"config": {"profile": profile}},
         "sphr_training": {"config": {"profile": profile}},
-        "evaluate__tables": {"config": evaluation},
-    }}
+        "train__loss_comparison": {"config": {"profile": profile}},
+    }
+    if not losses:
+        ops["evaluate__tables"] = {"config": {"losses": []}}
+    return {"ops": ops}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
     instance.report_runless_asset_event(export_observation(resources["data_source"],
                                                            resources["storage"]))
-    kwargs = {"tags": {"sphr/profile": args.profile}, "log_level": args.log_level}
+    kwargs = {"tags": {"sphr/profile": args.profile}, "log_level": args.log_level,
+              "skip": () if args.losses else (LOSS_COMPARISON,)}
     for title, tasks in stages:
         t0 = time.perf_counter()
         print(f"== {title}", flush=True)

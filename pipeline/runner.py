@@ -29,12 +29,24 @@ class StageResult:
     seconds: float
 
 
+def group_selection(groups: Sequence[str], skip: Sequence[str] = ()) -> Any:
+    """Every asset of ``groups`` but the asset keys in ``skip`` (``train/loss_comparison``)."""
+    import dagster as dg
+
+    selection = dg.AssetSelection.groups(*groups)
+    if skip:
+        selection = selection - dg.AssetSelection.assets(
+            *(dg.AssetKey.from_user_string(k) for k in skip))
+    return selection
+
+
 def materialize_groups(groups: Sequence[str], partition: str | None = None,
                        run_config: Mapping[str, Any] | None = None,
                        tags: Mapping[str, str] | None = None,
-                       log_level: str = "INFO") -> StageResult:
+                       log_level: str = "INFO", skip: Sequence[str] = ()) -> StageResult:
     """Materialize every asset (and check) of ``groups`` for one partition, on the instance
-    of DAGSTER_HOME, with the resources of the environment (``SPHR_RUN_DIR``, ...)."""
+    of DAGSTER_HOME, with the resources of the environment (``SPHR_RUN_DIR``, ...).
+    ``skip``: asset keys (``train/loss_comparison``) of those groups to leave out."""
     import dagster as dg
 
     from pipeline.definitions import ASSETS, CHECKS, defs
@@ -42,7 +54,7 @@ def materialize_groups(groups: Sequence[str], partition: str | None = None,
 
     t0 = time.perf_counter()
     assets = [*ASSETS, *CHECKS]
-    selection = dg.AssetSelection.groups(*groups)
+    selection = group_selection(groups, skip)
     keys = selection.resolve(defs.resolve_asset_graph())
     # source assets (the observed export file) have no op to configure
     ops = {a.op.name for a in assets if isinstance(a, dg.AssetsDefinition) and a.keys & keys}

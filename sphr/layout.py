@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 SYNTHETIC_EXPORT = "ukb_synthetic.csv"
+#: what the loss comparison trained, reused or copied (in :func:`comparison_dir`)
+COMPARISON_REPORT = "comparison_report.json"
 
 
 def export_dir(run: str | Path) -> Path:
@@ -26,6 +28,11 @@ def cohort_dir(run: str | Path, sex: str) -> Path:
 
 def train_dir(run: str | Path, sex: str, loss: str = "nplb") -> Path:
     return Path(run) / "train" / sex / loss
+
+
+def comparison_dir(run: str | Path, sex: str) -> Path:
+    """The training stage's loss comparison: one ``<loss>/`` folder per loss."""
+    return Path(run) / "train" / sex / "comparison"
 
 
 def baselines_dir(run: str | Path, sex: str) -> Path:

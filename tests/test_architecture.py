@@ -45,6 +45,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     # helpers (load_cohort, embedding_frame); they belong to a run-contract module
     ("sphr.train.run", "sphr.baselines.pipeline"):
         "reading a cohort / writing embeddings lives in sphr.baselines.pipeline",
+    # the loss comparison moved from the evaluate stage into the training stage (issue 14:
+    # no stage writes into another's folder); it reads the cohort and writes embeddings with
+    # the same helpers as sphr.train.run, and leaves when they move to a run-contract module
+    ("sphr.train.comparison", "sphr.baselines.pipeline"):
+        "reading a cohort / writing embeddings lives in sphr.baselines.pipeline",
     # the evaluate and risk stages render their own report.html / report.pdf with the
     # report toolkit (templates, figures, colours, HTML -> PDF): the report step runs inside them
     ("sphr.evaluate.report", "sphr.report"): "evaluate renders evaluate/report.html itself",
@@ -134,6 +139,22 @@ def test_no_stage_imports_a_later_stage():
     assert not new, ("imports against the stage order (docs/ARCHITECTURE.md); move the shared "
                      "code to an earlier stage or a shared module:\n"
                      + "\n".join(f"  {a} imports {b}" for a, b in new))
+
+
+#: the training-stage modules the evaluation library may import: the comparison's loss names
+EVALUATE_MAY_IMPORT_FROM_TRAIN: tuple[str, ...] = ("sphr.train.config",)
+#: the command layer, which runs the training stage's comparison for a standalone evaluate
+EVALUATE_COMMANDS = "sphr.evaluate.commands"
+
+
+def test_the_evaluation_library_trains_nothing():
+    """Only the loss comparison's names come from the training stage: the models are its
+    outputs (RUN/train/<sex>/comparison), which the evaluation reads (docs/ARCHITECTURE.md)."""
+    bad = sorted((src, dst) for src, path in MODULES.items()
+                 if stage_of(src) == "evaluate" and src != EVALUATE_COMMANDS
+                 for dst in imports_of(path)
+                 if stage_of(dst) == "train" and dst not in EVALUATE_MAY_IMPORT_FROM_TRAIN)
+    assert not bad, f"the evaluation library imports the training stage: {bad}"
 
 
 def test_allow_list_only_shrinks():

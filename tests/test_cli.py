@@ -28,8 +28,7 @@ def test_every_entry_point_defaults_to_one_profile(monkeypatch):
 
     import pipeline.__main__ as runner
     from assets.cohorts import CohortConfig
-    from assets.evaluation import EvaluationConfig
-    from assets.training import TrainingConfig
+    from assets.training import LossComparisonConfig, TrainingConfig
     from sphr.cli import build_parser
     from sphr.profiles import DEFAULT_PROFILE
 
@@ -40,7 +39,7 @@ def test_every_entry_point_defaults_to_one_profile(monkeypatch):
     defaults["evaluate --loss-profile"] = stages.choices["evaluate"].get_default("loss_profile")
     defaults["dagster cohorts"] = CohortConfig().profile
     defaults["dagster training"] = TrainingConfig().profile
-    defaults["dagster evaluation"] = EvaluationConfig().loss_profile
+    defaults["dagster loss comparison"] = LossComparisonConfig().profile
     seen = {}
     monkeypatch.setattr(runner, "run", lambda args: seen.setdefault("profile", args.profile) and 0)
     runner.main(["run"])

@@ -264,22 +264,47 @@ FAST_BASELINES = {"deep_patient": {"epochs": 1, "hidden": (32, 32)},
                   "diffmap": {"n_landmarks": 200}}
 
 
-def test_run_evaluate_end_to_end(run_dir, tmp_path):
-    from sphr.evaluate.pipeline import run_evaluate
+@pytest.fixture(scope="module")
+def prepared(run_dir, tmp_path_factory) -> tuple[Path, _StubTrainer]:
+    """A copy of ``run_dir`` with what the evaluation reads from the stages before it:
+    baselines (the baselines stage) and a two-loss comparison (the training stage, stub)."""
+    import shutil
 
+    from sphr.baselines.pipeline import run_baselines
+    from sphr.layout import baselines_dir, cohort_dir
+    from sphr.train.comparison import train_loss_comparison
+
+    run = tmp_path_factory.mktemp("prepared") / "run"
+    shutil.copytree(run_dir / "cohorts", run / "cohorts")
+    shutil.copytree(run_dir / "train", run / "train")
     trainer = _StubTrainer()
-    out = tmp_path / "eval"
-    cfg = EvalConfig(n_splits=2, n_jobs=2, device="cpu", nn=FAST_NN)
-    summary = run_evaluate(run_dir, out, eval_config=cfg, losses=("triplet", "nplb"),
-                           loss_overrides={"epochs": 2}, baseline_params=FAST_BASELINES,
-                           device="cpu", trainer=trainer)
-    assert summary["sexes"] == ["female", "male"]
+    for sex in ("female", "male"):
+        run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), params=FAST_BASELINES,
+                      device="cpu")
+        report = train_loss_comparison(cohort_dir(run, sex), None, ("triplet", "nplb"),
+                                       overrides={"epochs": 2}, device="cpu", trainer=trainer)
+        assert report["trained"] == ["triplet", "nplb"]
+    return run, trainer
+
+
+def test_run_evaluate_end_to_end(prepared, tmp_path):
+    from sphr.evaluate.inputs import missing_baselines
+    from sphr.evaluate.pipeline import run_evaluate
+    from sphr.layout import cohort_dir
+    from sphr.train.comparison import train_loss_comparison
+
+    run_dir, trainer = prepared
     # same data, seeds and epochs for every loss: one batched call, configs differ only in loss
     assert len(trainer.calls) == 2  # one per sex
     cfgs = trainer.calls[0]
     assert [c.loss for c in cfgs] == ["triplet", "nplb"]
     assert {dataclasses.replace(c, loss="x") for c in cfgs} == {_StubConfig(loss="x", epochs=2, device="cpu")}
 
+    out = tmp_path / "eval"
+    cfg = EvalConfig(n_splits=2, n_jobs=2, device="cpu", nn=FAST_NN)
+    summary = run_evaluate(run_dir, out, eval_config=cfg, losses=("triplet", "nplb"),
+                           device="cpu")
+    assert summary["sexes"] == ["female", "male"]
     for sex in ("female", "male"):
         d = out / sex
         scores = pd.read_parquet(d / "scores.parquet")
@@ -294,17 +319,59 @@ def test_run_evaluate_end_to_end(run_dir, tmp_path):
             assert (d / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
         splits = pd.read_parquet(d / "splits.parquet")
         assert splits.groupby("split")["held_out"].mean().round(1).eq(0.2).all()
-        assert (run_dir / "baselines" / sex / "diffmap" / "embeddings_test.parquet").exists()
+        assert "profile demo: {" in (d / "losses.md").read_text()
+        assert summary["per_sex"][sex]["losses"]["trained"] == ["triplet", "nplb"]
     md = (out / "tables.md").read_text()
     assert "Women" in md and "Men" in md and "Table A5" in md and "Loss comparison" in md
     assert "NPLB (paper)" in md and "0.6642 ± 0.0020" in md
 
     # rerun: baselines and loss embeddings are reused, not refitted / retrained
-    quick = EvalConfig(n_splits=2, classifiers=("lda",), n_jobs=1, device="cpu")
-    again = run_evaluate(run_dir, out, sexes=["female"], eval_config=quick, losses=("triplet", "nplb"),
-                         loss_overrides={"epochs": 2}, device="cpu", trainer=trainer)
-    assert again["per_sex"]["female"]["embeddings"]["fitted_now"] == []
-    assert len(trainer.calls) == 2 and again["per_sex"]["female"]["losses"]["trained"] == []
+    assert missing_baselines(run_dir, "female", ("raw", "pca", "deep_patient", "sphr")) == []
+    again = train_loss_comparison(cohort_dir(run_dir, "female"), None, ("triplet", "nplb"),
+                                  overrides={"epochs": 2}, device="cpu", trainer=trainer)
+    assert len(trainer.calls) == 2 and again["trained"] == []
+    assert again["reused"] == ["triplet", "nplb"]
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file()}
+
+
+def test_evaluation_writes_only_under_its_folder(prepared):
+    """The evaluation stage reads the other stages' folders and writes only RUN/evaluate."""
+    from sphr.evaluate.pipeline import run_evaluate
+
+    run_dir, _ = prepared
+    before = _files(run_dir)
+    run_evaluate(run_dir, eval_config=EvalConfig(n_splits=2, classifiers=("lda",), n_jobs=1),
+                 losses=("triplet", "nplb"), loss_classifiers=("lda",), device="cpu")
+    after = _files(run_dir)
+    changed = {k for k in after if before.get(k) != after[k]} | (before.keys() - after.keys())
+    assert changed and all(k.startswith("evaluate/") for k in changed), sorted(changed)
+    assert (run_dir / "evaluate" / "female" / "losses.parquet").exists()
+
+
+def test_missing_inputs_name_their_folder_and_command(prepared, tmp_path):
+    """A missing loss comparison or baseline is an InputError, never fitted or trained here."""
+    import shutil
+
+    from sphr.errors import InputError
+    from sphr.evaluate.pipeline import run_evaluate
+
+    run = tmp_path / "run"
+    shutil.copytree(prepared[0] / "cohorts", run / "cohorts")
+    shutil.copytree(prepared[0] / "baselines", run / "baselines")
+    quick = {"sexes": ["female"], "eval_config": EvalConfig(n_splits=2, classifiers=("lda",),
+                                                            n_jobs=1)}
+    with pytest.raises(InputError, match=r"no loss comparison for triplet.*sphr train .*--losses "
+                       r"triplet,nplb") as err:
+        run_evaluate(run, representations=("raw",), losses=("triplet", "nplb"), **quick)
+    assert "train/female/comparison" in str(err.value)
+    shutil.rmtree(run / "baselines" / "female" / "pca")
+    with pytest.raises(InputError, match=r"missing baseline embeddings for pca.*sphr baselines"):
+        run_evaluate(run, representations=("raw", "pca"), losses=(), **quick)
+    assert not (run / "train").exists() and not (run / "baselines" / "female" / "pca").exists()
 
 
 def test_cli_evaluate_without_losses(run_dir, tmp_path):
@@ -331,7 +398,7 @@ def test_mismatched_embeddings_are_refused(run_dir, tmp_path):
     df = pd.read_parquet(run_dir / "train" / "female" / "nplb" / "embeddings_test.parquet").iloc[5:]
     write_parquet(df, bad / "train" / "female" / "nplb" / "embeddings_test.parquet")
     with pytest.raises(InputError, match="do not cover"):
-        run_evaluate(bad, tmp_path / "o", sexes=["female"], representations=("raw", "sphr"),
+        run_evaluate(bad, tmp_path / "o", sexes=["female"], representations=("sphr",),
                      eval_config=EvalConfig(n_splits=2, classifiers=("lda",), n_jobs=1),
                      losses=())
 

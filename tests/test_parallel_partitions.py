@@ -17,6 +17,7 @@ SMALL = {"ops": {
     "cohorts": {"config": {"n_triplets": 3000}},
     "sphr_training": {"config": {"epochs": 2, "batch_size": 512}},
     "baselines__representations": {"config": {"deep_patient_epochs": 2}},
+    "train__loss_comparison": {"config": {"losses": ["triplet", "nplb"]}},
     "evaluate__tables": {"config": {"splits": 2, "nn_epochs": 3, "classifiers": ["knn", "lda"],
                                     "losses": ["triplet", "nplb"]}},
     "risk__risk_groups": {"config": {"n_bootstrap": 20}},

@@ -21,8 +21,8 @@ def test_definitions_load_and_validate():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     for key in ("export/ukb_export", "ingest/baseline", "ingest/followup", "cohorts/cohort_splits",
                 "cohorts/normalizer", "cohorts/augmentation", "cohorts/triplets",
-                "train/sphr_model", "train/embeddings", "baselines/representations",
-                "evaluate/tables"):
+                "train/sphr_model", "train/embeddings", "train/loss_comparison",
+                "baselines/representations", "evaluate/tables"):
         assert key in keys
     assert {j.name for j in defs.resolve_all_job_defs()} >= {"cohort_refresh", "sphr_pipeline",
                                                               "risk_refresh", "retrain"}
@@ -35,6 +35,25 @@ def test_runner_config_names_real_ops(profile):
 
     ops = {a.op.name for a in ASSETS if isinstance(a, dg.AssetsDefinition)}
     assert set(_run_config(profile)["ops"]) <= ops
+    assert set(_run_config(profile, losses=False)["ops"]) <= ops
+
+
+def test_no_losses_skips_the_comparison_asset():
+    """`python -m pipeline run --no-losses`: no train/loss_comparison, no loss table; the
+    evaluation reads the comparison, it never trains one."""
+    from pipeline.__main__ import LOSS_COMPARISON, _run_config
+    from pipeline.definitions import PER_SEX_GROUPS
+    from pipeline.runner import group_selection
+
+    graph = defs.resolve_asset_graph()
+    every = {k.to_user_string() for k in group_selection(PER_SEX_GROUPS).resolve(graph)}
+    skipped = {k.to_user_string() for k in
+               group_selection(PER_SEX_GROUPS, (LOSS_COMPARISON,)).resolve(graph)}
+    assert every - skipped == {LOSS_COMPARISON}
+    assert _run_config("demo", losses=False)["ops"]["evaluate__tables"]["config"]["losses"] == []
+    tables = graph.get(dg.AssetKey(["evaluate", "tables"]))
+    assert dg.AssetKey.from_user_string(LOSS_COMPARISON) in tables.parent_keys
+    assert graph.get(dg.AssetKey.from_user_string(LOSS_COMPARISON)).group_name == "training"
 
 
 def test_schedules_target_risk_refresh_and_retrain():
@@ -161,6 +180,7 @@ def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
         "cohorts": {"config": {"n_triplets": 4000}},
         "sphr_training": {"config": {"epochs": 3, "batch_size": 512}},
         "baselines__representations": {"config": {"deep_patient_epochs": 2}},
+        "train__loss_comparison": {"config": {"losses": ["triplet", "nplb"]}},
         "evaluate__tables": {"config": {"splits": 2, "nn_epochs": 5,
                                          "losses": ["triplet", "nplb"]}},
     }}
@@ -178,6 +198,7 @@ def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
     assert all(e.passed for e in evaluations)
     run = tmp_path / "run"
     assert (run / "train" / "female" / "nplb" / "model.pt").exists()
+    assert (run / "train" / "female" / "comparison" / "triplet" / "embeddings_test.parquet").exists()
     # a partition writes only its own folders; the cross-sex asset merges them
     assert not (run / "evaluate" / "tables.md").exists()
     assert (run / "evaluate" / "female" / "representations.md").read_text().count("|") > 20

@@ -169,6 +169,48 @@ def test_cli_train(cohorts_dir, tmp_path, capsys):
     assert main(["-q", "train", str(cohorts_dir / "male"), "--loss", "nplb", "--epochs", "1"]) == 2
 
 
+def test_loss_comparison_is_a_training_output(cohorts_dir, tmp_path, capsys):
+    """`sphr train COHORT --losses` writes RUN/train/<sex>/comparison/<loss>/ (read by the
+    evaluation); NPLB is copied from the training stage when config and data match."""
+    import shutil
+
+    from sphr.cli import build_parser, main
+    from sphr.layout import COMPARISON_REPORT, comparison_dir, train_dir
+    from sphr.train import COMPARISON_LOSSES
+    from sphr.train.comparison import loss_configs, train_loss_comparison
+
+    run = tmp_path / "run"
+    cohort = run / "cohorts" / "female"
+    shutil.copytree(cohorts_dir / "female", cohort)
+    settings = {"epochs": 1, "batch_size": 512, "threads": 1}
+    run_train(cohort, train_dir(run, "female", "nplb"),
+              loss_configs(["nplb"], device="cpu", overrides=settings)["nplb"])
+    assert main(["-q", "train", str(cohort), "--losses", "triplet,nplb", "--epochs", "1",
+                 "--batch-size", "512", "--threads", "1", "--device", "cpu"]) == 0
+    out = comparison_dir(run, "female")
+    assert out == run / "train" / "female" / "comparison"
+    assert f"wrote {out}/" in capsys.readouterr().out
+    report = json.loads((out / COMPARISON_REPORT).read_text())
+    assert report["trained"] == ["triplet"] and report["from_training_stage"] == ["nplb"]
+    for loss in ("triplet", "nplb"):
+        saved = json.loads((out / loss / "train_config.json").read_text())
+        assert (saved["loss"], saved["epochs"], saved["data"]) == (loss, 1, report["data"])
+        test = pd.read_parquet(out / loss / "embeddings_test.parquet")
+        assert test["eid"].tolist() == pd.read_parquet(cohort / "test.parquet")["eid"].tolist()
+        assert (out / loss / "embeddings_train.parquet").exists()
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(out / "nplb" / "embeddings_test.parquet"),
+        pd.read_parquet(train_dir(run, "female", "nplb") / "embeddings_test.parquet"))
+    assert sorted(p.name for p in (run / "train" / "female").iterdir()) == ["comparison", "nplb"]
+    # a rerun with the same settings trains nothing
+    again = train_loss_comparison(cohort, None, ["triplet", "nplb"], device="cpu",
+                                  overrides=settings)
+    assert again["trained"] == [] and again["reused"] == ["triplet"]
+    args = build_parser().parse_args(["train", str(cohort), "--losses", "all"])
+    assert args.losses == list(COMPARISON_LOSSES)
+    assert main(["-q", "train", str(cohort), "--losses", "nplb", "--loss", "nplb"]) == 2
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_gpu_bf16_and_stack(data):

@@ -1,4 +1,13 @@
-"""``sphr evaluate RUN_DIR --out DIR``: the paper's tables from a run directory."""
+"""``sphr evaluate RUN_DIR --out DIR``: the paper's tables from a run directory.
+
+The library (:func:`sphr.evaluate.pipeline.run_evaluate`) only reads the earlier stages'
+folders. For a standalone ``sphr evaluate RUN``, this command first runs those stages' own
+functions for what the run lacks: the baselines stage for missing baselines
+(:func:`sphr.baselines.pipeline.fit_baselines`, ``write_baselines``) and the training
+stage's loss comparison
+(:func:`sphr.train.comparison.train_loss_comparison`, a no-op when its folders already hold
+these losses for this config and data).
+"""
 
 from __future__ import annotations
 
@@ -11,22 +20,11 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _kv(value: str) -> tuple[str, object]:
-    import json
-
-    key, sep, raw = value.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
-    try:
-        return key.strip(), json.loads(raw)
-    except json.JSONDecodeError:
-        return key.strip(), raw
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     from sphr.baselines import REPRESENTATIONS
     from sphr.evaluate.names import CLASSIFIERS
     from sphr.evaluate.paper import LOSSES
+    from sphr.train.commands import key_value
 
     p = sub.add_parser(
         "evaluate",
@@ -34,9 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Evaluate raw / PCA / ICA / DiffMap / DeepPatient / SPHR with KNN, LDA, "
                     "NN for EHR and XGBoost (5 seeded 80/20 splits of the real test "
                     "participants, weighted and micro F1, binary and multi-class), and compare "
-                    "the metric-learning losses. Missing baselines are fitted first; SPHR is "
-                    "read from RUN/train/<sex>/nplb. Writes tables (parquet + markdown, with "
-                    "the paper's numbers) and 2-D plots.",
+                    "the metric-learning losses. Missing baselines are fitted first (into "
+                    "RUN/baselines, as `sphr baselines` does) and the loss comparison is "
+                    "trained first (into RUN/train/<sex>/comparison, as `sphr train --losses` "
+                    "does); SPHR is read from RUN/train/<sex>/nplb. Writes tables (parquet + "
+                    "markdown, with the paper's numbers) and 2-D plots under --out only.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("--out", metavar="DIR", default=None, help="default: RUN_DIR/evaluate")
@@ -49,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-jobs", type=int, default=None, help="parallel fits (default: all cores)")
     p.add_argument("--device", default="auto", help="torch / XGBoost device: auto, cpu, cuda")
     p.add_argument("--nn-epochs", type=int, default=100, help="NN for EHR epochs (paper: 100)")
-    p.add_argument("--refit-baselines", action="store_true")
+    p.add_argument("--refit-baselines", action="store_true",
+                   help="refit every baseline into RUN/baselines (the baselines stage) first")
     p.add_argument("--no-fit-baselines", action="store_true",
                    help="fail instead of fitting baselines that RUN/baselines lacks")
     p.add_argument("--landmarks", type=int, default=10_000, help="DiffMap landmarks")
@@ -57,36 +58,73 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--losses", type=_csv, default=list(LOSSES),
                    help=f"losses to compare (default: {','.join(LOSSES)})")
     p.add_argument("--no-losses", action="store_true", help="skip the loss comparison")
+    p.add_argument("--no-train-losses", action="store_true",
+                   help="fail instead of training the loss comparison that RUN/train/<sex>/"
+                   "comparison lacks (read it as `sphr train COHORT --losses` left it)")
     p.add_argument("--loss-profile", default=DEFAULT_PROFILE, choices=PROFILES,
-                   help="TrainConfig profile of the loss comparison")
-    p.add_argument("--loss-set", type=_kv, action="append", default=[], metavar="KEY=VALUE",
+                   help="TrainConfig profile of the loss comparison (when it is trained)")
+    p.add_argument("--loss-set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="override a TrainConfig field for every loss (e.g. epochs=50)")
     p.add_argument("--loss-classifiers", type=_csv, default=["xgboost"],
                    help="classifiers for the loss table (paper: xgboost)")
     p.set_defaults(func=_run)
 
 
+def prepare(args: argparse.Namespace, sexes: list[str]) -> dict[str, dict[str, object]]:
+    """Run what the evaluation reads and the run lacks, each by its own stage's functions
+    (so `sphr evaluate RUN` works on a run with cohorts and SPHR only): the baselines stage
+    fits the missing baselines into RUN/baselines/<sex>, the training stage brings the loss
+    comparison in RUN/train/<sex>/comparison up to date."""
+    from sphr.baselines.pipeline import fit_baselines, load_cohort, write_baselines
+    from sphr.evaluate.inputs import missing_baselines
+    from sphr.layout import baselines_dir, cohort_dir
+
+    losses = [] if args.no_losses else args.losses
+    params = {"diffmap": {"n_landmarks": args.landmarks},
+              "deep_patient": {"epochs": args.dp_epochs}}
+    done: dict[str, dict[str, object]] = {}
+    for sex in sexes:
+        cohort = cohort_dir(args.run_dir, sex)
+        done[sex] = {}
+        todo = [] if args.no_fit_baselines else missing_baselines(
+            args.run_dir, sex, args.representations, every=args.refit_baselines)
+        if todo:
+            fitted = fit_baselines(load_cohort(cohort), todo, seed=args.seed, device=args.device,
+                                   params=params)
+            write_baselines(fitted, baselines_dir(args.run_dir, sex))
+            done[sex]["baselines_fitted"] = todo
+        if losses and not args.no_train_losses:
+            from sphr.train.comparison import train_loss_comparison
+
+            report = train_loss_comparison(cohort, None, losses, profile=args.loss_profile,
+                                           seed=args.seed, device=args.device,
+                                           overrides=dict(args.loss_set))
+            done[sex]["losses_trained"] = report["trained"]
+    return done
+
+
 def _run(args: argparse.Namespace) -> int:
     import dataclasses
     import json
+    import time
 
     from sphr.evaluate.classifiers import NN_EHR_CONFIG
-    from sphr.evaluate.pipeline import run_evaluate
+    from sphr.evaluate.pipeline import cohort_sexes, run_evaluate
     from sphr.evaluate.protocol import EvalConfig
 
     cfg = EvalConfig(n_splits=args.splits, seed=args.seed, stratify=not args.no_stratify,
                      classifiers=tuple(args.classifiers), n_jobs=args.n_jobs, device=args.device,
                      nn=dataclasses.replace(NN_EHR_CONFIG, epochs=args.nn_epochs))
+    sexes = cohort_sexes(args.run_dir, args.sexes)
+    t0 = time.perf_counter()
+    prepared = prepare(args, sexes)
+    prepare_s = round(time.perf_counter() - t0, 2)
     summary = run_evaluate(
-        args.run_dir, args.out, sexes=args.sexes, representations=args.representations,
+        args.run_dir, args.out, sexes=sexes, representations=args.representations,
         eval_config=cfg, losses=[] if args.no_losses else args.losses,
-        loss_profile=args.loss_profile, loss_overrides=dict(args.loss_set),
-        loss_classifiers=args.loss_classifiers, refit_baselines=args.refit_baselines,
-        fit_missing_baselines=not args.no_fit_baselines,
-        baseline_params={"diffmap": {"n_landmarks": args.landmarks},
-                         "deep_patient": {"epochs": args.dp_epochs}},
-        seed=args.seed, device=args.device)
+        loss_classifiers=args.loss_classifiers, seed=args.seed, device=args.device)
     print(json.dumps({"out": summary["out_dir"], "sexes": summary["sexes"],
-                      "total_s": summary["total_s"],
+                      "total_s": summary["total_s"], "prepared": prepared,
+                      "prepare_s": prepare_s,
                       "evaluation_s": {s: r["evaluation_s"] for s, r in summary["per_sex"].items()}}))
     return 0

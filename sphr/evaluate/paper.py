@@ -10,6 +10,8 @@ Loss x task: Table 3 (XGBoost weighted F1; binary and multi) and Table A2
 
 from __future__ import annotations
 
+from sphr.train.config import COMPARISON_LOSSES
+
 Key = tuple[str, str, str, str, str]  # sex, task, metric, representation, classifier
 
 _CLASSIFIERS = ("knn", "lda", "nn_ehr", "xgboost")
@@ -85,9 +87,9 @@ PAPER_LOSSES[("female", "multi", "infonce")] = (0.6103, 0.002, "Table A2")
 PAPER_LOSSES[("male", "multi", "lifted_struct")] = (0.6989, 0.004, "Table A2")
 PAPER_LOSSES[("male", "multi", "infonce")] = (0.6816, 0.003, "Table A2")
 
-#: the paper's column order in Table 3 / A2, and display names
-LOSSES: tuple[str, ...] = ("triplet", "npair", "lifted_struct", "mdr", "infonce",
-                           "distance_swap", "nplb")
+#: the paper's column order in Table 3 / A2 (the training stage compares them in this order),
+#: and display names
+LOSSES: tuple[str, ...] = COMPARISON_LOSSES
 LOSS_NAMES: dict[str, str] = {
     "triplet": "Trad. Triplet", "npair": "N-Pair", "lifted_struct": "LiftedStruct", "mdr": "MDR",
     "infonce": "InfoNCE", "distance_swap": "Distance Swap", "nplb": "NPLB",

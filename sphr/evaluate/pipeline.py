@@ -1,20 +1,24 @@
 """``sphr evaluate``: from a run directory's earlier outputs to the paper's tables.
 
-Per sex found under ``RUN/cohorts``:
+Per sex found under ``RUN/cohorts`` (reading only, :mod:`sphr.evaluate.inputs`; every
+file is written under ``OUT``, default ``RUN/evaluate``):
 
-1. baselines: read ``RUN/baselines/<sex>/<name>/embeddings_test.parquet``; any
-   that are missing are fitted now (on the real training rows) and written
-   there, as ``sphr baselines`` would;
+1. baselines: ``RUN/baselines/<sex>/<name>/embeddings_test.parquet``;
 2. SPHR: ``RUN/train/<sex>/nplb/embeddings_test.parquet`` (skipped, and said so
    in the report and the tables, when the training stage has not run);
 3. the protocol on the real test participants (:mod:`sphr.evaluate.protocol`);
-4. the loss comparison (:mod:`sphr.evaluate.losses`), unless switched off;
+4. the loss comparison (:mod:`sphr.evaluate.losses`) of the training stage's
+   ``RUN/train/<sex>/comparison/<loss>/``, unless ``losses`` is empty;
 5. ``OUT/<sex>/``: ``scores.parquet`` (every split), ``representations.parquet``
    + ``.md`` (with the paper's numbers), ``losses_scores.parquet``,
    ``losses.parquet`` + ``.md``, ``plots/<representation>.png`` and
    ``plots/representations.png``, ``splits.parquet`` (which eids were held out
    in which split), ``evaluate_report.json``; and for all sexes together
    ``OUT/tables.md``, ``OUT/representations.parquet``, ``OUT/losses.parquet``.
+
+A missing input raises :class:`~sphr.errors.InputError` naming its folder and the command
+that writes it; the ``sphr evaluate`` command runs the missing baselines and the loss
+comparison first (:mod:`sphr.evaluate.commands`).
 """
 
 from __future__ import annotations
@@ -22,22 +26,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sphr.baselines import BASELINES, REPRESENTATIONS
-from sphr.baselines.pipeline import (
-    Cohort,
-    fit_baselines,
-    load_cohort,
-    read_embeddings,
-    write_baselines,
-)
+from sphr.baselines import REPRESENTATIONS
+from sphr.baselines.pipeline import Cohort, load_cohort
 from sphr.errors import ConfigError, InputError
+from sphr.evaluate.inputs import collect_embeddings
 from sphr.evaluate.paper import LOSSES
 from sphr.evaluate.protocol import (
     EvalConfig,
@@ -55,68 +54,9 @@ from sphr.evaluate.tables import (
 )
 from sphr.io import staged_outputs, write_bytes, write_json, write_parquet, write_text
 from sphr.labels import SEXES
-from sphr.profiles import DEFAULT_PROFILE
+from sphr.layout import cohort_dir, evaluate_dir
 
 log = logging.getLogger(__name__)
-
-
-def _aligned(meta: pd.DataFrame, Z: np.ndarray, cohort: Cohort, path: Path) -> np.ndarray:
-    """Rows of ``Z`` in the order of the cohort's test participants (matched on eid)."""
-    want = cohort.test["eid"].to_numpy()
-    have = meta["eid"].to_numpy()
-    if len(have) == len(want) and np.array_equal(have, want):
-        return Z
-    pos = pd.Index(have)
-    if not pos.is_unique:
-        raise InputError("duplicate eid in embeddings", file=path, field="eid")
-    idx = pos.get_indexer(want)
-    if (idx < 0).any() or len(have) != len(want):
-        missing = want[idx < 0]
-        raise InputError(
-            f"embeddings do not cover the cohort's test participants ({len(have)} rows vs "
-            f"{len(want)}; e.g. eid {missing[0] if len(missing) else '?'} missing): "
-            "were they made from another cohort?", file=path, field="eid")
-    return Z[idx]
-
-
-def collect_embeddings(run_dir: Path, cohort: Cohort, representations: Sequence[str], *,
-                       refit: bool = False, fit_missing: bool = True, seed: int = 0,
-                       device: str = "auto",
-                       baseline_params: Mapping[str, Mapping[str, Any]] | None = None
-                       ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Test embeddings by representation (cohort test order) and what was done to get them."""
-    sex = cohort.sex
-    base_dir = run_dir / "baselines" / sex
-    wanted = [r for r in representations if r in BASELINES]
-    missing = [r for r in wanted
-               if refit or not (base_dir / r / "embeddings_test.parquet").exists()]
-    info: dict[str, Any] = {"fitted_now": [], "read": [], "missing": []}
-    if missing:
-        if not fit_missing:
-            raise InputError(f"missing baseline embeddings for {', '.join(missing)} "
-                             "(run `sphr baselines`)", file=base_dir)
-        fitted = fit_baselines(cohort, missing, seed=seed, device=device, params=baseline_params)
-        write_baselines(fitted, base_dir)
-        info["fitted_now"] = missing
-        info["baseline_fit_s"] = {n: fb.info["fit_s"] for n, fb in fitted.items()}
-    out: dict[str, np.ndarray] = {}
-    for rep in representations:
-        if rep in BASELINES:
-            path = base_dir / rep / "embeddings_test.parquet"
-        elif rep == "sphr":
-            path = run_dir / "train" / sex / "nplb" / "embeddings_test.parquet"
-            if not path.exists():
-                log.warning("%s: no SPHR embeddings at %s (run `sphr train`); SPHR is left out",
-                            sex, path)
-                info["missing"].append(rep)
-                continue
-        else:
-            raise ConfigError(f"unknown representation {rep!r}")
-        meta, Z = read_embeddings(path)
-        out[rep] = _aligned(meta, Z, cohort, path)
-        if rep not in info["fitted_now"]:
-            info["read"].append(rep)
-    return out, info
 
 
 def _splits_frame(result: EvalResult, eids: np.ndarray) -> pd.DataFrame:
@@ -149,11 +89,8 @@ def reference_markdown(reference: pd.DataFrame, scores: pd.DataFrame) -> str:
 
 
 def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations: Sequence[str],
-                 eval_config: EvalConfig, losses: Sequence[str], loss_profile: str,
-                 loss_overrides: Mapping[str, Any] | None, loss_classifiers: Sequence[str],
-                 loss_dir: Path, refit_baselines: bool, fit_missing_baselines: bool,
-                 baseline_params: Mapping[str, Mapping[str, Any]] | None, seed: int,
-                 device: str, trainer: Any = None) -> dict[str, Any]:
+                 eval_config: EvalConfig, losses: Sequence[str],
+                 loss_classifiers: Sequence[str], seed: int) -> dict[str, Any]:
     """Everything for one sex, written into ``stage`` (moved into place by the caller)."""
     from sphr.evaluate.plots import representation_grid, representation_scatter
 
@@ -161,9 +98,7 @@ def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations:
     report: dict[str, Any] = {"sex": sex, "cohort": str(cohort.directory),
                               "n_test": len(cohort.test), "features": len(cohort.features)}
     t0 = time.perf_counter()
-    Z, info = collect_embeddings(run_dir, cohort, representations, refit=refit_baselines,
-                                 fit_missing=fit_missing_baselines, seed=seed, device=device,
-                                 baseline_params=baseline_params)
+    Z, info = collect_embeddings(run_dir, cohort, representations)
     report["embeddings"] = info
     report["embeddings_s"] = round(time.perf_counter() - t0, 2)
     labels = cohort.test["label"].to_numpy(np.int64)
@@ -204,52 +139,26 @@ def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations:
         from sphr.evaluate.losses import compare_losses
 
         loss_cfg = dataclasses.replace(eval_config, classifiers=tuple(loss_classifiers))
-        try:
-            scores, lres, linfo = compare_losses(
-                cohort, losses, loss_dir, eval_config=loss_cfg, profile=loss_profile, seed=seed,
-                device=device, overrides=loss_overrides, trainer=trainer,
-                trained={"nplb": run_dir / "train" / sex / "nplb"})
-        except ConfigError as exc:
-            if trainer is not None:
-                raise
-            log.warning("%s: loss comparison skipped: %s", sex, exc)
-            report["losses"] = {"skipped": str(exc)}
-        else:
-            loss_tab = loss_table(summarize(scores, by=("loss", "classifier", "task")), sex)
-            write_parquet(scores, stage / "losses_scores.parquet")
-            write_parquet(loss_tab, stage / "losses.parquet")
-            md = [f"### {SEX_NAMES.get(sex, sex)}: loss comparison\n",
-                  f"Each loss trained with the same data, triplets and config "
-                  f"(profile {loss_profile}: {linfo['config']}).\n"]
-            for clf in loss_classifiers:
-                md.append(loss_markdown(loss_tab, classifier=clf))
-            write_text("\n".join(md), stage / "losses.md")
-            report["losses"] = {**linfo, "evaluation_s": round(lres.wall_s, 2),
-                                "classifiers": list(loss_classifiers)}
+        scores, lres, linfo = compare_losses(run_dir, cohort, losses, eval_config=loss_cfg)
+        loss_tab = loss_table(summarize(scores, by=("loss", "classifier", "task")), sex)
+        write_parquet(scores, stage / "losses_scores.parquet")
+        write_parquet(loss_tab, stage / "losses.parquet")
+        md = [f"### {SEX_NAMES.get(sex, sex)}: loss comparison\n",
+              f"Each loss trained with the same data, triplets and config "
+              f"(profile {linfo['profile']}: {linfo['config']}).\n"]
+        for clf in loss_classifiers:
+            md.append(loss_markdown(loss_tab, classifier=clf))
+        write_text("\n".join(md), stage / "losses.md")
+        report["losses"] = {**linfo, "evaluation_s": round(lres.wall_s, 2),
+                            "classifiers": list(loss_classifiers)}
     write_json(report, stage / "evaluate_report.json")
     return {"report": report, "table": table, "loss_table": loss_tab}
 
 
-def run_evaluate(run_dir: str | Path, out_dir: str | Path | None = None, *,
-                 sexes: Sequence[str] | None = None,
-                 representations: Sequence[str] = REPRESENTATIONS,
-                 eval_config: EvalConfig | None = None, losses: Sequence[str] = LOSSES,
-                 loss_profile: str = DEFAULT_PROFILE, loss_overrides: Mapping[str, Any] | None = None,
-                 loss_classifiers: Sequence[str] = ("xgboost",), refit_baselines: bool = False,
-                 fit_missing_baselines: bool = True,
-                 baseline_params: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
-                 device: str = "auto", trainer: Any = None, combine: bool = True
-                 ) -> dict[str, Any]:
-    """Evaluate every sex under ``RUN/cohorts``; write tables to ``out_dir`` (default RUN/evaluate).
-
-    ``combine=False`` writes only ``out_dir/<sex>/``: Dagster evaluates each sex in its own
-    partition, possibly at the same time, and merges with :func:`write_combined` afterwards.
-    """
-    run_dir = Path(run_dir)
-    out_dir = Path(out_dir) if out_dir is not None else run_dir / "evaluate"
-    eval_config = eval_config or EvalConfig(seed=seed, device=device)
-    cohorts_dir = run_dir / "cohorts"
-    found = [s for s in SEXES if (cohorts_dir / s / "test.parquet").exists()]
+def cohort_sexes(run_dir: str | Path, sexes: Sequence[str] | None = None) -> list[str]:
+    """The sexes to evaluate: ``sexes`` (each must have a cohort), or every one with a cohort."""
+    cohorts_dir = Path(run_dir) / "cohorts"
+    found = [s for s in SEXES if (cohort_dir(run_dir, s) / "test.parquet").exists()]
     if sexes:
         bad = [s for s in sexes if s not in SEXES]
         if bad:
@@ -261,19 +170,37 @@ def run_evaluate(run_dir: str | Path, out_dir: str | Path | None = None, *,
         found = list(sexes)
     if not found:
         raise InputError("no cohort folders (female/, male/) with test.parquet", file=cohorts_dir)
+    return found
+
+
+def run_evaluate(run_dir: str | Path, out_dir: str | Path | None = None, *,
+                 sexes: Sequence[str] | None = None,
+                 representations: Sequence[str] = REPRESENTATIONS,
+                 eval_config: EvalConfig | None = None, losses: Sequence[str] = LOSSES,
+                 loss_classifiers: Sequence[str] = ("xgboost",), seed: int = 0,
+                 device: str = "auto", combine: bool = True) -> dict[str, Any]:
+    """Evaluate every sex under ``RUN/cohorts``; write tables to ``out_dir`` (default RUN/evaluate).
+
+    Reads the earlier stages' folders and writes only under ``out_dir``; ``losses``: the
+    losses of the loss table, read from ``RUN/train/<sex>/comparison`` (empty: no loss table).
+
+    ``combine=False`` writes only ``out_dir/<sex>/``: Dagster evaluates each sex in its own
+    partition, possibly at the same time, and merges with :func:`write_combined` afterwards.
+    """
+    run_dir = Path(run_dir)
+    out_dir = Path(out_dir) if out_dir is not None else evaluate_dir(run_dir)
+    eval_config = eval_config or EvalConfig(seed=seed, device=device)
+    found = cohort_sexes(run_dir, sexes)
 
     t0 = time.perf_counter()
     reports = {}
     for sex in found:
-        cohort = load_cohort(cohorts_dir / sex)
+        cohort = load_cohort(cohort_dir(run_dir, sex))
         with staged_outputs(out_dir / sex) as stage:
             res = evaluate_sex(
                 run_dir, cohort, stage, representations=representations,
-                eval_config=eval_config, losses=losses, loss_profile=loss_profile,
-                loss_overrides=loss_overrides, loss_classifiers=loss_classifiers,
-                loss_dir=out_dir / sex / "losses", refit_baselines=refit_baselines,
-                fit_missing_baselines=fit_missing_baselines, baseline_params=baseline_params,
-                seed=seed, device=device, trainer=trainer)
+                eval_config=eval_config, losses=losses, loss_classifiers=loss_classifiers,
+                seed=seed)
         reports[sex] = res["report"]
 
     summary = {"run_dir": str(run_dir), "out_dir": str(out_dir), "sexes": found,

@@ -7,18 +7,19 @@ without polars, xgboost or Dagster can run it.
 from __future__ import annotations
 
 from sphr import lazy_exports
-from sphr.train.config import PROFILES, TrainConfig
+from sphr.train.config import COMPARISON_LOSSES, PROFILES, TrainConfig
 
 #: imported on first use (PEP 562), so ``sphr --help`` and ``import sphr.train.commands``
 #: do not pay for torch
 _LAZY: dict[str, str] = {
     "embed": "sphr.train.model_io", "load_model": "sphr.train.model_io",
     "save_model": "sphr.train.model_io", "run_train": "sphr.train.run",
-    "data_key": "sphr.train.run",
+    "data_key": "sphr.train.run", "train_loss_comparison": "sphr.train.comparison",
     "TrainResult": "sphr.train.trainer", "make_loss": "sphr.train.trainer",
     "train_many": "sphr.train.trainer", "train_sphr": "sphr.train.trainer",
 }
 __getattr__ = lazy_exports(__name__, _LAZY)
 
-__all__ = ["PROFILES", "TrainConfig", "TrainResult", "data_key", "embed", "load_model", "make_loss",
-           "run_train", "save_model", "train_many", "train_sphr"]
+__all__ = ["COMPARISON_LOSSES", "PROFILES", "TrainConfig", "TrainResult", "data_key", "embed",
+           "load_model", "make_loss", "run_train", "save_model", "train_loss_comparison",
+           "train_many", "train_sphr"]

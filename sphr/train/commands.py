@@ -1,4 +1,4 @@
-"""``sphr train``."""
+"""``sphr train``: one model (``--loss``), or the loss comparison (``--losses``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,22 @@ from sphr.profiles import DEFAULT_PROFILE, PROFILES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from sphr.train.config import COMPARISON_LOSSES
+
     p = sub.add_parser(
-        "train", help="train SPHR on one cohort folder (NPLB by default)",
+        "train", help="train SPHR on one cohort folder (NPLB by default), or the loss comparison",
         description="Train the SPHR network on RUN/cohorts/<sex> and write the model, the "
-        "train/test embeddings, the loss curve and a report (default RUN/train/<sex>/<loss>).")
+        "train/test embeddings, the loss curve and a report (default RUN/train/<sex>/<loss>). "
+        "With --losses: the loss comparison (Table 3 / A2), one model per loss trained "
+        "together with the same data, triplets and settings; their embeddings go to "
+        "RUN/train/<sex>/comparison/<loss>/ for `sphr evaluate`.")
     p.add_argument("cohort_dir", type=Path, help="a cohort folder from sphr cohorts (RUN/cohorts/<sex>)")
-    p.add_argument("--loss", default="nplb",
-                   help="nplb, triplet, distance_swap, mdr, npair, lifted_struct, infonce")
+    p.add_argument("--loss", default=None,
+                   help="nplb (default), triplet, distance_swap, mdr, npair, lifted_struct, infonce")
+    p.add_argument("--losses", type=_losses, default=None, metavar="LOSS,...|all",
+                   help=f"train the loss comparison instead (all: {','.join(COMPARISON_LOSSES)})")
+    p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                   dest="settings", help="set any TrainConfig field (e.g. lr=0.0005)")
     p.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES,
                    help="demo: a few epochs at batch 512; paper: 1000 epochs at batch 256")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
@@ -32,8 +41,29 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="epochs between checkpoints (written to OUT/checkpoint)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
     p.add_argument("--out", type=Path, default=None,
-                   help="output folder (default: RUN/train/<sex>/<loss> beside RUN/cohorts/<sex>)")
+                   help="output folder (default: RUN/train/<sex>/<loss>, or with --losses "
+                   "RUN/train/<sex>/comparison, beside RUN/cohorts/<sex>)")
     p.set_defaults(func=_run)
+
+
+def key_value(value: str) -> tuple[str, object]:
+    """``KEY=VALUE`` with VALUE read as JSON where it is (``epochs=50``, ``compile=true``)."""
+    import json
+
+    key, sep, raw = value.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
+    try:
+        return key.strip(), json.loads(raw)
+    except json.JSONDecodeError:
+        return key.strip(), raw
+
+
+def _losses(value: str) -> list[str]:
+    from sphr.train.config import COMPARISON_LOSSES
+
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    return list(COMPARISON_LOSSES) if names == ["all"] else names
 
 
 def default_out(cohort_dir: Path, loss: str) -> Path:
@@ -49,7 +79,43 @@ def default_out(cohort_dir: Path, loss: str) -> Path:
 def _run(args: argparse.Namespace) -> int:
     from sphr.train import TrainConfig, run_train
 
-    overrides = {"loss": args.loss, "device": args.device}
+    if args.losses is not None:
+        return _run_comparison(args)
+    args.loss = args.loss or "nplb"
+    overrides = {"loss": args.loss, "device": args.device, **_overrides(args)}
+    config = TrainConfig.profile(args.profile, **overrides)
+    out = args.out or default_out(args.cohort_dir, args.loss)
+    report = run_train(args.cohort_dir, out, config, resume=args.resume)
+    t = report["timings"]
+    print(f"{report['sex']} {report['loss']}: {report['epochs']} epochs on {report['device']} in "
+          f"{t['train_s']:.1f} s ({t['s_per_epoch']:.3f} s/epoch), {report['n_triplets']} triplets, "
+          f"final loss {report['final_loss']:.4g}")
+    print(f"wrote {out}/")
+    return 0
+
+
+def _run_comparison(args: argparse.Namespace) -> int:
+    from sphr.errors import ConfigError
+    from sphr.train.comparison import default_out as comparison_out
+    from sphr.train.comparison import train_loss_comparison
+
+    if args.loss is not None or args.resume:
+        raise ConfigError("--losses trains the comparison: leave out --loss and --resume")
+    out = args.out or comparison_out(args.cohort_dir)
+    report = train_loss_comparison(args.cohort_dir, out, args.losses, profile=args.profile,
+                                   device=args.device, overrides=_overrides(args))
+    print(f"{report['sex']} loss comparison ({report['profile']}): trained "
+          f"{','.join(report['trained']) or 'none'}"
+          + (f" in {report['train_s']:.1f} s" if "train_s" in report else "")
+          + f"; reused {','.join(report['reused']) or 'none'}; from the training stage "
+          f"{','.join(report['from_training_stage']) or 'none'}")
+    print(f"wrote {out}/")
+    return 0
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    """TrainConfig fields set on the command line (the profile's values for the rest)."""
+    overrides: dict[str, object] = {}
     if args.fast:  # explicit --precision / --compile still win
         from sphr.device import fast_settings
 
@@ -61,12 +127,5 @@ def _run(args: argparse.Namespace) -> int:
             overrides[name] = getattr(args, arg)
     if args.compile:
         overrides["compile"] = True
-    config = TrainConfig.profile(args.profile, **overrides)
-    out = args.out or default_out(args.cohort_dir, args.loss)
-    report = run_train(args.cohort_dir, out, config, resume=args.resume)
-    t = report["timings"]
-    print(f"{report['sex']} {report['loss']}: {report['epochs']} epochs on {report['device']} in "
-          f"{t['train_s']:.1f} s ({t['s_per_epoch']:.3f} s/epoch), {report['n_triplets']} triplets, "
-          f"final loss {report['final_loss']:.4g}")
-    print(f"wrote {out}/")
-    return 0
+    overrides.update(dict(args.settings))
+    return overrides

@@ -9,6 +9,9 @@ from typing import Any
 from sphr.errors import ConfigError
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "tf32")
+#: the losses of the loss comparison (Table 3 / A2), in the paper's column order
+COMPARISON_LOSSES: tuple[str, ...] = ("triplet", "npair", "lifted_struct", "mdr", "infonce",
+                                      "distance_swap", "nplb")
 
 
 @dataclass(frozen=True)
