@@ -81,3 +81,25 @@ def test_train_reports_model_selection(cohorts_dir, tmp_path):
     curve = pd.read_parquet(tmp_path / "nplb" / "loss_curve.parquet")
     assert {"val_loss", "val_knn_f1"} <= set(curve.columns)
     assert curve["val_knn_f1"].between(0, 1).all()
+
+
+def test_knn_check_uses_a_fixed_sample_on_large_cohorts(monkeypatch):
+    """Above KNN_ROWS the kNN check reads a seeded sample of the fitting and validation rows
+    (the same for the same seed, only real fitting rows); below it, every row."""
+    from sphr.train import selection
+
+    X, labels, augmented, triplets = _data(400)
+    split = split_validation(labels, augmented, triplets, 0.2, seed=0)
+    full = Validator(torch.from_numpy(X), labels, augmented, split, patience=2)
+    n_fit_real = len(np.setdiff1d(split.fit_rows, np.flatnonzero(augmented)))
+    assert full.xf.shape[0] == n_fit_real and len(full.yv) == len(split.validation_rows)
+
+    monkeypatch.setattr(selection, "KNN_ROWS", 50)
+    a = Validator(torch.from_numpy(X), labels, augmented, split, patience=2)
+    b = Validator(torch.from_numpy(X), labels, augmented, split, patience=2)
+    assert a.xf.shape[0] == 50 and len(a.yv) == len(a.queries) == 50
+    assert torch.equal(a.xf, b.xf) and np.array_equal(a.queries, b.queries)
+    real_fit = X[np.setdiff1d(split.fit_rows, np.flatnonzero(augmented))]
+    assert all((real_fit == row).all(axis=1).any() for row in a.xf.numpy())
+    # the validation loss still reads every validation triplet
+    assert len(a.tv) == len(split.validation_triplets)

@@ -11,7 +11,11 @@ trainer embeds the validation rows (no dropout) and records
   selection criterion (it is what the network optimizes, and on a few hundred
   rows it is far less noisy than a classifier's F1);
 * a cheap downstream check: weighted F1 of a k-nearest-neighbour vote
-  (k = 15) from the real fitting rows' embeddings, multi-class.
+  (k = 15) from the real fitting rows' embeddings, multi-class. On a large cohort
+  both sides are a fixed seeded sample of at most ``KNN_ROWS`` rows: the check
+  is a trend line, and on all rows it grew with the cohort (at 500,000
+  participants it took a third of every epoch) while the selection criterion
+  does not depend on it.
 
 The weights of the epoch with the lowest validation loss are kept; training
 stops once ``patience`` epochs pass without improvement.
@@ -28,6 +32,9 @@ from sphr.errors import ConfigError
 
 #: neighbours of the validation kNN vote
 KNN_K = 15
+#: at most this many reference and query rows in the kNN check (the demo and paper-size
+#: cohorts, a few thousand real rows per sex, use all of theirs)
+KNN_ROWS = 5_000
 
 
 @dataclass
@@ -38,6 +45,7 @@ class ValidationSplit:
     validation_rows: np.ndarray
     fit_triplets: np.ndarray
     validation_triplets: np.ndarray  # indices into the training matrix
+    seed: int = 0
 
 
 def split_validation(labels: np.ndarray, augmented: np.ndarray, triplets: np.ndarray,
@@ -73,7 +81,12 @@ def split_validation(labels: np.ndarray, augmented: np.ndarray, triplets: np.nda
         extra = fit_rows[mine_triplets(labels[fit_rows], missing, seed=seed + 2)]
         fit_triplets = np.concatenate([fit_triplets, extra])
     local = mine_triplets(labels[val], n_validation_triplets, seed=seed + 1)
-    return ValidationSplit(fit_rows, val, fit_triplets, val[local])
+    return ValidationSplit(fit_rows, val, fit_triplets, val[local], seed)
+
+
+def _at_most(rows: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``rows`` itself when there are at most ``n``, else a sorted seeded sample of ``n``."""
+    return rows if len(rows) <= n else np.sort(rng.choice(rows, size=n, replace=False))
 
 
 class Validator:
@@ -85,11 +98,16 @@ class Validator:
         dev = X.device
         self.xv = X[torch.as_tensor(split.validation_rows, device=dev)]
         fit_real = np.setdiff1d(split.fit_rows, np.flatnonzero(np.asarray(augmented, bool)))
+        rng = np.random.default_rng(split.seed + 3)
+        fit_real = _at_most(fit_real, KNN_ROWS, rng)
+        # kNN queries: positions into the validation rows
+        self.queries = _at_most(np.arange(len(split.validation_rows)), KNN_ROWS, rng)
         self.xf = X[torch.as_tensor(fit_real, device=dev)]
-        self.yf, self.yv = np.asarray(labels)[fit_real], np.asarray(labels)[split.validation_rows]
+        self.yf = np.asarray(labels)[fit_real]
+        self.yv = np.asarray(labels)[split.validation_rows][self.queries]
         pos = np.searchsorted(split.validation_rows, split.validation_triplets)
         self.tv = torch.as_tensor(pos, device=dev)
-        self.labels_v = torch.as_tensor(self.yv, device=dev)
+        self.labels_v = torch.as_tensor(np.asarray(labels)[split.validation_rows], device=dev)
         self.history: list[list[tuple[float, float]]] = []
         self.best: list[tuple[float, int]] = []  # (validation loss, epoch) per model
         self.best_params: list[list[torch.Tensor]] = []
@@ -122,7 +140,8 @@ class Validator:
             loss.train(was_training)
             knn = KNeighborsClassifier(n_neighbors=min(KNN_K, len(self.yf)))
             knn.fit(zf[j].cpu().numpy(), self.yf)
-            f1 = float(f1_score(self.yv, knn.predict(zv[j].cpu().numpy()), average="weighted"))
+            f1 = float(f1_score(self.yv, knn.predict(zv[j, self.queries].cpu().numpy()),
+                                average="weighted"))
             out.append((v, f1))
         return out
 
