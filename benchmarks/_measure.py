@@ -37,9 +37,12 @@ sys.exit(code)
 
 
 def measure(cmd: list[str], python: str, peak_file: Path, env: dict[str, str],
-            log: Path | None = None) -> tuple[float, float]:
+            log: Path | None = None, children: dict[str, float] | None = None
+            ) -> tuple[float, float]:
     """Run ``python MEASURE cmd...`` (``cmd`` starts with ``-m MODULE`` or ``-p SCRIPT``);
-    its wall seconds and peak MiB (VmHWM). Output goes to ``log`` when given."""
+    its wall seconds and peak MiB (VmHWM). Output goes to ``log`` when given; the largest
+    child process's peak MiB (``ru_maxrss``, e.g. joblib workers) goes to
+    ``children["peak_mb"]`` when a dict is given."""
     peak_file.unlink(missing_ok=True)
     t = time.perf_counter()
     if log is None:
@@ -56,6 +59,8 @@ def measure(cmd: list[str], python: str, peak_file: Path, env: dict[str, str],
         sys.stderr.write(output)
         raise SystemExit(f"{' '.join(cmd[:4])} failed (exit {done.returncode})")
     peak = json.loads(peak_file.read_text())
+    if children is not None:
+        children["peak_mb"] = peak["children_maxrss_kb"] / 1024
     if peak["children_maxrss_kb"]:
         # a forked child's ru_maxrss counts the parent's pages it shares: shown, not added
         print(f"  {Path(cmd[1]).name}: a child process peaked at "

@@ -4,20 +4,23 @@ A synthetic export of ``--participants`` people (500,000 by default, ukbconv CSV
 generator v2, linear world) is written first by ``sphr synth`` (timed, not counted in the
 total: a user starts from their own export). Then each stage runs as its own ``sphr``
 command in its own process, one after another, with every core, and reports its wall
-seconds and its peak memory as ``VmHWM`` of that process (``benchmarks/_measure.py``):
+seconds and its peak memory as ``VmHWM`` of that process (``benchmarks/_measure.py``), and
+the largest peak of a child it started (``child_peak_mb``: joblib's worker processes in
+evaluate and risk, whose memory comes on top of the stage's own):
 
-============== ==========================================================================
-ingest         ``sphr ingest`` of the export (baseline, repeat visit, linked outcomes)
-cohorts        ``sphr cohorts --profile PROFILE`` (both sexes; paper: 100,000 triplets)
-train/<sex>    ``sphr train --profile PROFILE`` (paper: at most 1000 epochs at batch 256,
-               model selection on 20% of the real training rows, patience 50)
-baselines/<sex> ``sphr baselines`` (raw, PCA, ICA, DiffMap with 10,000 landmarks,
-               DeepPatient), fitted on the real training rows
-evaluate/<sex> ``sphr evaluate --sexes SEX`` (6 representations x 4 classifiers x 2 tasks x
-               5 splits of the test participants) and the 7-loss comparison at
-               ``--loss-profile`` (``--no-losses`` leaves it out)
-risk           ``sphr risk`` (every method, both modes, bootstrap intervals, report)
-============== ==========================================================================
+================ ========================================================================
+ingest           ``sphr ingest`` of the export (baseline, repeat visit, linked outcomes)
+cohorts          ``sphr cohorts --profile PROFILE`` (both sexes; paper: 100,000 triplets)
+train/<sex>      ``sphr train --profile PROFILE`` (paper: at most 1000 epochs at batch 256,
+                 model selection on 20% of the real training rows, patience 50)
+baselines/<sex>  ``sphr baselines`` (raw, PCA, ICA, DiffMap with 10,000 landmarks,
+                 DeepPatient), fitted on the real training rows
+comparison/<sex> ``sphr train --losses all --profile LOSS_PROFILE``: the 7-loss comparison,
+                 trained as one stack (``--no-losses`` leaves it out)
+evaluate/<sex>   ``sphr evaluate --sexes SEX`` (6 representations x 4 classifiers x 2 tasks x
+                 5 splits of the test participants; XGBoost on each loss's embedding)
+risk             ``sphr risk`` (every method, both modes, bootstrap intervals, report)
+================ ========================================================================
 
 The retrieval comparison (images) does not depend on the cohort's size and is left out.
 Each stage's record is written to ``WORKDIR/stages.json`` as it finishes; ``--resume``
@@ -59,7 +62,10 @@ def stage_commands(run: Path, export: Path, profile: str, loss_profile: str | No
                for sex in SEXES]
     stages += [(f"baselines/{sex}", ["baselines", str(run / "cohorts" / sex), "--out",
                                      str(run / "baselines" / sex)]) for sex in SEXES]
-    losses = ["--no-losses"] if loss_profile is None else ["--loss-profile", loss_profile]
+    if loss_profile is not None:
+        stages += [(f"comparison/{sex}", ["train", str(run / "cohorts" / sex), "--losses", "all",
+                                          "--profile", loss_profile]) for sex in SEXES]
+    losses = ["--no-losses"] if loss_profile is None else ["--no-train-losses"]
     stages += [(f"evaluate/{sex}", ["evaluate", str(run), "--sexes", sex,
                                     "--no-fit-baselines", *losses]) for sex in SEXES]
     stages.append(("risk", ["risk", str(run)]))
@@ -108,9 +114,11 @@ def main() -> None:
         if name in stages:
             print(f"{name}: recorded, skipped", file=sys.stderr)
             continue
+        child: dict[str, float] = {}
         s, mb = measure(["-m", "sphr.cli", "-q", *cmd], py, peak_file, env,
-                        logs / f"{name.replace('/', '_')}.log")
-        stages[name] = {"s": round(s, 1), "peak_mb": round(mb)}
+                        logs / f"{name.replace('/', '_')}.log", child)
+        stages[name] = {"s": round(s, 1), "peak_mb": round(mb),
+                        "child_peak_mb": round(child.get("peak_mb", 0))}
         record_file.write_text(json.dumps(records, indent=1))
         print(f"{name}: {s:.1f} s, {mb:.0f} MiB", file=sys.stderr)
 
