@@ -34,7 +34,8 @@ def baseline_representations(context: dg.AssetExecutionContext, config: Baseline
     import numpy as np
     import pandas as pd
 
-    from sphr.baselines.pipeline import read_embeddings, run_baselines
+    from sphr.artifacts import read_embeddings
+    from sphr.baselines.pipeline import run_baselines
 
     sex = context.partition_key
     params = {"deep_patient": {"epochs": config.deep_patient_epochs},

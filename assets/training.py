@@ -48,7 +48,7 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
 
     import pandas as pd
 
-    from sphr.baselines.pipeline import read_embeddings
+    from sphr.artifacts import read_embeddings
     from sphr.evaluate.plots import representation_scatter
     from sphr.io import read_json
     from sphr.train import TrainConfig, run_train

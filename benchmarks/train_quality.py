@@ -55,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("SPHR_PROGRESS", "0")
 
-    from sphr.baselines.pipeline import load_cohort
+    from sphr.artifacts import load_cohort
     from sphr.device import configure_threads, fast_settings, resolve_device
     from sphr.evaluate.losses import load_triplets
     from sphr.evaluate.protocol import EvalConfig, evaluate_embeddings

@@ -3,7 +3,7 @@
     ingest (sphr.data) -> cohorts (sphr.cohorts) -> train (sphr.train, sphr.losses, sphr.models)
       -> embed (sphr.baselines) -> evaluate (sphr.evaluate) | risk (sphr.risk) -> report (sphr.report)
     retrieval (sphr.retrieval): a separate branch; may import sphr.losses and sphr.models
-    shared (sphr.io, layout, errors, labels, device, plots, progress, profiles): importable by all,
+    shared (sphr.io, layout, artifacts, errors, labels, device, plots, progress, profiles): importable by all,
     import no stage
 
 Imports are read with ``ast``: module-level and function-level ``import`` / ``from``
@@ -31,8 +31,8 @@ STAGES: dict[str, str] = {
 }
 RANK: dict[str, int] = {"shared": -1, "ingest": 0, "cohorts": 1, "train": 2, "embed": 3,
                         "evaluate": 4, "risk": 4, "report": 5}
-SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.errors", "sphr.labels", "sphr.device",
-                           "sphr.plots", "sphr.progress", "sphr.profiles")
+SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.errors", "sphr.labels",
+                           "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles")
 OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli")
 #: what the retrieval branch may import besides the shared modules
 RETRIEVAL_MAY_IMPORT: tuple[str, ...] = ("sphr.losses", "sphr.models")
@@ -41,15 +41,6 @@ RETRIEVAL_MAY_IMPORT: tuple[str, ...] = ("sphr.losses", "sphr.models")
 #: debt with an issue (14), not a licence: the test fails on any import not listed here, and
 #: on a listed one that no longer exists (so the list only shrinks).
 ALLOWED: dict[tuple[str, str], str] = {
-    # training reads the cohort folder and writes embeddings with the baselines stage's
-    # helpers (load_cohort, embedding_frame); they belong to a run-contract module
-    ("sphr.train.run", "sphr.baselines.pipeline"):
-        "reading a cohort / writing embeddings lives in sphr.baselines.pipeline",
-    # the loss comparison moved from the evaluate stage into the training stage (issue 14:
-    # no stage writes into another's folder); it reads the cohort and writes embeddings with
-    # the same helpers as sphr.train.run, and leaves when they move to a run-contract module
-    ("sphr.train.comparison", "sphr.baselines.pipeline"):
-        "reading a cohort / writing embeddings lives in sphr.baselines.pipeline",
     # the evaluate and risk stages render their own report.html / report.pdf with the
     # report toolkit (templates, figures, colours, HTML -> PDF): the report step runs inside them
     ("sphr.evaluate.report", "sphr.report"): "evaluate renders evaluate/report.html itself",

@@ -11,14 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sphr.artifacts import load_cohort, read_embeddings
 from sphr.baselines import BASELINES, make_representation
-from sphr.baselines.pipeline import (
-    fit_baselines,
-    load_cohort,
-    load_representation,
-    read_embeddings,
-    run_baselines,
-)
+from sphr.baselines.pipeline import fit_baselines, load_representation, run_baselines
 from sphr.errors import ConfigError, InputError
 from sphr.evaluate.synthetic import class_structured, write_cohort
 

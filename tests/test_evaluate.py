@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sphr.baselines.pipeline import embedding_frame, load_cohort
+from sphr.artifacts import embedding_frame, load_cohort
 from sphr.evaluate.classifiers import NN_EHR_CONFIG, knn_vote, make_classifier, xgboost_device
 from sphr.evaluate.names import CLASSIFIERS
 from sphr.evaluate.nn_ehr import NNForEHRConfig, fit_predict_many

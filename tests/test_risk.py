@@ -262,7 +262,8 @@ def write_small_deep_models(run, cohorts_dir, net) -> None:
     RUN/baselines and RUN/train, so the risk stage has every method on the small fixture."""
     import torch
 
-    from sphr.baselines.pipeline import load_cohort, run_baselines
+    from sphr.artifacts import load_cohort
+    from sphr.baselines.pipeline import run_baselines
     from sphr.layout import baselines_dir, train_dir
 
     for i, sex in enumerate(("female", "male")):
@@ -295,7 +296,7 @@ def risk_out(run_dir):
 
 
 def test_risk_cli_writes_every_output(risk_out, cohorts_dir):
-    from sphr.baselines.pipeline import load_cohort
+    from sphr.artifacts import load_cohort
     from sphr.risk.spaces import METHODS, PAPER_METHODS
 
     for name in ("risk_groups.parquet", "risk_groups.csv", "validation.parquet", "validation.md",

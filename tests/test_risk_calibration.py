@@ -79,7 +79,7 @@ def test_age_standardizer_pools_small_groups():
 def test_calibration_partition_never_reaches_a_fit(cohorts_dir):
     """Calibration people are disjoint from training and test, are 20% of the training healthy
     classes, and neither the normalizer nor the triplets see them."""
-    from sphr.baselines.pipeline import load_cohort
+    from sphr.artifacts import load_cohort
     from sphr.cohorts.normalize import QuantileNormalizer
     from sphr.cohorts.triplets import read_triplets
 
@@ -106,7 +106,7 @@ def test_calibration_partition_never_reaches_a_fit(cohorts_dir):
 
 def test_calibration_rows_set_bounds_only(cohorts_dir):
     """Moving the calibration BFH changes the bounds and nothing that was fitted."""
-    from sphr.baselines.pipeline import load_cohort
+    from sphr.artifacts import load_cohort
     from sphr.risk.model import RiskModel
 
     c = load_cohort(cohorts_dir / "female")

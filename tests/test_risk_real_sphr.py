@@ -32,7 +32,7 @@ def test_risk_with_a_really_trained_sphr_model(tmp_path, ingest_dir, cohorts_dir
     import numpy as np
     import pandas as pd
 
-    from sphr.baselines.pipeline import load_cohort, read_embeddings
+    from sphr.artifacts import load_cohort, read_embeddings
     from sphr.layout import train_dir
     from sphr.train import embed, load_model
 

@@ -75,7 +75,8 @@ def prepare(args: argparse.Namespace, sexes: list[str]) -> dict[str, dict[str, o
     (so `sphr evaluate RUN` works on a run with cohorts and SPHR only): the baselines stage
     fits the missing baselines into RUN/baselines/<sex>, the training stage brings the loss
     comparison in RUN/train/<sex>/comparison up to date."""
-    from sphr.baselines.pipeline import fit_baselines, load_cohort, write_baselines
+    from sphr.artifacts import load_cohort
+    from sphr.baselines.pipeline import fit_baselines, write_baselines
     from sphr.evaluate.inputs import missing_baselines
     from sphr.layout import baselines_dir, cohort_dir
 

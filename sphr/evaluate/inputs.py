@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sphr.artifacts import Cohort, read_embeddings
 from sphr.baselines import BASELINES
-from sphr.baselines.pipeline import Cohort, read_embeddings
 from sphr.errors import ConfigError, InputError
 from sphr.io import read_json
 from sphr.layout import COMPARISON_REPORT, baselines_dir, comparison_dir, train_dir

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sphr.baselines.pipeline import Cohort
+from sphr.artifacts import Cohort
 from sphr.evaluate.inputs import read_loss_comparison
 from sphr.evaluate.protocol import EvalConfig, EvalResult, evaluate_embeddings
 

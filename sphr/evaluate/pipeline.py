@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sphr.artifacts import Cohort, load_cohort
 from sphr.baselines import REPRESENTATIONS
-from sphr.baselines.pipeline import Cohort, load_cohort
 from sphr.errors import ConfigError, InputError
 from sphr.evaluate.inputs import collect_embeddings
 from sphr.evaluate.paper import LOSSES

@@ -101,7 +101,7 @@ def _score_method(method: str, run: Path, sex: str, cohort, people: pd.DataFrame
 def fit_sex(run: Path, sex: str, config: RiskConfig, model_dir: Path | None = None
             ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
     """Fit every method and mode of one sex; (risk rows, saved model spec, skipped methods)."""
-    from sphr.baselines.pipeline import load_cohort
+    from sphr.artifacts import load_cohort
 
     cohort = load_cohort(cohort_dir(run, sex))
     if cohort.calibration.empty and "calibrated" in config.modes:

@@ -124,7 +124,7 @@ def train_loss_comparison(cohort_dir: str | Path, out_dir: str | Path | None = N
     ``TrainConfig``, ``train_many``, ``embed`` and ``data_key`` (default :mod:`sphr.train`;
     tests pass a stand-in). Returns the report written to ``comparison_report.json``.
     """
-    from sphr.baselines.pipeline import embedding_frame, load_cohort
+    from sphr.artifacts import embedding_frame, load_cohort
     from sphr.cohorts.triplets import read_triplets
 
     trainer = trainer or _trainer()

@@ -68,7 +68,7 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
     Checkpoints go to ``checkpoint_dir`` (default ``out_dir/checkpoint`` when
     ``config.checkpoint_every`` > 0); ``resume`` continues from there.
     """
-    from sphr.baselines.pipeline import embedding_frame, load_cohort
+    from sphr.artifacts import embedding_frame, load_cohort
 
     config = config or TrainConfig.profile(DEFAULT_PROFILE)
     out_dir = Path(out_dir)
