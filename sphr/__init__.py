@@ -13,13 +13,15 @@ from typing import Any
 __version__ = "0.1.0"
 
 
-def lazy_exports(package: str, names: dict[str, str]) -> Callable[[str], Any]:
-    """A package's module ``__getattr__`` (PEP 562) for ``names`` (name -> module): each is
-    imported on first use, so importing the package (``sphr --help``) stays light."""
+def lazy_exports(package: str, modules: dict[str, tuple[str, ...]]) -> Callable[[str], Any]:
+    """A package's module ``__getattr__`` (PEP 562) for ``modules`` (module -> the names it
+    exports): each name is imported on first use, so importing the package (``sphr --help``)
+    stays light."""
+    where = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
-        if name in names:
-            return getattr(importlib.import_module(names[name]), name)
+        if name in where:
+            return getattr(importlib.import_module(where[name]), name)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__

@@ -57,7 +57,7 @@ def make_representation(name: str, *, n_components: int = 32, random_state: int 
 
 
 # sklearn-backed base class, imported on first use so the CLI starts fast
-__getattr__ = lazy_exports(__name__, {"Representation": "sphr.baselines.base"})
+__getattr__ = lazy_exports(__name__, {"sphr.baselines.base": ("Representation",)})
 
 
 __all__ = ["BASELINES", "DISPLAY_NAMES", "REPRESENTATIONS", "Representation",

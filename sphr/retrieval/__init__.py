@@ -17,22 +17,15 @@ from __future__ import annotations
 
 from sphr import lazy_exports
 
-_EXPORTS = {
-    "run_comparison": "sphr.retrieval.compare",
-    "combine_results": "sphr.retrieval.compare",
-    "ComparisonResult": "sphr.retrieval.compare",
-    "summarize": "sphr.retrieval.compare",
-    "LOSSES": "sphr.retrieval.losses",
-    "DEFAULT_LOSSES": "sphr.retrieval.losses",
-    "build_loss": "sphr.retrieval.losses",
-    "load_retrieval_data": "sphr.retrieval.data",
-    "PROFILES": "sphr.retrieval.profiles",
-    "get_profile": "sphr.retrieval.profiles",
-    "evaluate_embeddings": "sphr.retrieval.metrics",
-    "knn": "sphr.retrieval.metrics",
-    "build_model": "sphr.retrieval.backbones",
-    "train_model": "sphr.retrieval.train",
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "sphr.retrieval.compare": ("run_comparison", "combine_results", "ComparisonResult", "summarize"),
+    "sphr.retrieval.losses": ("LOSSES", "DEFAULT_LOSSES", "build_loss"),
+    "sphr.retrieval.data": ("load_retrieval_data",),
+    "sphr.retrieval.profiles": ("PROFILES", "get_profile"),
+    "sphr.retrieval.metrics": ("evaluate_embeddings", "knn"),
+    "sphr.retrieval.backbones": ("build_model",),
+    "sphr.retrieval.train": ("train_model",),
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -54,4 +54,4 @@ from sphr.risk.spaces import METHODS
 __all__ = ["GROUPS", "METHODS", "MODES", "Intervals", "RiskModel", "assign_groups",
            "make_intervals"]
 # pandas-backed; imported on first use so the CLI parser stays light
-__getattr__ = lazy_exports(__name__, {"RiskModel": "sphr.risk.model"})
+__getattr__ = lazy_exports(__name__, {"sphr.risk.model": ("RiskModel",)})

@@ -11,12 +11,11 @@ from sphr.train.config import COMPARISON_LOSSES, PROFILES, TrainConfig
 
 #: imported on first use (PEP 562), so ``sphr --help`` and ``import sphr.train.commands``
 #: do not pay for torch
-_LAZY: dict[str, str] = {
-    "embed": "sphr.train.model_io", "load_model": "sphr.train.model_io",
-    "save_model": "sphr.train.model_io", "run_train": "sphr.train.run",
-    "data_key": "sphr.train.run", "train_loss_comparison": "sphr.train.comparison",
-    "TrainResult": "sphr.train.trainer", "make_loss": "sphr.train.trainer",
-    "train_many": "sphr.train.trainer", "train_sphr": "sphr.train.trainer",
+_LAZY: dict[str, tuple[str, ...]] = {
+    "sphr.train.model_io": ("embed", "load_model", "save_model"),
+    "sphr.train.run": ("run_train", "data_key"),
+    "sphr.train.comparison": ("train_loss_comparison",),
+    "sphr.train.trainer": ("TrainResult", "make_loss", "train_many", "train_sphr"),
 }
 __getattr__ = lazy_exports(__name__, _LAZY)
 
