@@ -42,6 +42,9 @@ class TripletObjective(nn.Module):
     name: ClassVar[str] = ""
     #: the class labels change the loss (pytorch-metric-learning losses); others ignore them
     uses_labels: ClassVar[bool] = False
+    #: a plain tensor function of the three embeddings (no labels, parameters, running
+    #: statistics or host reads), so the compiled step can trace it (sphr.train.fused)
+    pure: ClassVar[bool] = False
 
     def forward(self, anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
                 labels: Labels | None = None) -> torch.Tensor:

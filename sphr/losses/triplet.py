@@ -51,6 +51,7 @@ class Triplet(TripletObjective):
     """``mean [d(a,p) - d(a,n) + m]_+`` (every triplet counts, as ``nn.TripletMarginLoss``)."""
 
     name = "triplet"
+    pure = True
 
     def __init__(self, margin: float = 1.0) -> None:
         super().__init__()

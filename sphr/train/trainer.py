@@ -20,6 +20,7 @@ import dataclasses
 import io
 import logging
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from sphr.device import configure_threads, resolve_device
 from sphr.errors import ConfigError, InputError
 from sphr.losses import TripletObjective, build_loss, loss_parameters
 from sphr.models import HIDDEN, SPHRNet
+from sphr.train import fused
 from sphr.train.config import TrainConfig
 from sphr.train.selection import ValidationSplit, Validator, split_validation
 from sphr.train.stacked import init_model, stack_params, stacked_forward, unstack
@@ -146,6 +148,11 @@ class _Group:
         self.epoch = 0
         self.curve: list[list[float]] = []
         self.forward = torch.compile(stacked_forward) if cfg.compile else stacked_forward
+        # the whole step as one graph where every loss is a pure function (sphr.train.fused)
+        self.fused = None
+        if cfg.compile and fused.supports(self.losses):
+            self.fused = fused.FusedStep(self.params, self.opt, self.losses, cfg.dropout,
+                                         bf16=cfg.precision == "bf16")
         self.validator = None
         if split is not None:
             self.validator = Validator(self.X, labels, augmented, split, cfg.patience,
@@ -240,6 +247,11 @@ class _Group:
             tri = self.T[perms[:, start:start + bs]]  # (seeds, b, 3)
             b = tri.shape[1]
             rows = tri.transpose(1, 2).reshape(len(self.gens), 3 * b)  # a..., p..., n...
+            if self.fused is not None:
+                keys = fused.draw_keys(self.gens, self.device)
+                total += self.fused(self.X, self._per_model(rows), self._per_model(keys))
+                n_batches += 1
+                continue
             # draw masks before the forward pass: the generator order is fixed
             masks = self._masks(3 * b)
             x = self._per_model(self.X[rows])
@@ -260,7 +272,11 @@ class _Group:
             self.opt.step()
             total += v.detach()
             n_batches += 1
-        self.sched.step()
+        with warnings.catch_warnings():
+            # the fused step updates through torch's functional adam, not Adam.step, which
+            # is what the scheduler looks for before it warns of a wrong call order
+            warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step()`")
+            self.sched.step()
         return total / n_batches
 
     def fit(self, *, checkpoint_dir: Path | None, on_epoch: EpochCallback | None,
@@ -300,6 +316,9 @@ class _Group:
         return {"train_s": round(train_s, 3), "epochs_run": self.epoch - first,
                 "s_per_epoch": round(train_s / max(1, self.epoch - first), 4),
                 "first_epoch_s": round(epoch_s[0], 4) if epoch_s else None,
+                # training alone, per epoch (model selection's validation pass excluded)
+                "epoch_s": [round(x, 4) for x in epoch_s],
+                "fused_step": self.fused is not None,
                 "models_in_stack": len(self.configs), "threads": self.threads}
 
     def results(self, n_triplets: int, timings: dict[str, Any]) -> list[TrainResult]:
