@@ -6,6 +6,7 @@ from pipeline import metadata as md
 from pipeline.partitions import sex_partitions
 from pipeline.resources import Compute, RunStorage
 from sphr import layout
+from sphr.evaluate.names import XGB_METHODS
 from sphr.train.config import COMPARISON_LOSSES
 
 
@@ -18,6 +19,8 @@ class EvaluationConfig(dg.Config):
     #: the loss table's losses, read from train/loss_comparison (empty: no loss table)
     losses: list[str] = list(COMPARISON_LOSSES)
     nn_epochs: int = 100
+    #: XGBoost's tree method on the CPU: auto (the paper's exact) or hist (UK Biobank size)
+    xgboost_method: str = XGB_METHODS[0]
 
 
 @dg.asset(key=["evaluate", "tables"], group_name="evaluation", partitions_def=sex_partitions,
@@ -39,7 +42,8 @@ def evaluation_tables(context: dg.AssetExecutionContext, config: EvaluationConfi
     out = layout.evaluate_dir(storage.run)
     eval_config = EvalConfig(n_splits=config.splits, seed=config.seed,
                              classifiers=tuple(config.classifiers), device=compute.device,
-                             nn=dataclasses.replace(NN_EHR_CONFIG, epochs=config.nn_epochs))
+                             nn=dataclasses.replace(NN_EHR_CONFIG, epochs=config.nn_epochs),
+                             xgboost_method=config.xgboost_method)
     summary = run_evaluate(storage.run, out, sexes=[sex], eval_config=eval_config,
                            losses=config.losses, seed=config.seed, device=compute.device,
                            combine=False)

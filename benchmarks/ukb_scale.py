@@ -17,8 +17,9 @@ baselines/<sex>  ``sphr baselines`` (raw, PCA, ICA, DiffMap with 10,000 landmark
                  DeepPatient), fitted on the real training rows
 comparison/<sex> ``sphr train --losses all --profile LOSS_PROFILE``: the 7-loss comparison,
                  trained as one stack (``--no-losses`` leaves it out)
-evaluate/<sex>   ``sphr evaluate --sexes SEX`` (6 representations x 4 classifiers x 2 tasks x
-                 5 splits of the test participants; XGBoost on each loss's embedding)
+evaluate/<sex>   ``sphr evaluate --sexes SEX --xgboost-method hist`` (6 representations x 4
+                 classifiers x 2 tasks x 5 splits of the test participants; XGBoost on each
+                 loss's embedding; ``--xgboost-method exact`` for the paper's tree method)
 risk             ``sphr risk`` (every method, both modes, bootstrap intervals, report)
 ================ ========================================================================
 
@@ -27,7 +28,8 @@ Each stage's record is written to ``WORKDIR/stages.json`` as it finishes; ``--re
 skips the stages already recorded (a failed run re-runs from the stage that failed).
 
     python benchmarks/ukb_scale.py [--participants 500000] [--profile paper|demo]
-        [--loss-profile demo|paper] [--no-losses] [--workdir DIR] [--resume]
+        [--loss-profile demo|paper] [--no-losses] [--xgboost-method hist|exact]
+        [--workdir DIR] [--resume]
 
 Last line: one JSON object with ``participants, profile, total_s, peak_mb, stages``
 (``stages``: per stage ``s`` and ``peak_mb``), plus which stage bounds the time and the
@@ -50,8 +52,8 @@ from _measure import measure
 SEXES = ("female", "male")
 
 
-def stage_commands(run: Path, export: Path, profile: str, loss_profile: str | None
-                   ) -> list[tuple[str, list[str]]]:
+def stage_commands(run: Path, export: Path, profile: str, loss_profile: str | None,
+                   xgboost_method: str = "hist") -> list[tuple[str, list[str]]]:
     """(stage name, ``sphr`` arguments) in pipeline order."""
     stages: list[tuple[str, list[str]]] = [
         ("ingest", ["ingest", str(export), "--out", str(run / "ingest")]),
@@ -67,7 +69,8 @@ def stage_commands(run: Path, export: Path, profile: str, loss_profile: str | No
                                           "--profile", loss_profile]) for sex in SEXES]
     losses = ["--no-losses"] if loss_profile is None else ["--no-train-losses"]
     stages += [(f"evaluate/{sex}", ["evaluate", str(run), "--sexes", sex,
-                                    "--no-fit-baselines", *losses]) for sex in SEXES]
+                                    "--no-fit-baselines", "--xgboost-method", xgboost_method,
+                                    *losses]) for sex in SEXES]
     stages.append(("risk", ["risk", str(run)]))
     return stages
 
@@ -82,6 +85,10 @@ def main() -> None:
                         help="training profile of the 7-loss comparison (default demo: the "
                         "paper profile is hours per sex on a 2-core CPU)")
     parser.add_argument("--no-losses", action="store_true", help="leave out the loss comparison")
+    parser.add_argument("--xgboost-method", default="hist", choices=("hist", "exact"),
+                        help="the evaluation's XGBoost tree method (default hist: at this size "
+                        "the paper's exact method is two thirds of the evaluation's time, for "
+                        "weighted F1 within 0.003; sphr.evaluate.classifiers)")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--resume", action="store_true",
                         help="skip the stages WORKDIR/stages.json already records")
@@ -110,7 +117,9 @@ def main() -> None:
         print(f"synth: {s:.1f} s, {mb:.0f} MiB ({export.stat().st_size / 1e9:.2f} GB)",
               file=sys.stderr)
     loss_profile = None if args.no_losses else args.loss_profile
-    for name, cmd in stage_commands(run, export, args.profile, loss_profile):
+    if records.setdefault("xgboost_method", args.xgboost_method) != args.xgboost_method:
+        raise SystemExit(f"{record_file} was run with --xgboost-method {records['xgboost_method']}")
+    for name, cmd in stage_commands(run, export, args.profile, loss_profile, args.xgboost_method):
         if name in stages:
             print(f"{name}: recorded, skipped", file=sys.stderr)
             continue
@@ -135,7 +144,8 @@ def main() -> None:
         "total_s": round(sum(v["s"] for v in stages.values()), 1),
         "peak_mb": stages[largest]["peak_mb"], "stages": stages,
         "slowest_stage": slowest, "peak_stage": largest,
-        "loss_profile": loss_profile, "threads": len(os.sched_getaffinity(0)),
+        "loss_profile": loss_profile, "xgboost_method": args.xgboost_method,
+        "threads": len(os.sched_getaffinity(0)),
         "synth_s": records["synth"]["s"],
         "cohort_rows": cohorts,
     }

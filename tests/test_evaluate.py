@@ -55,6 +55,25 @@ def test_classifier_settings_match_spec():
     assert EvalConfig().classifiers == CLASSIFIERS == ("knn", "lda", "nn_ehr", "xgboost")
 
 
+def test_xgboost_method_hist_is_opt_in_and_reported():
+    """The paper's exact tree method is the default on the CPU; hist is asked for by name
+    (UK Biobank size), reaches the estimator and the report, and a typo is refused."""
+    from sphr.errors import ConfigError
+    from sphr.evaluate.classifiers import classifier_settings
+
+    assert EvalConfig().xgboost_method == "auto"
+    assert xgboost_device("cpu", "hist") == ("cpu", "hist")
+    assert xgboost_device("cpu", "exact") == ("cpu", "exact")
+    x = make_classifier("xgboost", "binary", device="cpu", xgboost_method="hist").get_params()
+    assert x["tree_method"] == "hist" and x["max_bin"] == 256
+    assert classifier_settings("cpu", xgboost_method="hist")["xgboost"]["tree_method"] == "hist"
+    assert classifier_settings("cpu")["xgboost"]["tree_method"] == "exact"
+    with pytest.raises(ConfigError, match="XGBoost method"):
+        EvalConfig(xgboost_method="approx")
+    with pytest.raises(ConfigError, match="XGBoost method"):
+        xgboost_device("cpu", "approx")
+
+
 def test_knn_vote_is_kneighborsclassifier():
     """One neighbour search, two votes: identical to KNeighborsClassifier.predict, ties included."""
     rng = np.random.default_rng(0)
@@ -378,13 +397,17 @@ def test_cli_evaluate_without_losses(run_dir, tmp_path):
     out = tmp_path / "e"
     proc = subprocess.run(
         [sys.executable, "-m", "sphr.cli", "-q", "evaluate", str(run_dir), "--out", str(out),
-         "--sexes", "female", "--representations", "raw,pca,sphr", "--classifiers", "lda,knn",
-         "--splits", "2", "--no-losses", "--n-jobs", "1"],
+         "--sexes", "female", "--representations", "raw,pca,sphr", "--classifiers",
+         "lda,knn,xgboost", "--splits", "2", "--no-losses", "--n-jobs", "1",
+         "--xgboost-method", "hist"],
         capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1])["sexes"] == ["female"]
     t = pd.read_parquet(out / "female" / "representations.parquet")
-    assert set(t["classifier"]) == {"lda", "knn"} and set(t["representation"]) == {"raw", "pca", "sphr"}
+    assert set(t["classifier"]) == {"lda", "knn", "xgboost"}
+    assert set(t["representation"]) == {"raw", "pca", "sphr"}
+    report = json.loads((out / "female" / "evaluate_report.json").read_text())
+    assert report["protocol"]["classifiers"]["xgboost"]["tree_method"] == "hist"
 
 
 def test_mismatched_embeddings_are_refused(run_dir, tmp_path):

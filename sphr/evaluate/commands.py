@@ -22,7 +22,7 @@ def _csv(value: str) -> list[str]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from sphr.baselines import REPRESENTATIONS
-    from sphr.evaluate.names import CLASSIFIERS
+    from sphr.evaluate.names import CLASSIFIERS, XGB_METHODS
     from sphr.evaluate.paper import LOSSES
     from sphr.train.commands import key_value
 
@@ -49,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-jobs", type=int, default=None, help="parallel fits (default: all cores)")
     p.add_argument("--device", default="auto", help="torch / XGBoost device: auto, cpu, cuda")
     p.add_argument("--nn-epochs", type=int, default=100, help="NN for EHR epochs (paper: 100)")
+    p.add_argument("--xgboost-method", choices=XGB_METHODS, default=XGB_METHODS[0],
+                   help="XGBoost's tree method on the CPU: auto (the paper's exact; hist on CUDA) "
+                   "or hist (several times faster at UK Biobank size) (default: %(default)s)")
     p.add_argument("--refit-baselines", action="store_true",
                    help="refit every baseline into RUN/baselines (the baselines stage) first")
     p.add_argument("--no-fit-baselines", action="store_true",
@@ -115,7 +118,8 @@ def _run(args: argparse.Namespace) -> int:
 
     cfg = EvalConfig(n_splits=args.splits, seed=args.seed, stratify=not args.no_stratify,
                      classifiers=tuple(args.classifiers), n_jobs=args.n_jobs, device=args.device,
-                     nn=dataclasses.replace(NN_EHR_CONFIG, epochs=args.nn_epochs))
+                     nn=dataclasses.replace(NN_EHR_CONFIG, epochs=args.nn_epochs),
+                     xgboost_method=args.xgboost_method)
     sexes = cohort_sexes(args.run_dir, args.sexes)
     t0 = time.perf_counter()
     prepared = prepare(args, sexes)

@@ -35,7 +35,7 @@ from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 
 from sphr.errors import ConfigError, InputError
 from sphr.evaluate.classifiers import NN_EHR_CONFIG, knn_vote, make_classifier
-from sphr.evaluate.names import CLASSIFIERS, N_CLASSES, TASKS
+from sphr.evaluate.names import CLASSIFIERS, N_CLASSES, TASKS, XGB_METHODS
 from sphr.evaluate.nn_ehr import NNForEHRConfig
 from sphr.labels import to_binary
 from sphr.progress import progress
@@ -56,6 +56,8 @@ class EvalConfig:
     n_jobs: int | None = None  # None: every core this process may use
     device: str = "auto"
     nn: NNForEHRConfig = field(default_factory=lambda: NN_EHR_CONFIG)
+    #: XGBoost's tree method on the CPU: auto (the paper's exact) or hist (at scale)
+    xgboost_method: str = "auto"
 
     def __post_init__(self) -> None:
         bad = [c for c in self.classifiers if c not in CLASSIFIERS]
@@ -66,6 +68,9 @@ class EvalConfig:
             raise ConfigError(f"unknown task(s) {bad}: use binary, multi")
         if not 0 < self.test_size < 1 or self.n_splits < 1:
             raise ConfigError("need n_splits >= 1 and 0 < test_size < 1")
+        if self.xgboost_method not in XGB_METHODS:
+            raise ConfigError(f"unknown XGBoost method {self.xgboost_method!r}: choose from "
+                              f"{', '.join(XGB_METHODS)}")
 
 
 def available_cores() -> int:
@@ -195,7 +200,8 @@ def _run_job_inner(job: _Job, X: np.ndarray, labels: np.ndarray, splits: Sequenc
         for t in job.tasks:
             t0 = time.perf_counter()
             model = make_classifier(job.classifier, t, seed=cfg.seed, device=device,
-                                    n_jobs=threads, nn_config=cfg.nn)
+                                    n_jobs=threads, nn_config=cfg.nn,
+                                    xgboost_method=cfg.xgboost_method)
             model.fit(X[tr], y[t][tr])
             pred = np.asarray(model.predict(X[te])).astype(np.int64).ravel()
             out.append(_record(job, t, s, y[t][te], pred, time.perf_counter() - t0, len(tr)))
@@ -278,7 +284,7 @@ def evaluate_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray
         "n_participants": len(labels), "n_train_per_split": len(splits[0][0]),
         "n_test_per_split": len(splits[0][1]), "n_jobs": n_jobs, "device": str(dev),
         "class_counts": {int(c): int((labels == c).sum()) for c in np.unique(labels)},
-        "classifiers": classifier_settings(cfg.device, cfg.nn),
+        "classifiers": classifier_settings(cfg.device, cfg.nn, cfg.xgboost_method),
         "sd": "sample SD over splits (ddof=1)",
     }
     return EvalResult(scores=scores, splits=splits, predictions=predictions, wall_s=wall,
@@ -315,7 +321,7 @@ def reference_scores(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarra
     for clf in (c for c in cfg.classifiers if c != "nn_ehr"):
         for task in cfg.tasks:
             model = make_classifier(clf, task, seed=cfg.seed, device=cfg.device,
-                                    nn_config=cfg.nn)
+                                    nn_config=cfg.nn, xgboost_method=cfg.xgboost_method)
             model.fit(np.asarray(X_train, np.float32), task_labels(y_train, task))
             pred = np.asarray(model.predict(np.asarray(X_test, np.float32)))
             truth = task_labels(y_test, task)
