@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import io
 import logging
+import re
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -275,7 +276,7 @@ class _Group:
         with warnings.catch_warnings():
             # the fused step updates through torch's functional adam, not Adam.step, which
             # is what the scheduler looks for before it warns of a wrong call order
-            warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step()`")
+            warnings.filterwarnings("ignore", re.escape("Detected call of `lr_scheduler.step()`"))
             self.sched.step()
         return total / n_batches
 
