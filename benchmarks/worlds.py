@@ -6,7 +6,7 @@ the paper's Table A8 row is rerun on the linear world's ingest with no augmentat
 with the joint (copula) augmentation beside the default 3x independent one. Written to
 ``OUT/summary.md``; the last line printed is one JSON object with the headline figures.
 
-    python benchmarks/worlds.py [--out runs/worlds] [--profile demo] [--reuse]
+    python benchmarks/worlds.py [--out runs/worlds] [--profile demo] [--reuse] [--fast-losses]
 
 ``--reuse`` keeps finished world runs (their tables are read again, not recomputed).
 Differences are given in split SDs: (a - b) / sqrt((sd_a^2 + sd_b^2) / 2) over the
@@ -198,6 +198,10 @@ def main() -> int:
     ap.add_argument("--no-losses", dest="losses", action="store_false",
                     help="skip the loss comparison (at the paper profile: hours per sex on a CPU)")
     ap.add_argument("--no-a8", dest="a8", action="store_false", help="skip the Table A8 rows")
+    ap.add_argument("--fast-losses", action="store_true",
+                    help="train the loss comparison outside the pipeline with `sphr train "
+                    "--losses all --fast` (bf16 where the CPU has it, compiled forward), then "
+                    "evaluate it: the paper profile's 7-loss stack in a session, not hours")
     args = ap.parse_args()
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -215,9 +219,20 @@ def main() -> int:
         done = (run / "risk" / "discrimination.parquet").exists()
         seconds = None
         if not (args.reuse and done):
+            in_pipeline = args.losses and not args.fast_losses
             seconds = _sh([sys.executable, "-m", "pipeline", "run", "--world", w, "--run-dir",
                            str(run), "--profile", args.profile, "--no-retrieval",
-                           *([] if args.losses else ["--no-losses"])], log)
+                           *([] if in_pipeline else ["--no-losses"])], log)
+        if args.fast_losses and not (args.reuse and all(
+                (run / "evaluate" / sex / "losses.parquet").exists() for sex in ("female", "male"))):
+            sphr = [sys.executable, "-m", "sphr.cli", "-q"]
+            t0 = time.perf_counter()
+            for sex in ("female", "male"):
+                _sh([*sphr, "train", str(run / "cohorts" / sex), "--losses", "all", "--profile",
+                     args.profile, "--fast"], log)
+            _sh([*sphr, "evaluate", str(run), "--no-fit-baselines", "--no-train-losses",
+                 "--loss-profile", args.profile], log)
+            seconds = (seconds or 0) + time.perf_counter() - t0
         world = read_world(str(run / "export" / "ukb_synthetic.truth.parquet"))
         rep_lines, rep_v = representation_summary(run)
         loss_lines, loss_v = loss_summary(run)
