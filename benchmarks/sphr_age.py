@@ -7,7 +7,8 @@ generator's true hazards) and measures, on the held-out test people of each sex:
 
 1. ``standardization``: Spearman of the SPHR score with age and the log true hazards, as
    the pipeline scores it, unstandardized (the raw distance), and standardized per age
-   group on the calibration BFH (people no fit has seen) instead of the training BFH.
+   group as the pipeline does, but on the calibration BFH (people no fit has seen) instead
+   of the training BFH.
 2. ``reference``: the same with the age group's reference taken as the median of the
    embedded real training BFH instead of G(median profile); how far each age group's
    reference sits from the youngest group's; and the distance to that one fixed
@@ -64,16 +65,15 @@ def gap(d: np.ndarray, label: np.ndarray, age: np.ndarray) -> dict[str, float]:
     return out
 
 
-def standardize(d: np.ndarray, groups: np.ndarray, ref: np.ndarray, min_n: int = 30) -> np.ndarray:
-    """(d - median) / (IQR / 1.349) per age group among ``ref`` rows (all of them when the
-    group has fewer than ``min_n``), as sphr.risk.calibration.AgeStandardizer does."""
-    out = np.empty_like(d)
-    for g in np.unique(groups):
-        m = ref & (groups == g)
-        s = d[m] if m.sum() >= min_n else d[ref]
-        q25, q50, q75 = np.percentile(s, (25, 50, 75))
-        out[groups == g] = (d[groups == g] - q50) / ((q75 - q25) / 1.349)
-    return out
+def standardize(d: np.ndarray, groups: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """The pipeline's age standardization (sphr.risk.calibration.AgeStandardizer, the risk
+    stage's group size), fitted on the ``ref`` rows instead of the training BFH."""
+    from sphr.risk.calibration import AgeStandardizer
+    from sphr.risk.config import RiskConfig
+
+    names = sorted(set(groups), key=lambda g: int(g.split("-")[0]))  # age order: neighbours pool
+    std = AgeStandardizer(names, RiskConfig().standardize_min_group).fit(d[ref], groups[ref])
+    return std.transform(d, groups)
 
 
 def embedded_reference_distance(Z_train: np.ndarray, train: pd.DataFrame, Z: np.ndarray,

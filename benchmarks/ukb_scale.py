@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--xgboost-method", default="hist", choices=("hist", "exact"),
                         help="the evaluation's XGBoost tree method (default hist: at this size "
                         "the paper's exact method is two thirds of the evaluation's time, for "
-                        "weighted F1 within 0.003; sphr.evaluate.classifiers)")
+                        "weighted F1 within 0.002 at 500k; sphr.evaluate.classifiers)")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--resume", action="store_true",
                         help="skip the stages WORKDIR/stages.json already records")

@@ -4,6 +4,7 @@ autograd + torch.optim.Adam step on the same masks."""
 from __future__ import annotations
 
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -97,8 +98,6 @@ def test_compiled_training_takes_the_fused_path_learns_and_resumes(tmp_path):
     T = np.stack([a, p, n], 1)
     cfg = TrainConfig(epochs=4, batch_size=128, device="cpu", compile=True, checkpoint_every=2,
                       lr=3e-3)
-    import warnings
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         whole = train_sphr(X, T, cfg, labels=y)

@@ -52,13 +52,17 @@ XGB_OBJECTIVES: dict[str, str] = {"binary": "binary:logistic", "multi": "multi:s
 NN_EHR_CONFIG = NNForEHRConfig()
 
 
+def check_xgboost_method(method: str) -> None:
+    if method not in XGB_METHODS:
+        raise ConfigError(f"unknown XGBoost method {method!r}: choose from {', '.join(XGB_METHODS)}")
+
+
 def xgboost_device(device: str = "auto", method: str = "auto") -> tuple[str, str]:
     """(XGBoost device, tree method): on CUDA always hist (exact is CPU-only); on the CPU
     ``method``, where ``auto`` is the paper's exact."""
     from sphr.device import resolve_device
 
-    if method not in XGB_METHODS:
-        raise ConfigError(f"unknown XGBoost method {method!r}: choose from {', '.join(XGB_METHODS)}")
+    check_xgboost_method(method)
     dev = resolve_device(device)
     if dev.type == "cuda":
         return "cuda", "hist"

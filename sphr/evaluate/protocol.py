@@ -34,8 +34,13 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 
 from sphr.errors import ConfigError, InputError
-from sphr.evaluate.classifiers import NN_EHR_CONFIG, knn_vote, make_classifier
-from sphr.evaluate.names import CLASSIFIERS, N_CLASSES, TASKS, XGB_METHODS
+from sphr.evaluate.classifiers import (
+    NN_EHR_CONFIG,
+    check_xgboost_method,
+    knn_vote,
+    make_classifier,
+)
+from sphr.evaluate.names import CLASSIFIERS, N_CLASSES, TASKS
 from sphr.evaluate.nn_ehr import NNForEHRConfig
 from sphr.labels import to_binary
 from sphr.progress import progress
@@ -68,9 +73,7 @@ class EvalConfig:
             raise ConfigError(f"unknown task(s) {bad}: use binary, multi")
         if not 0 < self.test_size < 1 or self.n_splits < 1:
             raise ConfigError("need n_splits >= 1 and 0 < test_size < 1")
-        if self.xgboost_method not in XGB_METHODS:
-            raise ConfigError(f"unknown XGBoost method {self.xgboost_method!r}: choose from "
-                              f"{', '.join(XGB_METHODS)}")
+        check_xgboost_method(self.xgboost_method)
 
 
 def available_cores() -> int:
