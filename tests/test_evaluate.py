@@ -131,6 +131,32 @@ def test_held_out_rows_never_reach_a_classifier_fit(clf):
         np.testing.assert_array_equal(pa, pb, err_msg=f"{clf} {task}")
 
 
+def test_identical_embedding_reuses_the_earlier_records_exactly():
+    """The loss comparison's NPLB model is the SPHR model in the demo: its records are copied
+    from the representations' evaluation, and equal what refitting would give; an embedding
+    that differs, or a classifier with other settings, is refitted."""
+    X, y = class_structured(300, 6, seed=3)
+    cfg = EvalConfig(n_splits=2, classifiers=("xgboost", "lda"), n_jobs=1, device="cpu")
+    reps = evaluate_embeddings({"sphr": X, "raw": X[:, ::-1].copy()}, y, cfg)
+    other = X + 0.01
+    fresh = evaluate_embeddings({"nplb": X, "triplet": other}, y, cfg)
+    reused = evaluate_embeddings({"nplb": X, "triplet": other}, y, cfg, prior=reps,
+                                 same_as={"nplb": "sphr"})
+    assert reused.settings["reused"] == {"nplb": {"from": "sphr", "classifiers": ["lda", "xgboost"]}}
+    cols = ["representation", "classifier", "task", "split", "weighted_f1", "micro_f1"]
+    pd.testing.assert_frame_equal(reused.scores[cols], fresh.scores[cols])
+    for key, pred in fresh.predictions.items():
+        np.testing.assert_array_equal(reused.predictions[key], pred)
+    # other XGBoost settings: only LDA's records carry over
+    hist = dataclasses.replace(cfg, xgboost_method="hist")
+    part = evaluate_embeddings({"nplb": X}, y, hist, prior=reps, same_as={"nplb": "sphr"})
+    assert part.settings["reused"] == {"nplb": {"from": "sphr", "classifiers": ["lda"]}}
+    # other splits: nothing carries over
+    moved = evaluate_embeddings({"nplb": X}, y, dataclasses.replace(cfg, seed=7), prior=reps,
+                                same_as={"nplb": "sphr"})
+    assert "reused" not in moved.settings
+
+
 def test_stacked_nn_models_are_independent():
     """Model 0 of a stack is unaffected by model 1's data (exactly M separate trainings)."""
     X, y = class_structured(400, 6, seed=0)

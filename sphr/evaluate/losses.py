@@ -9,7 +9,7 @@ The models are the training stage's (:mod:`sphr.train.comparison`, ``sphr train 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,24 @@ def load_triplets(cohort: Cohort) -> np.ndarray:
 
 
 def compare_losses(run_dir: str | Path, cohort: Cohort, losses: Sequence[str], *,
-                   eval_config: EvalConfig) -> tuple[pd.DataFrame, EvalResult, dict[str, Any]]:
-    """Scores (column ``loss``) of each loss's embedding under the protocol."""
+                   eval_config: EvalConfig,
+                   prior: tuple[Mapping[str, np.ndarray], EvalResult] | None = None
+                   ) -> tuple[pd.DataFrame, EvalResult, dict[str, Any]]:
+    """Scores (column ``loss``) of each loss's embedding under the protocol.
+
+    ``prior``: the representations' embeddings and their result. A loss whose embedding is
+    one of them (the demo's NPLB model is the SPHR model) takes that representation's
+    records for the same splits and classifier settings instead of refitting them.
+    """
     Z, info = read_loss_comparison(run_dir, cohort, losses)
     labels = cohort.test["label"].to_numpy(np.int64)
-    result = evaluate_embeddings(Z, labels, eval_config)
+    if prior is None:
+        result = evaluate_embeddings(Z, labels, eval_config)
+    else:
+        reps, done = prior
+        same_as = {loss: next(r for r, Zr in reps.items() if np.array_equal(Zr, Zl))
+                   for loss, Zl in Z.items()
+                   if any(np.array_equal(Zr, Zl) for Zr in reps.values())}
+        result = evaluate_embeddings(Z, labels, eval_config, prior=done, same_as=same_as)
     scores = result.scores.rename(columns={"representation": "loss"})
     return scores, result, info

@@ -139,7 +139,8 @@ def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations:
         from sphr.evaluate.losses import compare_losses
 
         loss_cfg = dataclasses.replace(eval_config, classifiers=tuple(loss_classifiers))
-        scores, lres, linfo = compare_losses(run_dir, cohort, losses, eval_config=loss_cfg)
+        scores, lres, linfo = compare_losses(run_dir, cohort, losses, eval_config=loss_cfg,
+                                             prior=(Z, result))
         loss_tab = loss_table(summarize(scores, by=("loss", "classifier", "task")), sex)
         write_parquet(scores, stage / "losses_scores.parquet")
         write_parquet(loss_tab, stage / "losses.parquet")
@@ -150,7 +151,10 @@ def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations:
             md.append(loss_markdown(loss_tab, classifier=clf))
         write_text("\n".join(md), stage / "losses.md")
         report["losses"] = {**linfo, "evaluation_s": round(lres.wall_s, 2),
-                            "classifiers": list(loss_classifiers)}
+                            "classifiers": list(loss_classifiers),
+                            # a loss whose embedding is a representation's (the demo's NPLB
+                            # is SPHR) takes that representation's scores, not a refit
+                            "scores_copied": lres.settings.get("reused", {})}
     write_json(report, stage / "evaluate_report.json")
     return {"report": report, "table": table, "loss_table": loss_tab}
 

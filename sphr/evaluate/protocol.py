@@ -218,14 +218,46 @@ class EvalResult:
     predictions: dict[tuple[str, str, str, int], np.ndarray]
     wall_s: float
     settings: dict[str, Any]
+    labels: np.ndarray  # the participants' classes (0/1/2), rows aligned with the embeddings
+
+
+def _same_splits(a: Sequence[Split], b: Sequence[Split]) -> bool:
+    return len(a) == len(b) and all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1])
+                                    for x, y in zip(a, b, strict=True))
+
+
+def _reusable(prior: EvalResult, same_as: Mapping[str, str], labels: np.ndarray,
+              splits: Sequence[Split], settings: Mapping[str, Any]
+              ) -> dict[tuple[str, str, str, int], dict[str, Any]]:
+    """The records of ``prior`` this call would recompute, keyed as this call's records:
+    ``same_as[name]`` is the representation of ``prior`` whose embedding equals ``name``'s
+    here; only on the same participants, labels and splits, and only for classifiers whose
+    settings are unchanged (every fit is seeded, so a refit would give the same record)."""
+    if (not same_as or not _same_splits(prior.splits, splits)
+            or not np.array_equal(prior.labels, labels)):
+        return {}
+    same_clf = {c for c, v in settings.items() if prior.settings["classifiers"].get(c) == v}
+    out = {}
+    for r in prior.scores.to_dict("records"):
+        for name, source in same_as.items():
+            if r["representation"] == source and r["classifier"] in same_clf:
+                key = (name, r["classifier"], r["task"], int(r["split"]))
+                pred = prior.predictions[(source, r["classifier"], r["task"], r["split"])]
+                out[key] = {**r, "representation": name, "predictions": pred}
+    return out
 
 
 def evaluate_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray,
                         config: EvalConfig | None = None, *,
-                        splits: Sequence[Split] | None = None) -> EvalResult:
+                        splits: Sequence[Split] | None = None, prior: EvalResult | None = None,
+                        same_as: Mapping[str, str] | None = None) -> EvalResult:
     """Run the protocol on each representation's embedding of the same participants.
 
     ``embeddings[name]`` is (n, d_name), rows aligned with ``labels`` (0/1/2).
+    ``prior`` / ``same_as``: an earlier result and, by name here, the representation there
+    with the identical embedding (e.g. the loss comparison's NPLB model is the SPHR model):
+    its records for the same splits and classifier settings are copied, not refitted
+    (``settings['reused']`` says which).
     """
     from joblib import Parallel, delayed
 
@@ -249,12 +281,19 @@ def evaluate_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray
     gpu = dev.type == "cuda"
     n_jobs = cfg.n_jobs or available_cores()
     jobs = _plan({k: v.shape for k, v in embeddings.items()}, splits, cfg, gpu)
+    clf_settings = classifier_settings(cfg.device, cfg.nn, cfg.xgboost_method)
+    known = _reusable(prior, same_as or {}, labels, splits,
+                      clf_settings) if prior is not None else {}
+    reused = [j for j in jobs if all((j.representation, j.classifier, t, s) in known
+                                     for t in j.tasks for s in j.splits)]
+    jobs = [j for j in jobs if j not in reused]
     cpu_jobs = [j for j in jobs if not j.on_device]
     dev_jobs = [j for j in jobs if j.on_device]
     X = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in embeddings.items()}
 
     t0 = time.perf_counter()
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = [known[(j.representation, j.classifier, t, s)]
+                                     for j in reused for t in j.tasks for s in j.splits]
     bar = progress(desc="evaluate", total=len(jobs), unit="job")
     # one thread per fit, always: OpenMP fits (XGBoost, BLAS) that share busy cores spin
     # and slow down many-fold (an XGBoost fit took 20x longer with 2 threads on 2 loaded cores)
@@ -287,11 +326,15 @@ def evaluate_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray
         "n_participants": len(labels), "n_train_per_split": len(splits[0][0]),
         "n_test_per_split": len(splits[0][1]), "n_jobs": n_jobs, "device": str(dev),
         "class_counts": {int(c): int((labels == c).sum()) for c in np.unique(labels)},
-        "classifiers": classifier_settings(cfg.device, cfg.nn, cfg.xgboost_method),
+        "classifiers": clf_settings,
         "sd": "sample SD over splits (ddof=1)",
     }
+    if reused:
+        settings["reused"] = {name: {"from": same_as[name], "classifiers": sorted(
+            {j.classifier for j in reused if j.representation == name})}
+            for name in dict.fromkeys(j.representation for j in reused)}
     return EvalResult(scores=scores, splits=splits, predictions=predictions, wall_s=wall,
-                      settings=settings)
+                      settings=settings, labels=labels)
 
 
 def summarize(scores: pd.DataFrame, by: Sequence[str] = ("representation", "classifier", "task")
