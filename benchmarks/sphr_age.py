@@ -20,10 +20,12 @@ generator's true hazards) and measures, on the held-out test people of each sex:
 4. ``--variants SEX``: SPHR retrained (``--train-profile``, demo by default: minutes at
    500,000 participants) on variants of the run's cohort, each scored as in 2: as run,
    age held constant in the network's input, no augmentation (``--bfh-fold 0``), copula
-   augmentation, anchor classes drawn uniformly (``--balanced-triplets``).
+   augmentation, anchor classes drawn uniformly (``--balanced-triplets``), positive and
+   negative from the anchor's age group (``--age-matched-triplets``), and the last three
+   together (``all_three``); ``--only`` picks some.
 
     python benchmarks/sphr_age.py RUN --truth TRUTH.parquet [--variants male]
-        [--cohort-profile paper] [--train-profile demo]
+        [--only as_run,age_matched_triplets] [--cohort-profile paper] [--train-profile demo]
 
 Last line: one JSON object with every figure.
 """
@@ -46,7 +48,9 @@ HAZARDS = ("hazard_diabetes", "hazard_cardiovascular", "hazard_death")
 SEXES = ("female", "male")
 VARIANTS = {"as_run": [], "age_constant": [], "no_augmentation": ["--bfh-fold", "0"],
             "copula_augmentation": ["--augment", "copula"],
-            "balanced_triplets": ["--balanced-triplets"]}
+            "balanced_triplets": ["--balanced-triplets"],
+            "age_matched_triplets": ["--age-matched-triplets"],
+            "all_three": ["--balanced-triplets", "--age-matched-triplets", "--augment", "copula"]}
 
 
 def rho(a: np.ndarray, b: np.ndarray) -> float:
@@ -154,7 +158,7 @@ def analyse_run(run: Path, truth: pd.DataFrame) -> dict:
 
 
 def variants(run: Path, truth: pd.DataFrame, sex: str, cohort_profile: str,
-             train_profile: str) -> dict:
+             train_profile: str, only: list[str] | None = None) -> dict:
     from sphr.artifacts import load_cohort
     from sphr.cohorts.triplets import read_triplets
     from sphr.train.config import TrainConfig
@@ -164,6 +168,8 @@ def variants(run: Path, truth: pd.DataFrame, sex: str, cohort_profile: str,
     out: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, flags in VARIANTS.items():
+            if only and name not in only:
+                continue
             t0 = time.perf_counter()
             if name in ("as_run", "age_constant"):
                 cdir = run / "cohorts" / sex
@@ -205,6 +211,8 @@ def main() -> int:
                     help="truth file (default RUN/export/ukb_synthetic.truth.parquet)")
     ap.add_argument("--variants", choices=SEXES, default=None,
                     help="also retrain SPHR on cohort variants of this sex")
+    ap.add_argument("--only", type=lambda v: v.split(","), default=None,
+                    help=f"comma-separated variants (default all: {','.join(VARIANTS)})")
     ap.add_argument("--cohort-profile", default="paper", choices=("demo", "paper"))
     ap.add_argument("--train-profile", default="demo", choices=("demo", "paper"))
     args = ap.parse_args()
@@ -215,7 +223,7 @@ def main() -> int:
         result["variants"] = {"sex": args.variants, "cohort_profile": args.cohort_profile,
                               "train_profile": args.train_profile,
                               **variants(args.run, truth, args.variants, args.cohort_profile,
-                                         args.train_profile)}
+                                         args.train_profile, args.only)}
     print(json.dumps(result))
     return 0
 

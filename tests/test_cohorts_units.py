@@ -187,6 +187,38 @@ def test_triplets_balanced_option():
     np.testing.assert_allclose(share, [0.9, 0.09, 0.01], atol=0.01)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from(["40-49", "50-59", "60-69"])),
+                min_size=4, max_size=200), st.integers(0, 99), st.booleans())
+def test_age_matched_triplets_stay_in_the_anchors_age_group(rows, seed, balanced):
+    labels = np.array([r[0] for r in rows])
+    strata = np.array([r[1] for r in rows], dtype=object)
+    usable = [g for g in np.unique(strata)
+              if np.unique(labels[strata == g]).size >= 2
+              and np.unique(labels[strata == g], return_counts=True)[1].max() >= 2]
+    if not usable:
+        with pytest.raises(InputError):
+            mine_triplets(labels, 50, seed=seed, strata=strata)
+        return
+    t = mine_triplets(labels, 400, seed=seed, balanced=balanced, strata=strata)
+    assert t.shape == (400, 3) and t.dtype == np.int64
+    a, p, n = labels[t[:, 0]], labels[t[:, 1]], labels[t[:, 2]]
+    assert (a == p).all() and (a != n).all() and (t[:, 0] != t[:, 1]).all()
+    assert (strata[t[:, 1]] == strata[t[:, 0]]).all() and (strata[t[:, 2]] == strata[t[:, 0]]).all()
+    assert set(strata[t[:, 0]]) <= set(usable)
+    np.testing.assert_array_equal(t, mine_triplets(labels, 400, seed=seed, balanced=balanced,
+                                                   strata=strata))
+
+
+def test_age_matched_triplets_share_by_group_size():
+    labels = np.tile([0, 1, 2, 2], 300)
+    strata = np.repeat(["young", "old"], [900, 300])
+    t = mine_triplets(labels, 20_000, seed=2, strata=strata)
+    assert abs((strata[t[:, 0]] == "young").mean() - 0.75) < 0.02
+    # batches mix the groups: no long run of one group
+    assert (strata[t[:1000, 0]] == "old").mean() > 0.15
+
+
 def test_age_groups_nearest_rule():
     groups, outside = assign_age_groups(np.array([36, 45, 46, 60, 73, 75, 30, 80, 45.4, 45.6]))
     assert list(groups) == ["36-45", "36-45", "46-50", "56-60", "66-75", "66-75", "36-45",

@@ -33,6 +33,7 @@ CLI: dict[tuple[str, ...], dict[str, object]] = {
         "test_size": COHORT.test_size, "bfh_fold": COHORT.augment_fold["bona_fide_healthy"],
         "augment": COHORT.augment, "calibration_size": COHORT.calibration_size,
         "balanced_triplets": COHORT.balanced_triplets,
+        "age_matched_triplets": COHORT.age_matched_triplets,
         "triplets": None, "sex": None, "ranges": None},  # None: the profile's, both, P0's
     ("baselines", "cohort", "--out", "out"): {
         "representations": list(BASE.representations), "seed": BASE.seed, "device": BASE.device,

@@ -206,7 +206,9 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
 
     t0 = time.perf_counter()
     triplets = mine_triplets(train["label"].to_numpy(), config.n_triplets, seed=int(seeds[2]),
-                             balanced=config.balanced_triplets)
+                             balanced=config.balanced_triplets,
+                             strata=train["age_group"].to_numpy() if config.age_matched_triplets
+                             else None)
     triplet_s = time.perf_counter() - t0
 
     def by_class(lab: np.ndarray) -> dict[str, int]:
@@ -225,6 +227,7 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
         "ages_outside_groups": outside,
         "augmentation": aug_report,
         "triplets": {"n": int(triplets.shape[0]), "balanced": config.balanced_triplets,
+                     "age_matched": config.age_matched_triplets,
                      "anchor_classes": by_class(train["label"].to_numpy()[triplets[:, 0]]),
                      "seconds": round(triplet_s, 4)},
         "clinical_ranges": [asdict(r) for r in ranges_for(sex, ranges)],

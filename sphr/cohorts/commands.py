@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="number of triplets (default: the profile's)")
     p.add_argument("--balanced-triplets", action="store_true", default=defaults.balanced_triplets,
                    help="draw anchor classes uniformly instead of rows uniformly")
+    p.add_argument("--age-matched-triplets", action="store_true",
+                   default=defaults.age_matched_triplets,
+                   help="draw each triplet's positive and negative from the anchor's age group")
     p.add_argument("--ranges", type=Path, default=None,
                    help='JSON overrides of the P0 ranges, e.g. {"glucose": {"high": 6.0}}')
     p.add_argument("--sex", choices=("female", "male"), action="append", default=None,
@@ -62,7 +65,8 @@ def config_from_args(args: argparse.Namespace) -> CohortConfig:
 
     overrides = {"seed": args.seed, "completeness": args.completeness,
                  "test_size": args.test_size, "augment_fold": {"bona_fide_healthy": args.bfh_fold},
-                 "balanced_triplets": args.balanced_triplets, "augment": args.augment,
+                 "balanced_triplets": args.balanced_triplets,
+                 "age_matched_triplets": args.age_matched_triplets, "augment": args.augment,
                  "calibration_size": args.calibration_size,
                  "ranges": load_overrides(args.ranges)}
     if args.triplets is not None:

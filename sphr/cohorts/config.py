@@ -42,6 +42,9 @@ class CohortConfig:
     augment: str = "independent"
     n_triplets: int = 100_000
     balanced_triplets: bool = False
+    #: positive and negative from the anchor's age group (docs/SPHR_AGE.md): the triplets
+    #: then never contrast an older unhealthy person with a younger healthy one
+    age_matched_triplets: bool = False
     age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS
     #: overrides of the P0 clinical ranges, e.g. {"glucose": {"low": 4.0}}
     ranges: dict | None = None

@@ -17,14 +17,41 @@ from sphr.errors import InputError
 
 
 def mine_triplets(labels: np.ndarray, n: int = CohortConfig.n_triplets, *, seed: int = 0,
-                  balanced: bool = CohortConfig.balanced_triplets) -> np.ndarray:
+                  balanced: bool = CohortConfig.balanced_triplets,
+                  strata: np.ndarray | None = None) -> np.ndarray:
     """``(n, 3)`` int64 indices. ``balanced`` draws anchor classes uniformly, else rows uniformly.
 
     A class with a single member cannot give a positive: it never anchors, but its
     member still serves as a negative (documented fallback).
+
+    ``strata`` (one integer per row, e.g. the age group): the positive and the negative come
+    from the anchor's stratum, so no triplet contrasts people of different ages. Each
+    stratum gets triplets in proportion to its rows (a multinomial draw); a stratum
+    without two classes, or without a class of 2+ members, gives none.
     """
     labels = np.asarray(labels)
     rng = np.random.default_rng(seed)
+    if strata is None:
+        return _mine(labels, n, rng, balanced)
+    strata = np.asarray(strata)
+    if strata.shape != labels.shape:
+        raise InputError(f"strata: {strata.shape} values for {labels.shape} rows")
+    rows = [np.flatnonzero(strata == s) for s in np.unique(strata)]
+    rows = [r for r in rows if _can_mine(labels[r])]
+    if not rows:
+        raise InputError("no stratum has two classes and a class with 2+ members")
+    sizes = rng.multinomial(n, np.array([len(r) for r in rows]) / sum(len(r) for r in rows))
+    out = np.concatenate([r[_mine(labels[r], k, rng, balanced)] for r, k in zip(rows, sizes, strict=True)
+                          if k])
+    return out[rng.permutation(len(out))]  # batches mix the strata
+
+
+def _can_mine(labels: np.ndarray) -> bool:
+    _, counts = np.unique(labels, return_counts=True)
+    return counts.size >= 2 and bool((counts >= 2).any())
+
+
+def _mine(labels: np.ndarray, n: int, rng: np.random.Generator, balanced: bool) -> np.ndarray:
     classes, counts = np.unique(labels, return_counts=True)
     can_anchor = counts >= 2
     if can_anchor.sum() < 1 or classes.size < 2:
