@@ -151,10 +151,13 @@ def test_identical_embedding_reuses_the_earlier_records_exactly():
     hist = dataclasses.replace(cfg, xgboost_method="hist")
     part = evaluate_embeddings({"nplb": X}, y, hist, prior=reps, same_as={"nplb": "sphr"})
     assert part.settings["reused"] == {"nplb": {"from": "sphr", "classifiers": ["lda"]}}
-    # other splits: nothing carries over
+    # other splits, or the same splits under another seed: nothing carries over
     moved = evaluate_embeddings({"nplb": X}, y, dataclasses.replace(cfg, seed=7), prior=reps,
                                 same_as={"nplb": "sphr"})
     assert "reused" not in moved.settings
+    reseeded = evaluate_embeddings({"nplb": X}, y, dataclasses.replace(cfg, seed=7),
+                                   splits=reps.splits, prior=reps, same_as={"nplb": "sphr"})
+    assert "reused" not in reseeded.settings
 
 
 def test_stacked_nn_models_are_independent():

@@ -227,13 +227,13 @@ def _same_splits(a: Sequence[Split], b: Sequence[Split]) -> bool:
 
 
 def _reusable(prior: EvalResult, same_as: Mapping[str, str], labels: np.ndarray,
-              splits: Sequence[Split], settings: Mapping[str, Any]
+              splits: Sequence[Split], settings: Mapping[str, Any], seed: int
               ) -> dict[tuple[str, str, str, int], dict[str, Any]]:
     """The records of ``prior`` this call would recompute, keyed as this call's records:
     ``same_as[name]`` is the representation of ``prior`` whose embedding equals ``name``'s
-    here; only on the same participants, labels and splits, and only for classifiers whose
-    settings are unchanged (every fit is seeded, so a refit would give the same record)."""
-    if (not same_as or not _same_splits(prior.splits, splits)
+    here; only on the same participants, labels, splits and seed, and only for classifiers
+    whose settings are unchanged (every fit is seeded, so a refit gives the same record)."""
+    if (not same_as or prior.settings["seed"] != seed or not _same_splits(prior.splits, splits)
             or not np.array_equal(prior.labels, labels)):
         return {}
     same_clf = {c for c, v in settings.items() if prior.settings["classifiers"].get(c) == v}
@@ -282,8 +282,8 @@ def evaluate_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray
     n_jobs = cfg.n_jobs or available_cores()
     jobs = _plan({k: v.shape for k, v in embeddings.items()}, splits, cfg, gpu)
     clf_settings = classifier_settings(cfg.device, cfg.nn, cfg.xgboost_method)
-    known = _reusable(prior, same_as or {}, labels, splits,
-                      clf_settings) if prior is not None else {}
+    known = _reusable(prior, same_as or {}, labels, splits, clf_settings,
+                      cfg.seed) if prior is not None else {}
     reused = [j for j in jobs if all((j.representation, j.classifier, t, s) in known
                                      for t in j.tasks for s in j.splits)]
     jobs = [j for j in jobs if j not in reused]
