@@ -279,7 +279,12 @@ class _StubTrainer:
         assert X.shape[0] == len(labels) and triplets.shape[1] == 3
         assert augmented is not None and len(augmented) == X.shape[0]
         self.calls.append(list(cfgs))
-        return [type("R", (), {"model": (c.loss, X.shape[1])})() for c in cfgs]
+        # model selection as the real stack reports it: each model its own best epoch
+        return [type("R", (), {"model": (c.loss, X.shape[1]), "loss_curve": [1.0, 0.8, 0.7],
+                               "validation": {"best_epoch": 1 + i, "epochs_run": 3,
+                                              "best_val_loss": 0.9, "val_loss": [0.9, 0.95, 1.0],
+                                              "val_knn_f1": [0.5, 0.55, 0.6]}})()
+                for i, c in enumerate(cfgs)]
 
     @staticmethod
     def data_key(X, labels, triplets):
@@ -332,6 +337,12 @@ def prepared(run_dir, tmp_path_factory) -> tuple[Path, _StubTrainer]:
         report = train_loss_comparison(cohort_dir(run, sex), None, ("triplet", "nplb"),
                                        overrides={"epochs": 2}, device="cpu", trainer=trainer)
         assert report["trained"] == ["triplet", "nplb"]
+        # each loss's chosen epoch, and the loss that kept the stack training
+        assert report["model_selection"]["nplb"] == {"best_epoch": 2, "epochs_run": 3,
+                                                     "best_val_loss": 0.9}
+        assert report["stack_held_by"] == "nplb"
+        curve = pd.read_parquet(run / "train" / sex / "comparison" / "triplet" / "loss_curve.parquet")
+        assert list(curve.columns) == ["epoch", "loss", "val_loss", "val_knn_f1"]
     return run, trainer
 
 

@@ -103,3 +103,24 @@ def test_knn_check_uses_a_fixed_sample_on_large_cohorts(monkeypatch):
     assert all((real_fit == row).all(axis=1).any() for row in a.xf.numpy())
     # the validation loss still reads every validation triplet
     assert len(a.tv) == len(split.validation_triplets)
+
+
+def test_a_stack_says_which_losses_it_still_trains_for(caplog):
+    """In a stack every model keeps its own best epoch, but all train until the last one
+    stops: the trainer logs when a model is done and which ones hold the stack."""
+    import logging
+    from types import SimpleNamespace
+
+    from sphr.train.trainer import _Group
+
+    cfgs = [TrainConfig(loss=x, patience=2, validation_size=0.2) for x in ("triplet", "mdr")]
+    group = SimpleNamespace(configs=cfgs, validator=SimpleNamespace(best=[(0.5, 1), (0.4, 2)]),
+                            epoch=2, _waiting=2)
+    with caplog.at_level(logging.INFO, logger="sphr.train.trainer"):
+        _Group._log_waiting(group)  # epoch 2: nobody done
+        group.epoch = 3
+        _Group._log_waiting(group)  # triplet's patience ran out
+        group.epoch = 4
+        _Group._log_waiting(group)  # nothing new, and the last one's stop is no news
+    msgs = [r.getMessage() for r in caplog.records]
+    assert msgs == ["epoch 3: 1 of 2 models done (best epochs [1, 2]); training on for mdr"]

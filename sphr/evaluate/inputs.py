@@ -111,8 +111,8 @@ def read_loss_comparison(run_dir: str | Path, cohort: Cohort, losses: Sequence[s
     report = read_json(report_path) if report_path.exists() else {}
     info: dict[str, Any] = {
         "directory": str(directory), "profile": report.get("profile"),
-        **{k: report[k] for k in ("reused", "from_training_stage", "trained", "train_s")
-           if k in report},
+        **{k: report[k] for k in ("reused", "from_training_stage", "trained", "train_s",
+                                  "model_selection", "stack_held_by") if k in report},
         "config": {k: v for k, v in first.items() if k != "data"}}
     Z = {x: read_test_embeddings(directory / x / "embeddings_test.parquet", cohort) for x in losses}
     return Z, info

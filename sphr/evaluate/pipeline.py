@@ -147,6 +147,13 @@ def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations:
         md = [f"### {SEX_NAMES.get(sex, sex)}: loss comparison\n",
               f"Each loss trained with the same data, triplets and config "
               f"(profile {linfo['profile']}: {linfo['config']}).\n"]
+        chosen = linfo.get("model_selection")
+        if chosen:
+            held = linfo["stack_held_by"]
+            md.append("Epoch kept by model selection (lowest validation loss): " + ", ".join(
+                f"{x} {v['best_epoch']}" for x, v in chosen.items()) + ". The losses train as "
+                f"one stack until every model has stopped; the last to stop was {held}, "
+                f"after {chosen[held]['epochs_run']} epochs.\n")
         for clf in loss_classifiers:
             md.append(loss_markdown(loss_tab, classifier=clf))
         write_text("\n".join(md), stage / "losses.md")

@@ -35,6 +35,28 @@ log = logging.getLogger(__name__)
 
 #: what a loss's folder holds; the evaluation stage reads the test embeddings and the config
 FILES: tuple[str, ...] = ("embeddings_train.parquet", "embeddings_test.parquet")
+#: beside them: the kept epoch (``model_selection``, as the training stage's report has it)
+#: and the curves, as ``sphr train`` writes them for one model
+TRAIN_REPORT = "train_report.json"
+CURVE_FILES: tuple[str, ...] = ("loss_curve.parquet", "loss_curve.png")
+
+
+def _model_selection(out_dir: Path, losses: Sequence[str], copied: Sequence[str]
+                     ) -> dict[str, Any]:
+    """Each loss's kept epoch (trained now, reused or copied), and the loss that held the
+    stack (copied models trained alone): every model keeps its own best epoch, but all
+    train until the last one stops."""
+    chosen = {}
+    for loss in losses:
+        path = out_dir / loss / TRAIN_REPORT
+        ms = json.loads(path.read_text()).get("model_selection") if path.exists() else None
+        if ms:
+            chosen[loss] = {k: ms[k] for k in ("best_epoch", "epochs_run", "best_val_loss")}
+    stacked = [x for x in losses if x not in copied]
+    if len(chosen) < len(losses) or not stacked:
+        return {}
+    return {"model_selection": chosen,
+            "stack_held_by": max(stacked, key=lambda x: chosen[x]["best_epoch"])}
 
 
 def _trainer() -> Any:
@@ -126,6 +148,7 @@ def train_loss_comparison(cohort_dir: str | Path, out_dir: str | Path | None = N
     """
     from sphr.artifacts import embedding_frame, load_cohort
     from sphr.cohorts.triplets import read_triplets
+    from sphr.train.run import model_selection_summary, write_loss_curve
 
     trainer = trainer or _trainer()
     out_dir = Path(out_dir) if out_dir is not None else default_out(cohort_dir)
@@ -149,8 +172,9 @@ def train_loss_comparison(cohort_dir: str | Path, out_dir: str | Path | None = N
         if (reuse and src is not None and _trained_by_training_stage(Path(src), config, data)
                 and _same_eids(Path(src) / "embeddings_test.parquet", test_eids)):
             with staged_outputs(out_dir / loss) as stage:
-                for name in FILES:
-                    write_bytes((Path(src) / name).read_bytes(), stage / name)
+                for name in (*FILES, TRAIN_REPORT, *CURVE_FILES):
+                    if (Path(src) / name).exists():
+                        write_bytes((Path(src) / name).read_bytes(), stage / name)
                 write_json({**config, "data": data}, stage / "train_config.json")
             copied.append(loss)
         elif (reuse and _cached(out_dir / loss, config, data)
@@ -179,6 +203,10 @@ def train_loss_comparison(cohort_dir: str | Path, out_dir: str | Path | None = N
                               stage / "embeddings_test.parquet")
                 write_json({**config_json(cfgs[loss]), "data": data},
                            stage / "train_config.json")
+                write_loss_curve(res, f"SPHR {cohort.sex}, {loss} (loss comparison)", stage)
+                write_json({"loss": loss, "model_selection": model_selection_summary(res)},
+                           stage / TRAIN_REPORT)
+    report.update(_model_selection(out_dir, losses, copied))
     write_json(report, out_dir / COMPARISON_REPORT)
     log.info("%s loss comparison: trained %s, reused %s, copied %s", cohort.sex,
              todo or "none", reused or "none", copied or "none")

@@ -61,6 +61,26 @@ def loss_curve_png(curve: list[float], title: str, validation: dict[str, Any] | 
     return to_png(fig)
 
 
+def model_selection_summary(res: TrainResult) -> dict[str, Any] | None:
+    """The chosen epoch and its validation loss, without the curves (those go to
+    ``loss_curve.parquet``)."""
+    return {k: v for k, v in res.validation.items() if k not in ("val_loss", "val_knn_f1")} or None
+
+
+def write_loss_curve(res: TrainResult, title: str, directory: Path) -> None:
+    """``loss_curve.parquet`` (training loss per epoch, and with model selection the
+    validation loss and kNN F1) and ``loss_curve.png`` into ``directory``."""
+    curve = pd.DataFrame({"epoch": np.arange(1, len(res.loss_curve) + 1, dtype=np.int64),
+                          "loss": np.asarray(res.loss_curve, dtype=np.float64)})
+    if res.validation:
+        curve["val_loss"] = np.asarray(res.validation["val_loss"], dtype=np.float64)
+        curve["val_knn_f1"] = np.asarray(res.validation["val_knn_f1"], dtype=np.float64)
+    write_parquet(curve, directory / "loss_curve.parquet")
+    png = loss_curve_png(res.loss_curve, title, res.validation or None)
+    if png is not None:
+        write_bytes(png, directory / "loss_curve.png")
+
+
 def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None, *,
               resume: bool = False, checkpoint_dir: str | Path | None = None) -> dict[str, Any]:
     """Train on a cohort folder and write model, embeddings, loss curve and report to ``out_dir``.
@@ -89,24 +109,14 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
         "n_train_rows": len(X), "n_test_rows": len(X_test), "n_features": len(cohort.features),
         "epochs": len(res.loss_curve), "final_loss": res.loss_curve[-1] if res.loss_curve else None,
         "timings": res.timings,
-        "model_selection": {k: v for k, v in res.validation.items()
-                            if k not in ("val_loss", "val_knn_f1")} or None,
+        "model_selection": model_selection_summary(res),
         "embeddings_finite": bool(np.isfinite(Z_train).all() and np.isfinite(Z_test).all()),
     }
     with staged_outputs(out_dir) as stage:
         save_model(res.model, config, cohort.features, stage / "model.pt")
         write_parquet(embedding_frame(cohort.train, Z_train), stage / "embeddings_train.parquet")
         write_parquet(embedding_frame(cohort.test, Z_test), stage / "embeddings_test.parquet")
-        curve = pd.DataFrame({"epoch": np.arange(1, len(res.loss_curve) + 1, dtype=np.int64),
-                              "loss": np.asarray(res.loss_curve, dtype=np.float64)})
-        if res.validation:
-            curve["val_loss"] = np.asarray(res.validation["val_loss"], dtype=np.float64)
-            curve["val_knn_f1"] = np.asarray(res.validation["val_knn_f1"], dtype=np.float64)
-        write_parquet(curve, stage / "loss_curve.parquet")
-        png = loss_curve_png(res.loss_curve, f"SPHR {cohort.sex}, {config.loss}",
-                             res.validation or None)
-        if png is not None:
-            write_bytes(png, stage / "loss_curve.png")
+        write_loss_curve(res, f"SPHR {cohort.sex}, {config.loss}", stage)
         write_json(report, stage / "train_report.json")
     log.info("%s %s: %d epochs in %.1f s on %s, final loss %.4g", cohort.sex, config.loss,
              report["epochs"], res.timings.get("train_s", 0.0), res.device, report["final_loss"] or 0)

@@ -155,6 +155,7 @@ class _Group:
             self.fused = fused.FusedStep(self.params, self.opt, self.losses, cfg.dropout,
                                          bf16=cfg.precision == "bf16")
         self.validator = None
+        self._waiting = len(self.configs)  # models whose patience has not run out
         if split is not None:
             self.validator = Validator(self.X, labels, augmented, split, cfg.patience,
                                        cfg.batch_size)
@@ -280,6 +281,20 @@ class _Group:
             self.sched.step()
         return total / n_batches
 
+    def _log_waiting(self) -> None:
+        """In a stack, say when a model's patience runs out and which ones training waits on
+        (one loss whose validation loss keeps improving holds every model's compute)."""
+        v, patience = self.validator, self.configs[0].patience
+        if v is None or patience is None or len(self.configs) == 1:
+            return
+        waiting = [c.loss for c, (_, e) in zip(self.configs, v.best, strict=True)
+                   if self.epoch - e < patience]
+        if len(waiting) < self._waiting and waiting:
+            log.info("epoch %d: %d of %d models done (best epochs %s); training on for %s",
+                     self.epoch, len(self.configs) - len(waiting), len(self.configs),
+                     [e for _, e in v.best], ", ".join(waiting))
+        self._waiting = len(waiting)
+
     def fit(self, *, checkpoint_dir: Path | None, on_epoch: EpochCallback | None,
             desc: str) -> dict[str, Any]:
         cfg = self.configs[0]
@@ -299,6 +314,7 @@ class _Group:
                     stop = self.validator.update(
                         self.epoch, self.params,
                         self.validator(self.params, self.losses, stacked_forward))
+                    self._log_waiting()
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(loss=" ".join(f"{x:.4g}" for x in values[:4]))
