@@ -262,3 +262,35 @@ def test_defaults_are_the_papers_numbers():
     assert (c.loss, c.epochs, c.batch_size, c.lr, c.lr_gamma, c.lr_step, c.margin, c.p,
             c.dropout, c.out_dim) == ("nplb", 1000, 256, 1e-3, 0.95, 50, 1.0, 2, 0.1, 32)
     assert HIDDEN == (512, 256)
+
+
+def test_models_that_are_done_leave_the_stack_and_end_as_if_trained_alone(data, caplog):
+    """With model selection, once half a stack has spent its patience those models leave it
+    and the others train on alone; every model still ends exactly as it would alone: same
+    kept epoch, same stopping epoch, same weights (up to float rounding of the batched
+    products), same curves."""
+    import logging
+
+    X, T, y = data
+    losses = ("triplet", "mdr", "nplb", "infonce")
+    # two seeds in one stack (two batch and mask generators: the seed-3 model's leaving
+    # must not move the others); a stack's validation split is its first model's, so the
+    # seed-0 models are the ones with an "alone" to compare with. Without retiring, a
+    # model whose patience ran out trains on and may find a later best epoch: not as alone
+    configs = [cfg(loss=name, epochs=8, validation_size=0.2, patience=2, seed=s)
+               for name, s in zip(losses, (0, 0, 3, 0), strict=True)]
+    with caplog.at_level(logging.INFO, logger="sphr.train.trainer"):
+        many = train_many(X, T, configs, labels=y)
+    assert [r.config for r in many] == configs
+    left = [r.getMessage() for r in caplog.records if "leave the stack" in r.getMessage()]
+    assert left, "no model left the stack: pick a stack whose models stop at different epochs"
+    for c, r in zip(configs, many, strict=True):
+        if c.seed != 0:
+            continue
+        alone = train_sphr(X, T, c, labels=y)
+        for key in ("best_epoch", "epochs_run"):
+            assert r.validation[key] == alone.validation[key], (c.loss, key)
+        assert _same(alone.model, r.model, exact=False, atol=1e-4), c.loss
+        assert np.allclose(alone.loss_curve, r.loss_curve, rtol=1e-4, atol=1e-5), c.loss
+        assert np.allclose(alone.validation["val_loss"], r.validation["val_loss"], rtol=1e-4,
+                           atol=1e-5), c.loss

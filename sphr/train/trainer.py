@@ -180,7 +180,12 @@ class _Group:
         path = directory / CHECKPOINT
         if not path.exists():
             return False
-        state = torch.load(path, map_location=self.device, weights_only=True)
+        self.load_state(torch.load(path, map_location=self.device, weights_only=True), path)
+        log.info("resumed from %s at epoch %d", path, self.epoch)
+        return True
+
+    def load_state(self, state: dict[str, Any], path: Path | str = "state") -> None:
+        """Continue from :meth:`state` (a checkpoint, or a stack narrowed by :meth:`narrowed`)."""
         saved = [TrainConfig.from_dict(d) for d in state["configs"]]
         for old, new in zip(saved, self.configs, strict=False):
             diff = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in _RESUMABLE
@@ -202,8 +207,42 @@ class _Group:
         self.epoch, self.curve = int(state["epoch"]), [list(x) for x in state["curve"]]
         if self.validator is not None and state.get("validation"):
             self.validator.load(state["validation"], self.device)
-        log.info("resumed from %s at epoch %d", path, self.epoch)
-        return True
+
+    def narrowed(self, keep: Sequence[int]) -> dict[str, Any]:
+        """:meth:`state` of models ``keep`` alone. Exact: the models share no parameter,
+        Adam is element-wise, and batches and dropout masks come from one generator per
+        seed, so a model continues as it would have in the whole stack."""
+        state = self.state()
+        n_stacked = len(state["params"])
+        sizes = [len(list(loss.parameters())) for loss in self.losses]
+        starts = np.cumsum([n_stacked, *sizes[:-1]]).tolist()
+        old_index = list(range(n_stacked)) + [starts[j] + i for j in keep for i in range(sizes[j])]
+        opt = state["optimizer"]
+        k = torch.as_tensor(list(keep))
+        new_state = {}
+        for new, old in enumerate(old_index):
+            if old in opt["state"]:
+                new_state[new] = {name: (v[k.to(v.device)] if new < n_stacked and v.dim() > 0
+                                         else v) for name, v in opt["state"][old].items()}
+        groups = [{**opt["param_groups"][0], "params": list(range(len(old_index)))}]
+        kept_seeds = list(dict.fromkeys(self.configs[j].seed for j in keep))
+        v = state["validation"]
+        return {**state, "configs": [state["configs"][j] for j in keep],
+                "params": [p[k] for p in state["params"]],
+                "optimizer": {"state": new_state, "param_groups": groups},
+                "generators": [state["generators"][self.seeds.index(s)] for s in kept_seeds],
+                "losses": [state["losses"][j] for j in keep],
+                "curve": [[row[j] for j in keep] for row in state["curve"]],
+                "validation": v and {"history": [[row[j] for j in keep] for row in v["history"]],
+                                     "best": [v["best"][j] for j in keep],
+                                     "best_params": [v["best_params"][j] for j in keep]}}
+
+    def done(self) -> list[int]:
+        """Models whose patience has run out (their kept weights are final)."""
+        v, patience = self.validator, self.configs[0].patience
+        if v is None or patience is None or not v.best:
+            return []
+        return [j for j, (_, e) in enumerate(v.best) if self.epoch - e >= patience]
 
     # ------------------------------------------------------------ one epoch
     def _masks(self, m: int) -> list[torch.Tensor] | None:
@@ -296,7 +335,9 @@ class _Group:
         self._waiting = len(waiting)
 
     def fit(self, *, checkpoint_dir: Path | None, on_epoch: EpochCallback | None,
-            desc: str) -> dict[str, Any]:
+            desc: str, retire: bool = False) -> dict[str, Any]:
+        """Train until every model stops (or ``cfg.epochs``). ``retire``: return as soon as
+        half the stack or more is done, so the caller can go on with the others alone."""
         cfg = self.configs[0]
         bar = _epochs_bar(self.epoch, cfg.epochs, desc)
         t0 = time.perf_counter()
@@ -324,6 +365,8 @@ class _Group:
                     self.save(checkpoint_dir)
                 if on_epoch is not None:
                     on_epoch(self.epoch, values)
+                if retire and not stop and 2 * len(self.done()) >= len(self.configs):
+                    break
         if bar is not None:
             bar.close()
         if self.validator is not None and stop:
@@ -338,24 +381,31 @@ class _Group:
                 "fused_step": self.fused is not None,
                 "models_in_stack": len(self.configs), "threads": self.threads}
 
-    def results(self, n_triplets: int, timings: dict[str, Any]) -> list[TrainResult]:
+    def results(self, n_triplets: int, timings: dict[str, Any],
+                which: Sequence[int] | None = None) -> list[TrainResult]:
+        """Models ``which`` (default all), each with its best validation epoch's weights and
+        its curves up to its own stop: the epoch its patience ran out, as trained alone."""
         v = self.validator
-        if v is not None and v.best_params:
-            v.restore(self.params)  # each model ends with its best validation epoch's weights
         out = []
-        for j, cfg in enumerate(self.configs):
+        for j in range(len(self.configs)) if which is None else which:
+            cfg = self.configs[j]
+            end = self.epoch
             validation = {}
             if v is not None:
-                validation = {"best_epoch": int(v.best[j][1]), "epochs_run": self.epoch,
+                if j in self.done():
+                    end = int(v.best[j][1]) + cfg.patience
+                validation = {"best_epoch": int(v.best[j][1]), "epochs_run": end,
                               "best_val_loss": float(v.best[j][0]),
-                              "val_loss": [h[j][0] for h in v.history],
-                              "val_knn_f1": [h[j][1] for h in v.history],
+                              "val_loss": [h[j][0] for h in v.history[:end]],
+                              "val_knn_f1": [h[j][1] for h in v.history[:end]],
                               "fit_rows": len(v.split.fit_rows),
                               "validation_rows": len(v.split.validation_rows),
                               "fit_triplets": len(v.split.fit_triplets)}
+            best = v.best_params[j] if v is not None and v.best_params else None
+            stack, k = ([w.unsqueeze(0) for w in best], 0) if best else (self.params, j)
             out.append(TrainResult(
-                model=unstack(self.params, j, self.templates[j]),
-                loss_curve=[row[j] for row in self.curve], config=cfg, timings=dict(timings),
+                model=unstack(stack, k, self.templates[j]),
+                loss_curve=[row[j] for row in self.curve[:end]], config=cfg, timings=dict(timings),
                 device=str(self.device), n_triplets=n_triplets,
                 loss_module=self.losses[j].cpu().eval(), validation=validation))
         return out
@@ -373,8 +423,8 @@ def _split(triplets: np.ndarray, labels: np.ndarray | None, augmented: np.ndarra
 
 def _train_group(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfig],
                  labels: np.ndarray | None, checkpoint_dir: str | Path | None, resume: bool,
-                 on_epoch: EpochCallback | None, augmented: np.ndarray | None = None
-                 ) -> list[TrainResult]:
+                 on_epoch: EpochCallback | None, augmented: np.ndarray | None = None,
+                 retire: bool = True) -> list[TrainResult]:
     t0 = time.perf_counter()
     # models of one stack share a seed-independent split: the first config's seed sets it
     split = _split(triplets, labels, augmented, configs[0])
@@ -385,10 +435,30 @@ def _train_group(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainCon
     resumed = bool(resume and ckpt is not None and group.load(ckpt))
     setup_s = time.perf_counter() - t0
     desc = "train " + ",".join(dict.fromkeys(c.loss for c in configs))
-    timings = group.fit(checkpoint_dir=ckpt, on_epoch=on_epoch, desc=desc)
-    timings.update(setup_s=round(setup_s, 3), resumed_from_epoch=group.epoch - timings["epochs_run"]
-                   if resumed else None)
-    return group.results(len(triplets), timings)
+    # without checkpoints, models that are done leave the stack once half of it is: one loss
+    # whose validation loss keeps improving (MDR at the paper profile, docs/METHODS.md)
+    # then trains alone instead of holding every model's compute
+    retire = retire and ckpt is None and split is not None and configs[0].patience is not None
+    index = list(range(len(configs)))  # position in ``configs`` of each model in the stack
+    out: dict[int, TrainResult] = {}
+    while True:
+        timings = group.fit(checkpoint_dir=ckpt, on_epoch=on_epoch, desc=desc, retire=retire)
+        timings.update(setup_s=round(setup_s, 3),
+                       resumed_from_epoch=group.epoch - timings["epochs_run"] if resumed else None)
+        done = group.done()
+        if not retire or len(done) in (0, len(group.configs)) or group.epoch >= configs[0].epochs:
+            out.update(zip(index, group.results(len(triplets), timings), strict=True))
+            return [out[i] for i in range(len(configs))]
+        keep = [j for j in range(len(group.configs)) if j not in done]
+        state = group.narrowed(keep)
+        out.update(zip([index[j] for j in done], group.results(len(triplets), timings, done),
+                       strict=True))
+        log.info("epoch %d: %s leave the stack; %s train on", group.epoch,
+                 ", ".join(group.configs[j].loss for j in done),
+                 ", ".join(group.configs[j].loss for j in keep))
+        index = [index[j] for j in keep]
+        group = _Group(X, triplets, labels, [group.configs[j] for j in keep], split, augmented)
+        group.load_state(state)
 
 
 def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None = None, *,
@@ -413,8 +483,11 @@ def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None =
 def train_many(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfig], *,
                labels: np.ndarray | None = None, stack: bool = True,
                checkpoint_dir: str | Path | None = None, resume: bool = False,
-               augmented: np.ndarray | None = None) -> list[TrainResult]:
+               augmented: np.ndarray | None = None, retire: bool = True) -> list[TrainResult]:
     """Train one model per config on the same data; results in the order of ``configs``.
+
+    ``retire``: with model selection and no checkpoints, models that are done leave the
+    stack once half of it is, and the others train on without them (the same results).
 
     Configs that differ only in loss, loss parameters, margin, p or seed are
     trained as one stack (one batched forward/backward per step); the others
@@ -429,6 +502,6 @@ def train_many(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfi
     for g, idx in enumerate(groups.values()):
         ckpt = Path(checkpoint_dir) / f"group{g}" if checkpoint_dir is not None else None
         for i, res in zip(idx, _train_group(X, t, [configs[i] for i in idx], labels, ckpt,
-                                            resume, None, augmented), strict=True):
+                                            resume, None, augmented, retire), strict=True):
             out[i] = res
     return [r for r in out if r is not None]
