@@ -143,6 +143,16 @@ def test_augmentation_stays_inside_bounds(mu, sd, lo_off, width, seed):
     assert (res.samples >= low).all() and (res.samples <= high).all()
 
 
+def test_augmentation_with_a_low_acceptance_rate_does_not_run_out_of_rounds():
+    """A bound a draw reaches 3% of the time needs ~300 rounds for 400 rows; the cap follows
+    the acceptance rate (hypothesis found this where a fixed 200 rounds failed)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 1, size=(50, 2))
+    res = rejection_sample(X, 400, np.array([-2.0, -np.inf]), np.array([-1.625, np.inf]), rng)
+    assert res.rounds > 200 and res.acceptance[0] < 0.05
+    assert ((res.samples[:, 0] >= -2.0) & (res.samples[:, 0] <= -1.625)).all()
+
+
 def test_augmentation_keeps_mean_and_sd_with_wide_bounds():
     rng = np.random.default_rng(2)
     X = rng.normal([5, 100], [1, 10], size=(2000, 2))

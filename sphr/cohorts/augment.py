@@ -17,6 +17,8 @@ from scipy.special import ndtr
 
 from sphr.errors import InputError
 
+#: rounds before giving up, at least; more where a feature's acceptance rate is low (but
+#: above MIN_ACCEPTANCE), as many as its draws need
 MAX_ROUNDS = 200
 #: below this acceptance rate a bound is (nearly) out of the class's reach: fail early
 MIN_ACCEPTANCE = 1e-4
@@ -63,13 +65,18 @@ def rejection_sample(X: np.ndarray, n_new: int, low: np.ndarray, high: np.ndarra
             f"{acceptance[j]:.2g}; check the bound and its unit", field=features[j])
     out = np.empty((n_new, d))
     todo = np.ones((n_new, d), dtype=bool)
+    # enough rounds for every cell to land with probability 1 - 1e-9 at the lowest acceptance
+    # rate ((1 - p)^R * cells < 1e-9); the draws, and so the samples, are those of a fixed cap
+    p_min = float(acceptance.min())
+    max_rounds = MAX_ROUNDS if p_min >= 1 else max(MAX_ROUNDS, int(np.ceil(
+        np.log(1e-9 / todo.size) / np.log1p(-p_min))))
     rounds = 0
     while todo.any():
         rounds += 1
-        if rounds > MAX_ROUNDS:
+        if rounds > max_rounds:
             j = int(np.argmax(todo.sum(axis=0)))
             raise InputError(f"cannot augment {label}: feature {features[j]!r} still has "
-                             f"{int(todo[:, j].sum())} rejected draws after {MAX_ROUNDS} rounds",
+                             f"{int(todo[:, j].sum())} rejected draws after {max_rounds} rounds",
                              field=features[j])
         rows, cols = np.nonzero(todo)
         draw = rng.normal(mean[cols], sd[cols])
