@@ -124,3 +124,17 @@ def test_a_stack_says_which_losses_it_still_trains_for(caplog):
         _Group._log_waiting(group)  # nothing new, and the last one's stop is no news
     msgs = [r.getMessage() for r in caplog.records]
     assert msgs == ["epoch 3: 1 of 2 models done (best epochs [1, 2]); training on for mdr"]
+
+
+def test_a_model_that_is_done_keeps_its_best_epoch_while_its_stack_trains_on():
+    """Once a model's patience has run out, a later, better epoch (trained only because
+    the rest of its stack goes on) is not taken: the model ends as it would alone."""
+    X, labels, augmented, triplets = _data(200)
+    split = split_validation(labels, augmented, triplets, 0.2, seed=0)
+    v = Validator(torch.from_numpy(X), labels, augmented, split, patience=2)
+    params = [torch.zeros(2, 3)]
+    sequence = [(1.0, 5.0), (2.0, 4.0), (3.0, 3.0), (0.5, 2.0)]  # model 0 done after epoch 3
+    for epoch, (a, b) in enumerate(sequence, start=1):
+        params[0].fill_(float(epoch))
+        assert not v.update(epoch, params, [(a, 0.5), (b, 0.5)])
+    assert v.best == [(1.0, 1), (2.0, 4)]

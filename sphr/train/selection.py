@@ -154,6 +154,10 @@ class Validator:
             self.best = [(np.inf, 0)] * k
             self.best_params = [[] for _ in range(k)]
         for j, (v, _) in enumerate(values):
+            # a model whose patience ran out is done, as it would be trained alone: a later
+            # epoch of its stack (trained for the others) is not a candidate
+            if self.patience is not None and epoch - 1 - self.best[j][1] >= self.patience:
+                continue
             if np.isfinite(v) and v < self.best[j][0]:
                 self.best[j] = (v, epoch)
                 self.best_params[j] = [p[j].detach().clone() for p in params]
