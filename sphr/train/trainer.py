@@ -323,15 +323,14 @@ class _Group:
     def _log_waiting(self) -> None:
         """In a stack, say when a model's patience runs out and which ones training waits on
         (one loss whose validation loss keeps improving holds every model's compute)."""
-        v, patience = self.validator, self.configs[0].patience
-        if v is None or patience is None or len(self.configs) == 1:
+        if len(self.configs) == 1:
             return
-        waiting = [c.loss for c, (_, e) in zip(self.configs, v.best, strict=True)
-                   if self.epoch - e < patience]
+        done = self.done()
+        waiting = [c.loss for j, c in enumerate(self.configs) if j not in done]
         if len(waiting) < self._waiting and waiting:
             log.info("epoch %d: %d of %d models done (best epochs %s); training on for %s",
-                     self.epoch, len(self.configs) - len(waiting), len(self.configs),
-                     [e for _, e in v.best], ", ".join(waiting))
+                     self.epoch, len(done), len(self.configs),
+                     [e for _, e in self.validator.best], ", ".join(waiting))
         self._waiting = len(waiting)
 
     def fit(self, *, checkpoint_dir: Path | None, on_epoch: EpochCallback | None,
@@ -386,13 +385,14 @@ class _Group:
         """Models ``which`` (default all), each with its best validation epoch's weights and
         its curves up to its own stop: the epoch its patience ran out, as trained alone."""
         v = self.validator
+        done = self.done()
         out = []
         for j in range(len(self.configs)) if which is None else which:
             cfg = self.configs[j]
             end = self.epoch
             validation = {}
             if v is not None:
-                if j in self.done():
+                if j in done:
                     end = int(v.best[j][1]) + cfg.patience
                 validation = {"best_epoch": int(v.best[j][1]), "epochs_run": end,
                               "best_val_loss": float(v.best[j][0]),
