@@ -267,3 +267,11 @@ def test_cohort_defaults_are_the_papers_numbers():
         ("hdl", "female", 1.3, None), ("ldl", None, None, 3.3),
         ("triglycerides", None, None, 1.7), ("glucose", None, 3.9, 5.6),
         ("hba1c", None, None, 42.0), ("crp", None, None, 10.0)]
+
+
+def test_age_matched_triplets_refuse_bad_strata_with_a_clear_message():
+    labels = np.array([0, 0, 1, 1])
+    with pytest.raises(InputError, match=r"strata: \(3,\) values for \(4,\) rows"):
+        mine_triplets(labels, 10, strata=np.array(["a", "a", "b"]))
+    with pytest.raises(InputError, match="no stratum has two classes"):
+        mine_triplets(labels, 10, strata=np.array(["a", "a", "b", "b"]))
