@@ -123,6 +123,7 @@ def loss_summary(run: Path) -> tuple[list[str], list[dict]]:
     cells, and raw features with the same classifier on the same splits as a reference;
     NPLB against the best other loss and against raw features, in split SDs."""
     cols, cells, epochs, verdicts, n_splits = [], {}, {}, [], 5
+    lines_for: list[tuple[str, str, float, str, float, float]] = []
     for sex in ("female", "male"):
         path = run / "evaluate" / sex / "losses.parquet"
         if not path.exists():
@@ -149,6 +150,8 @@ def loss_summary(run: Path) -> tuple[list[str], list[dict]]:
             cells.setdefault("(raw features)", {})[col] = _cell(raw.loc[task])
             others = sub.drop(index="nplb")
             top = others["mean"].idxmax()
+            lines_for.append((sex, task, float(sub.loc["nplb", "mean"]), top,
+                              float(others.loc[top, "mean"]), float(raw.loc[task, "mean"])))
             verdicts.append({"sex": sex, "task": task,
                              "nplb": round(float(sub.loc["nplb", "mean"]), 4),
                              "best_other": top,
@@ -173,11 +176,11 @@ def loss_summary(run: Path) -> tuple[list[str], list[dict]]:
                  f"one by {-mean:.2f} split SDs on average and by more than {-low:.2f} in 2.5% "
                  f"of draws (`null_gap`: independent normal split scores, {n_splits} splits); against one "
                  f"fixed reference such as raw features, 2.5% of draws fall below {single:.2f}.\n")
-    for v in verdicts:
-        lines.append(f"- {v['sex']}, {v['task']}: NPLB {v['nplb']:.3f} vs the best other loss "
-                     f"({LOSS_NAMES[v['best_other']]}, {v['best_other_f1']:.3f}): "
-                     f"{v['sds']:+.2f} split SDs; vs raw features ({v['raw_f1']:.3f}): "
-                     f"{v['sds_vs_raw']:+.2f} split SDs")
+    # the lines print the unrounded means, as the table does (the JSON keeps 4 decimals)
+    for v, (sex, task, nplb, top, top_f1, raw_f1) in zip(verdicts, lines_for, strict=True):
+        lines.append(f"- {sex}, {task}: NPLB {nplb:.3f} vs the best other loss "
+                     f"({LOSS_NAMES[top]}, {top_f1:.3f}): {v['sds']:+.2f} split SDs; vs raw "
+                     f"features ({raw_f1:.3f}): {v['sds_vs_raw']:+.2f} split SDs")
     return lines, verdicts
 
 
