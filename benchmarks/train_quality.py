@@ -42,6 +42,19 @@ def build_cohort(participants: int, seed: int, sex: str, work: Path) -> Path:
     return work / "cohorts" / sex
 
 
+def quality_config(*, epochs: int, batch_size: int, device: str, seed: int,
+                   fast: dict[str, object]):
+    """The paper profile with this machine's fast settings, trained like the listing: every
+    epoch on all the triplets. The paper profile's model selection (a validation share and
+    early stopping, which the listing lacks) is off, so both see the same rows for the same
+    number of epochs and only the trainer differs."""
+    from sphr.train import TrainConfig
+
+    return dataclasses.replace(TrainConfig.profile("paper"), epochs=epochs,
+                               batch_size=batch_size, device=device, seed=seed,
+                               checkpoint_every=0, validation_size=0.0, patience=None, **fast)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cohort", type=Path, help="an existing RUN/cohorts/<sex> folder")
@@ -59,7 +72,7 @@ def main() -> None:
     from sphr.device import configure_threads, fast_settings, resolve_device
     from sphr.evaluate.losses import load_triplets
     from sphr.evaluate.protocol import EvalConfig, evaluate_embeddings
-    from sphr.train import TrainConfig, embed, train_sphr
+    from sphr.train import embed, train_sphr
 
     device = resolve_device(args.device)
     configure_threads(None)
@@ -77,9 +90,8 @@ def main() -> None:
         listing_model, _, _ = listing_train(X, T, epochs=args.epochs, batch_size=args.batch_size,
                                             device=device, seed=seed)
         seconds["listing"] += time.perf_counter() - t0
-        cfg = dataclasses.replace(TrainConfig.profile("paper"), epochs=args.epochs,
-                                  batch_size=args.batch_size, device=str(device), seed=seed,
-                                  checkpoint_every=0, **fast)
+        cfg = quality_config(epochs=args.epochs, batch_size=args.batch_size,
+                             device=str(device), seed=seed, fast=fast)
         t0 = time.perf_counter()
         ours = train_sphr(X, T, cfg)
         seconds["ours"] += time.perf_counter() - t0
