@@ -4,6 +4,7 @@ every triplet, no labels needed (the paper profile's model selection would need 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,12 @@ def test_quality_config_trains_every_epoch_without_labels():
     spec = importlib.util.spec_from_file_location(
         "train_quality", ROOT / "benchmarks" / "train_quality.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    path = list(sys.path)
+    try:
+        spec.loader.exec_module(module)  # it puts benchmarks/ on sys.path for its `train` import
+    finally:
+        sys.path[:] = path
+        sys.modules.pop("train", None)
     from sphr.train import train_sphr
 
     cfg = module.quality_config(epochs=2, batch_size=64, device="cpu", seed=0, fast={})
