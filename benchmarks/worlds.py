@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sphr.evaluate.paper import LOSS_NAMES, LOSSES
+
 ROOT = Path(__file__).resolve().parent.parent
 WORLDS = ("linear", "nonlinear")
 BASELINES = ("raw", "pca", "ica", "diffmap", "deep_patient")
@@ -36,25 +38,22 @@ RISK_METHODS = ("sphr", "deep_patient", "p0_euclidean", "raw_euclidean", "mahala
 
 
 def _sh(cmd: list[str], log: Path) -> float:
-    t0 = time.perf_counter()
-    with log.open("a") as f:
-        subprocess.run(cmd, cwd=ROOT, check=True, stdout=f, stderr=subprocess.STDOUT,
-                       env={**os.environ, "SPHR_PROGRESS": "0"})
-    return time.perf_counter() - t0
+    return _sh_side_by_side([cmd], log)
 
 
-def _sh_parallel(cmds: list[list[str]], log: Path) -> float:
-    """Run commands side by side (each with OMP_NUM_THREADS 1 per its --threads), all to log."""
+def _sh_side_by_side(cmds: list[list[str]], log: Path, threads: int | None = None) -> float:
+    """Run commands at the same time, all to ``log``; ``threads``: each one's
+    OMP_NUM_THREADS (the commands pass their own ``--threads`` for torch)."""
+    env = {**os.environ, "SPHR_PROGRESS": "0",
+           **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     t0 = time.perf_counter()
     with log.open("a") as f:
-        procs = [subprocess.Popen(c, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
-                                  env={**os.environ, "SPHR_PROGRESS": "0",
-                                       "OMP_NUM_THREADS": c[c.index("--threads") + 1]})
+        procs = [subprocess.Popen(c, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
                  for c in cmds]
         codes = [p.wait() for p in procs]
-    failed = [c for c, rc in zip(cmds, codes, strict=True) if rc]
-    if failed:
-        raise subprocess.CalledProcessError(1, failed[0])
+    for cmd, rc in zip(cmds, codes, strict=True):
+        if rc:
+            raise subprocess.CalledProcessError(rc, cmd)
     return time.perf_counter() - t0
 
 
@@ -98,11 +97,6 @@ def representation_summary(run: Path) -> tuple[list[str], list[dict]]:
     return lines, verdicts
 
 
-LOSS_NAMES = {"triplet": "Triplet", "npair": "N-Pair", "lifted_struct": "LiftedStruct",
-              "mdr": "MDR", "infonce": "InfoNCE", "distance_swap": "Distance Swap",
-              "nplb": "NPLB"}
-
-
 def null_gap(n_losses: int = 7, n_splits: int = 5, draws: int = 200_000,
              seed: int = 0) -> tuple[float, float, float]:
     """Mean and 2.5th percentile of "NPLB minus the best of the other losses", in split SDs,
@@ -122,8 +116,7 @@ def loss_summary(run: Path) -> tuple[list[str], list[dict]]:
     """The loss comparison (XGBoost, weighted F1) as one table: each loss's kept epoch, its
     cells, and raw features with the same classifier on the same splits as a reference;
     NPLB against the best other loss and against raw features, in split SDs."""
-    cols, cells, epochs, verdicts, n_splits = [], {}, {}, [], 5
-    lines_for: list[tuple[str, str, float, str, float, float]] = []
+    cols, cells, epochs, verdicts, gaps, n_splits = [], {}, {}, [], [], 5
     for sex in ("female", "male"):
         path = run / "evaluate" / sex / "losses.parquet"
         if not path.exists():
@@ -150,25 +143,28 @@ def loss_summary(run: Path) -> tuple[list[str], list[dict]]:
             cells.setdefault("(raw features)", {})[col] = _cell(raw.loc[task])
             others = sub.drop(index="nplb")
             top = others["mean"].idxmax()
-            lines_for.append((sex, task, float(sub.loc["nplb", "mean"]), top,
-                              float(others.loc[top, "mean"]), float(raw.loc[task, "mean"])))
-            verdicts.append({"sex": sex, "task": task,
-                             "nplb": round(float(sub.loc["nplb", "mean"]), 4),
+            nplb, other, reference = sub.loc["nplb"], others.loc[top], raw.loc[task]
+            sds, sds_raw = round(_sds(nplb, other), 2), round(_sds(nplb, reference), 2)
+            # the lines print the unrounded means, as the table does (the JSON keeps 4 decimals)
+            gaps.append(f"- {sex}, {task}: NPLB {nplb['mean']:.3f} vs the best other loss "
+                        f"({LOSS_NAMES[top]}, {other['mean']:.3f}): {sds:+.2f} split SDs; vs "
+                        f"raw features ({reference['mean']:.3f}): {sds_raw:+.2f} split SDs")
+            verdicts.append({"sex": sex, "task": task, "nplb": round(float(nplb["mean"]), 4),
                              "best_other": top,
-                             "best_other_f1": round(float(others.loc[top, "mean"]), 4),
-                             "sds": round(_sds(sub.loc["nplb"], others.loc[top]), 2),
-                             "raw_f1": round(float(raw.loc[task, "mean"]), 4),
-                             "sds_vs_raw": round(_sds(sub.loc["nplb"], raw.loc[task]), 2)})
+                             "best_other_f1": round(float(other["mean"]), 4), "sds": sds,
+                             "raw_f1": round(float(reference["mean"]), 4),
+                             "sds_vs_raw": sds_raw})
     if not cols:
         return [], []
     lines = ["| loss | kept epoch (women; men) | " + " | ".join(cols) + " |",
              "| --- | --- |" + " --- |" * len(cols)]
-    for loss in [*[x for x in LOSS_NAMES if x in cells], "(raw features)"]:
+    for loss in [*[x for x in LOSSES if x in cells], "(raw features)"]:
         ep = epochs.get(loss, {})
         kept = "; ".join(ep.get(s, "-") for s in ("female", "male")) if ep else "-"
         lines.append(f"| {LOSS_NAMES.get(loss, loss)} | {kept} | "
                      + " | ".join(cells[loss].get(c, "-") for c in cols) + " |")
-    lines.append("\nMean ± SD over the protocol's 5 splits; bold: the best loss in the column. "
+    lines.append(f"\nMean ± SD over the protocol's {n_splits} splits; bold: the best loss in the "
+                 "column. "
                  "Kept epoch: the best validation epoch of the epochs run (docs/METHODS.md, "
                  "model selection).\n")
     mean, low, single = null_gap(n_losses=len(cells) - 1, n_splits=n_splits)
@@ -176,12 +172,7 @@ def loss_summary(run: Path) -> tuple[list[str], list[dict]]:
                  f"one by {-mean:.2f} split SDs on average and by more than {-low:.2f} in 2.5% "
                  f"of draws (`null_gap`: independent normal split scores, {n_splits} splits); against one "
                  f"fixed reference such as raw features, 2.5% of draws fall below {single:.2f}.\n")
-    # the lines print the unrounded means, as the table does (the JSON keeps 4 decimals)
-    for v, (sex, task, nplb, top, top_f1, raw_f1) in zip(verdicts, lines_for, strict=True):
-        lines.append(f"- {sex}, {task}: NPLB {nplb:.3f} vs the best other loss "
-                     f"({LOSS_NAMES[top]}, {top_f1:.3f}): {v['sds']:+.2f} split SDs; vs raw "
-                     f"features ({raw_f1:.3f}): {v['sds_vs_raw']:+.2f} split SDs")
-    return lines, verdicts
+    return lines + gaps, verdicts
 
 
 def risk_summary(run: Path, world: dict) -> list[str]:
@@ -315,10 +306,10 @@ def main() -> int:
             # the two sexes side by side, each on its share of the cores: these small
             # networks use one core well and two poorly (12.5 s per epoch for the paper
             # profile's stack on one AVX512-BF16 core, 2026-11-25)
-            threads = str(max(1, len(os.sched_getaffinity(0)) // 2))
-            _sh_parallel([[*sphr, "train", str(run / "cohorts" / sex), "--losses", "all",
-                           "--profile", args.profile, "--fast", "--threads", threads]
-                          for sex in ("female", "male")], log)
+            threads = max(1, len(os.sched_getaffinity(0)) // 2)
+            _sh_side_by_side([[*sphr, "train", str(run / "cohorts" / sex), "--losses", "all",
+                               "--profile", args.profile, "--fast", "--threads", str(threads)]
+                              for sex in ("female", "male")], log, threads=threads)
             _sh([*sphr, "evaluate", str(run), "--no-fit-baselines", "--no-train-losses",
                  "--loss-profile", args.profile], log)
             seconds = (seconds or 0) + time.perf_counter() - t0
