@@ -7,6 +7,7 @@ ratio of Higher Risk vs Normal. Writes nhanes_mortality.json, a per-score table
 and Kaplan-Meier curves into --out. Last line: one JSON object.
 
     python benchmarks/nhanes_mortality.py [--out runs/nhanes] [--seed 0] [--bootstrap 1000]
+        [--space marker|quantile]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ KEYS = (
     "c_index_raw_euclidean_ci", "c_index_phenoage_acceleration",
     "c_index_phenoage_acceleration_ci", "hr_higher_vs_normal_unadjusted",
     "hr_unadjusted_low", "hr_unadjusted_high", "group_shares", "saturated_share",
-    "reference_max_age", "n_reference", "n_fit", "n_calibration",
+    "reference_max_age", "n_reference", "n_fit", "n_calibration", "space", "beyond_fit_share",
 )
 
 
@@ -43,12 +44,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/nhanes"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--space", default="marker", choices=("marker", "quantile"),
+                        help="the marker space of the distances (docs/METHODS.md): marker "
+                        "(log-robust, linear beyond the fit; default) or quantile (the cohort "
+                        "normalizer, capped at |z| = 5.2)")
     args = parser.parse_args()
 
     from sphr.risk.nhanes import nhanes_mortality
 
     t = time.perf_counter()
-    result = nhanes_mortality(out_dir=args.out, seed=args.seed, n_bootstrap=args.bootstrap)
+    result = nhanes_mortality(out_dir=args.out, seed=args.seed, n_bootstrap=args.bootstrap,
+                              space=args.space)
     summary = {key: _rounded(result[key]) for key in KEYS}
     summary["seconds"] = round(time.perf_counter() - t, 2)
     print(json.dumps(summary))

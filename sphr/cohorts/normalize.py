@@ -107,3 +107,81 @@ class QuantileNormalizer(TransformerMixin, BaseEstimator):
         norm.quantiles_ = np.asarray(data["quantiles"], dtype=np.float64).T
         norm.n_features_in_ = norm.quantiles_.shape[1]
         return norm
+
+
+class MarkerScaler(TransformerMixin, BaseEstimator):
+    """Robust standardization of the markers, on the log scale where they are positive.
+
+    The input of the marker-space distances (docs/METHODS.md, "The distance space"):
+    a feature whose fitted values are all positive is logged (concentrations are
+    multiplicative and right-skewed), then every feature is centred on its median and
+    divided by IQR / 1.349 (the SD of a normal with that IQR). Unlike
+    :class:`QuantileNormalizer` it is linear beyond the fitted range, so a distance keeps
+    ranking people far from the fitted rows instead of capping them at one z.
+
+    Fitted attributes: ``log_`` (bool per feature), ``floor_`` (the smallest fitted value
+    of a logged feature: a new value at or below zero is read as half of it, since its log
+    is undefined), ``center_``, ``scale_``, ``features_``, ``n_features_in_``.
+    """
+
+    def __init__(self, log: bool = True) -> None:
+        self.log = log
+
+    def fit(self, X, y=None, *, features: list[str] | None = None) -> MarkerScaler:
+        if features is None and hasattr(X, "columns"):
+            features = [str(c) for c in X.columns]
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[0] < 2:
+            raise InputError(f"need at least 2 rows to fit a marker scaler, got shape {X.shape}")
+        if not np.isfinite(X).all():
+            raise InputError("cannot fit the marker scaler on missing or infinite values")
+        self.log_ = (X > 0).all(axis=0) if self.log else np.zeros(X.shape[1], bool)
+        self.floor_ = np.where(self.log_, X.min(axis=0), np.nan)
+        Y = self._logged(X)
+        q25, self.center_, q75 = np.percentile(Y, (25, 50, 75), axis=0)
+        scale = (q75 - q25) / 1.349
+        # a feature with a point mass over its middle half (an integer score) has IQR 0:
+        # its SD stands in, and a constant feature gets 1 (it then adds no distance)
+        sd = Y.std(axis=0)
+        self.scale_ = np.where(scale > 0, scale, np.where(sd > 0, sd, 1.0))
+        self.features_ = list(features) if features is not None else [f"x{i}" for i in range(X.shape[1])]
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def _logged(self, X: np.ndarray) -> np.ndarray:
+        floor = np.where(self.log_, 0.5 * np.nan_to_num(self.floor_, nan=1.0), 0.0)
+        safe = np.where(self.log_ & (X <= 0), floor, X)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.log_, np.log(np.where(self.log_, safe, 1.0)), X)
+
+    def transform(self, X) -> np.ndarray:
+        if getattr(self, "center_", None) is None:
+            raise ConfigError("MarkerScaler is not fitted")
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise InputError(f"expected {self.n_features_in_} features "
+                             f"({', '.join(self.features_[:3])}, ...), got shape {X.shape}")
+        return (self._logged(X) - self.center_) / self.scale_
+
+    def to_dict(self) -> dict:
+        return {"kind": "marker_scaler", "features": self.features_, "log": self.log_.tolist(),
+                "floor": [None if np.isnan(v) else float(v) for v in self.floor_],
+                "center": self.center_.tolist(), "scale": self.scale_.tolist()}
+
+    def save(self, path: str | Path) -> Path:
+        return write_json(self.to_dict(), path)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> MarkerScaler:
+        scaler = cls()
+        scaler.features_ = list(data["features"])
+        scaler.log_ = np.asarray(data["log"], bool)
+        scaler.floor_ = np.asarray([np.nan if v is None else v for v in data["floor"]], float)
+        scaler.center_ = np.asarray(data["center"], float)
+        scaler.scale_ = np.asarray(data["scale"], float)
+        scaler.n_features_in_ = len(scaler.features_)
+        return scaler
+
+    @classmethod
+    def load(cls, path: str | Path) -> MarkerScaler:
+        return cls.from_dict(read_json(path))

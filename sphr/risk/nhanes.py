@@ -21,8 +21,7 @@ and scores everyone:
    adults, before most age-related chronic disease.
 3. The reference is split, seeded and stratified by sex, into a fit part
    (1 - ``calibration_size``) and a calibration part. Everything fitted sees only
-   the fit part, per sex: the quantile normalizer to N(0, 1)
-   (:class:`~sphr.cohorts.normalize.QuantileNormalizer`), the reference point (the
+   the fit part, per sex: the marker space (``space`` below), the reference point (the
    median of the normalized fit markers) and a Ledoit-Wolf covariance.
 4. Scores, larger = worse: ``raw_euclidean`` (distance of the normalized markers
    to the reference point), ``mahalanobis`` (distance to the Ledoit-Wolf mean in
@@ -40,9 +39,13 @@ and scores everyone:
    Mahalanobis (HD) groups: Cox hazard ratios vs Normal, unadjusted and adjusted
    for age, and Kaplan-Meier curves by group for every grouped score.
 
-Known limit: the normalizer maps a value beyond the largest fit-reference value to
-the same z (+5.2), so among people far outside the reference the distances stop
-ranking; ``saturated_share`` in the output says how often that happens.
+The marker space (``space``): by default ``marker``, the log-robust standardization of
+:class:`~sphr.cohorts.normalize.MarkerScaler`, linear beyond the fitted range. With
+``quantile`` (the earlier default) the normalizer maps a value beyond the largest
+fit-reference value to the same z (+5.2), so among people far outside the reference the
+distances stop ranking; ``saturated_share`` says how often that happens there, and
+``beyond_fit_share`` how many evaluated values lie outside the fit part's range in
+either space (docs/METHODS.md, "The distance space").
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sphr.cohorts.normalize import QuantileNormalizer
+from sphr.cohorts.normalize import MarkerScaler, QuantileNormalizer
 from sphr.cohorts.ranges import MG_DL_PER_MMOL_L_GLUCOSE, P0_RANGES, ClinicalRange
 from sphr.errors import InputError
 from sphr.labels import SEXES
@@ -219,13 +222,15 @@ def assign_roles(people: pd.DataFrame, *, reference_max_age: float = REFERENCE_M
 class SexReference:
     """What is fitted on one sex's fit-part reference people (normalized marker space)."""
 
-    normalizer: QuantileNormalizer
+    normalizer: QuantileNormalizer | MarkerScaler
     center: np.ndarray      # median of the normalized markers: the raw_euclidean reference point
     mean: np.ndarray        # Ledoit-Wolf location (the mean)
     covariance: np.ndarray  # Ledoit-Wolf shrunk covariance
     precision: np.ndarray
     shrinkage: float
     n: int
+    fit_min: np.ndarray | None = None  # per marker, the fit part's range (raw units)
+    fit_max: np.ndarray | None = None
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         return self.normalizer.transform(X).astype(np.float64)
@@ -238,8 +243,17 @@ class SexReference:
         return np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", d, self.precision, d), 0.0))
 
 
-def fit_reference(people: pd.DataFrame, fit_mask: np.ndarray) -> dict[str, SexReference]:
-    """Per sex, from the rows in ``fit_mask`` only: normalizer, reference point, covariance."""
+#: the marker spaces the distances can be measured in (docs/METHODS.md, "The distance space")
+SPACES: tuple[str, ...] = ("marker", "quantile")
+
+
+def fit_reference(people: pd.DataFrame, fit_mask: np.ndarray, space: str = "marker"
+                  ) -> dict[str, SexReference]:
+    """Per sex, from the rows in ``fit_mask`` only: the marker space (``marker``: log-robust
+    standardization, linear beyond the fit; ``quantile``: the cohort normalizer, capped at
+    |z| = 5.2), the reference point and the covariance."""
+    if space not in SPACES:
+        raise InputError(f"unknown space {space!r}: choose from {', '.join(SPACES)}")
     from sklearn.covariance import LedoitWolf
 
     fit_mask = np.asarray(fit_mask, dtype=bool)
@@ -251,12 +265,14 @@ def fit_reference(people: pd.DataFrame, fit_mask: np.ndarray) -> dict[str, SexRe
             raise InputError(f"only {int(rows.sum())} {name} reference people to fit on; "
                              f"need at least {len(MARKERS) + 2}", field="sex")
         X = people.loc[rows, list(MARKERS)].to_numpy(np.float64)
-        normalizer = QuantileNormalizer().fit(X, features=list(MARKERS))
+        normalizer = (MarkerScaler() if space == "marker" else QuantileNormalizer()).fit(
+            X, features=list(MARKERS))
         Z = normalizer.transform(X).astype(np.float64)
         lw = LedoitWolf().fit(Z)
         out[name] = SexReference(normalizer, np.median(Z, axis=0), lw.location_.copy(),
                                  lw.covariance_.copy(), lw.get_precision(),
-                                 float(lw.shrinkage_), int(rows.sum()))
+                                 float(lw.shrinkage_), int(rows.sum()), X.min(axis=0),
+                                 X.max(axis=0))
     return out
 
 
@@ -283,6 +299,22 @@ def score_people(people: pd.DataFrame, fits: dict[str, SexReference],
         "raw_euclidean": raw,
     })
     return scores, Z
+
+
+def _beyond_fit_share(people: pd.DataFrame, fits: dict[str, SexReference],
+                      rows: np.ndarray) -> float:
+    """Share of the ``rows``' marker values outside the range of their sex's fit part."""
+    X = people[list(MARKERS)].to_numpy(np.float64)
+    sex = people["sex"].to_numpy()
+    outside = np.zeros_like(X, dtype=bool)
+    for code, name in enumerate(SEXES):
+        norm = fits[name].normalizer
+        if isinstance(norm, QuantileNormalizer):
+            lo, hi = norm.quantiles_[0], norm.quantiles_[-1]
+        else:
+            lo, hi = fits[name].fit_min, fits[name].fit_max
+        outside[sex == code] = (X[sex == code] < lo) | (X[sex == code] > hi)
+    return float(outside[rows].mean())
 
 
 def comparable_pairs(time_: np.ndarray, event: np.ndarray) -> np.ndarray:
@@ -407,7 +439,7 @@ def nhanes_mortality(path: str | Path | None = None, *,
                      reference_max_age: float = REFERENCE_MAX_AGE,
                      calibration_size: float = 0.2, n_bootstrap: int = 1000, seed: int = 0,
                      out_dir: str | Path | None = None,
-                     recalibrate_creatinine: bool = True) -> dict:
+                     recalibrate_creatinine: bool = True, space: str = "marker") -> dict:
     """The whole check (module docstring); returns the summary and, with ``out_dir``,
     writes ``nhanes_mortality.json``, ``nhanes_mortality_scores.parquet`` (one row per
     score) and ``nhanes_mortality_km.png`` there, all or none."""
@@ -417,7 +449,7 @@ def nhanes_mortality(path: str | Path | None = None, *,
     roles = assign_roles(people, reference_max_age=reference_max_age,
                          calibration_size=calibration_size, seed=split_seed)
     fit, cal, ev = (roles == "fit"), (roles == "calibration"), (roles == "evaluation")
-    fits = fit_reference(people, fit)
+    fits = fit_reference(people, fit, space)
     scores, Z = score_people(people, fits, fit)
 
     t, e = people["time_years"].to_numpy()[ev], people["event"].to_numpy()[ev]
@@ -466,7 +498,12 @@ def nhanes_mortality(path: str | Path | None = None, *,
         "bounds": {r["score"]: {"normal": r["normal_bound"], "normal_method": r["normal_method"],
                                 "lower_risk": r["lower_bound"], "lower_method": r["lower_method"]}
                    for r in rows if r["score"] in GROUPED_SCORES},
-        "saturated_share": float((np.abs(Z[ev]) >= _SATURATED_Z).mean()),
+        "space": space,
+        # share of evaluated marker values at the quantile normalizer's cap (0 in the
+        # marker space, which has no cap) and beyond the fitted range (either space)
+        "saturated_share": float((np.abs(Z[ev]) >= _SATURATED_Z).mean()) if space == "quantile"
+        else 0.0,
+        "beyond_fit_share": _beyond_fit_share(people, fits, ev),
         "reference_max_age": reference_max_age,
         "n_reference": int((fit | cal).sum()), "n_fit": int(fit.sum()),
         "n_calibration": int(cal.sum()),
