@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 pipeline: $(STAMP)
-	$(BIN)/python -m pipeline run
+	$(BIN)/python -m sphr_dagster run
 
 test: $(STAMP)
 	$(BIN)/python -m ruff check .
@@ -38,4 +38,4 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff format --check .
 
 ui: $(STAMP)
-	$(BIN)/python -m pipeline ui
+	$(BIN)/python -m sphr_dagster ui

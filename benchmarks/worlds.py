@@ -1,7 +1,7 @@
 """The result tables in both synthetic worlds, with each world's oracle ceilings.
 
 For each world (docs/SYNTH.md) the whole pipeline runs on a fresh synthetic export
-(``python -m pipeline run --world W``, demo profile unless ``--profile paper``); then
+(``python -m sphr_dagster run --world W``, demo profile unless ``--profile paper``); then
 the paper's Table A8 row is rerun on the linear world's ingest with no augmentation and
 with the joint (copula) augmentation beside the default 3x independent one. Written to
 ``OUT/summary.md``; the last line printed is one JSON object with the headline figures.
@@ -296,7 +296,7 @@ def main() -> int:
         seconds = None
         if not (args.reuse and done):
             in_pipeline = args.losses and not args.fast_losses
-            seconds = _sh([sys.executable, "-m", "pipeline", "run", "--world", w, "--run-dir",
+            seconds = _sh([sys.executable, "-m", "sphr_dagster", "run", "--world", w, "--run-dir",
                            str(run), "--profile", args.profile, "--no-retrieval",
                            *([] if in_pipeline else ["--no-losses"])], log)
         if args.fast_losses and not (args.reuse and all(

@@ -3,7 +3,7 @@
 ``demo`` sizes the cohort's triplets and the training so the whole pipeline runs in minutes
 on a laptop CPU; ``paper`` uses the paper's settings (docs/METHODS.md). The stages' config
 classes hold what each profile means (``CohortConfig.profile``, ``TrainConfig.profile``);
-the CLI, the Dagster configs and ``python -m pipeline run`` take their default from here.
+the CLI, the Dagster configs and ``python -m sphr_dagster run`` take their default from here.
 """
 
 PROFILES: tuple[str, ...] = ("demo", "paper")

@@ -26,11 +26,11 @@ def test_every_entry_point_defaults_to_one_profile(monkeypatch):
     """The CLI stages, the Dagster configs and `python -m pipeline run` share one default."""
     import argparse
 
-    import pipeline.__main__ as runner
-    from assets.cohorts import CohortConfig
-    from assets.training import LossComparisonConfig, TrainingConfig
+    import sphr_dagster.__main__ as runner
     from sphr.cli import build_parser
     from sphr.profiles import DEFAULT_PROFILE
+    from sphr_dagster.assets.cohorts import CohortConfig
+    from sphr_dagster.assets.training import LossComparisonConfig, TrainingConfig
 
     parser = build_parser()
     stages = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -104,11 +104,11 @@ def test_no_option_spells_out_its_default(stage):
 
 
 def test_dagster_configs_defaults_are_the_librarys():
-    from assets.baselines import BaselinesConfig as BaselinesRun
-    from assets.cohorts import CohortConfig as CohortRun
-    from assets.retrieval import RetrievalSettings
-    from assets.risk import RiskSettings
-    from pipeline.resources import DataSource
+    from sphr_dagster.assets.baselines import BaselinesConfig as BaselinesRun
+    from sphr_dagster.assets.cohorts import CohortConfig as CohortRun
+    from sphr_dagster.assets.retrieval import RetrievalSettings
+    from sphr_dagster.assets.risk import RiskSettings
+    from sphr_dagster.resources import DataSource
 
     cohort = CohortRun()
     assert {k: getattr(cohort, k) for k in ("profile", "seed", "bfh_fold", "n_triplets",

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline.definitions import PER_SEX_GROUPS
-from pipeline.runner import materialize_groups, materialize_partitions
+from sphr_dagster.definitions import PER_SEX_GROUPS
+from sphr_dagster.runner import materialize_groups, materialize_partitions
 
 SMALL = {"ops": {
     "cohorts": {"config": {"n_triplets": 3000}},

@@ -11,9 +11,9 @@ import time
 import dagster as dg
 import pytest
 
-from pipeline.automation import SETTLE_SECONDS, new_export_sensor
-from pipeline.definitions import ASSETS, CHECKS, defs
-from pipeline.resources import DataSource, default_resources
+from sphr_dagster.automation import SETTLE_SECONDS, new_export_sensor
+from sphr_dagster.definitions import ASSETS, CHECKS, defs
+from sphr_dagster.resources import DataSource, default_resources
 
 
 def test_definitions_load_and_validate():
@@ -31,7 +31,7 @@ def test_definitions_load_and_validate():
 @pytest.mark.parametrize("profile", ["demo", "paper"])
 def test_runner_config_names_real_ops(profile):
     """`python -m pipeline run` passes config by op name: a renamed op must not drop it silently."""
-    from pipeline.__main__ import _run_config
+    from sphr_dagster.__main__ import _run_config
 
     ops = {a.op.name for a in ASSETS if isinstance(a, dg.AssetsDefinition)}
     assert set(_run_config(profile)["ops"]) <= ops
@@ -41,9 +41,9 @@ def test_runner_config_names_real_ops(profile):
 def test_no_losses_skips_the_comparison_asset():
     """`python -m pipeline run --no-losses`: no train/loss_comparison, no loss table; the
     evaluation reads the comparison, it never trains one."""
-    from pipeline.__main__ import LOSS_COMPARISON, _run_config
-    from pipeline.definitions import PER_SEX_GROUPS
-    from pipeline.runner import group_selection
+    from sphr_dagster.__main__ import LOSS_COMPARISON, _run_config
+    from sphr_dagster.definitions import PER_SEX_GROUPS
+    from sphr_dagster.runner import group_selection
 
     graph = defs.resolve_asset_graph()
     every = {k.to_user_string() for k in group_selection(PER_SEX_GROUPS).resolve(graph)}

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from test_risk import _cli, _fake_train_module, write_small_deep_models
 
-from pipeline.automation import SETTLE_SECONDS, new_export_sensor
-from pipeline.definitions import ASSETS, CHECKS, defs
-from pipeline.resources import DataSource, default_resources
 from sphr.data.fingerprint import fingerprint, stat_key, tree_sha256
+from sphr_dagster.automation import SETTLE_SECONDS, new_export_sensor
+from sphr_dagster.definitions import ASSETS, CHECKS, defs
+from sphr_dagster.resources import DataSource, default_resources
 
 # ----------------------------------------------------------------------------- fingerprint
 
@@ -271,7 +271,7 @@ def test_changed_export_marks_downstream_stale(tmp_path, exports):
     export = tmp_path / "ukb.csv"
     export.write_bytes(exports["a"].read_bytes())
     instance = dg.DagsterInstance.ephemeral()
-    from assets.ingest import export_observation
+    from sphr_dagster.assets.ingest import export_observation
 
     res = _resources(tmp_path / "run", export)
     # observed first, as the sensor and `python -m pipeline run` do

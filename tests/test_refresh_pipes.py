@@ -8,8 +8,8 @@ import sys
 import dagster as dg
 import pytest
 
-from pipeline.definitions import ASSETS, CHECKS
-from pipeline.resources import default_resources
+from sphr_dagster.definitions import ASSETS, CHECKS
+from sphr_dagster.resources import default_resources
 
 
 def test_pipes_entry_never_imports_dagster():
@@ -47,12 +47,12 @@ def test_kubernetes_gpu_location_validates():
 
     if importlib.util.find_spec("dagster_k8s") is None:
         pytest.skip("dagster-k8s is not installed (optional: pip install dagster-k8s==0.29.27)")
-    from pipeline.k8s import defs
+    from sphr_dagster.k8s import defs
 
     client = defs.resources["pipes_client"]
     limits = client.pod_spec()["containers"][0]["resources"]["limits"]
     assert limits == {"nvidia.com/gpu": "1"}
     exe = Path(sys.executable).with_name("dagster")
-    done = subprocess.run([str(exe), "definitions", "validate", "-m", "pipeline.k8s"],
+    done = subprocess.run([str(exe), "definitions", "validate", "-m", "sphr_dagster.k8s"],
                           capture_output=True, text=True, env={**os.environ}, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

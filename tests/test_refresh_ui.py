@@ -37,13 +37,13 @@ def fitted_ui(tmp_path, ingest_dir, cohorts_dir, synthetic_cohort):
     write_export(synthetic_cohort, export, "ukbconv", decoys=0, seed=11)
     home = tmp_path / "dagster_home"
     home.mkdir()
-    shutil.copyfile(ROOT / "pipeline" / "dagster.yaml", home / "dagster.yaml")
+    shutil.copyfile(ROOT / "sphr_dagster" / "dagster.yaml", home / "dagster.yaml")
     env = {**os.environ, "DAGSTER_HOME": str(home), "SPHR_EXPORT": str(export),
            "SPHR_RUN_DIR": str(run), "SPHR_PROGRESS": "0"}
     prep = ("import dagster as dg\n"
-            "from assets.ingest import export_observation\n"
-            "from pipeline.definitions import ASSETS, CHECKS\n"
-            "from pipeline.resources import default_resources\n"
+            "from sphr_dagster.assets.ingest import export_observation\n"
+            "from sphr_dagster.definitions import ASSETS, CHECKS\n"
+            "from sphr_dagster.resources import default_resources\n"
             "i = dg.DagsterInstance.get(); r = default_resources()\n"
             "i.report_runless_asset_event(export_observation(r['data_source'], r['storage']))\n"
             "m = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups('refresh'),"
@@ -58,8 +58,8 @@ def fitted_ui(tmp_path, ingest_dir, cohorts_dir, synthetic_cohort):
     write_export(SyntheticCohort(visits[keep].reset_index(drop=True), synthetic_cohort.truth),
                  export, "ukbconv", decoys=0, seed=11)
     observe = ("import dagster as dg\n"
-               "from assets.ingest import export_observation\n"
-               "from pipeline.resources import default_resources\n"
+               "from sphr_dagster.assets.ingest import export_observation\n"
+               "from sphr_dagster.resources import default_resources\n"
                "r = default_resources()\n"
                "dg.DagsterInstance.get().report_runless_asset_event("
                "export_observation(r['data_source'], r['storage']))\n")
@@ -97,7 +97,7 @@ def test_ui_shows_export_version_and_stale_marker(fitted_ui):
         driver.save_screenshot(str(SHOTS / "dagster_export_version.png"))
         # refresh/baseline was built from the previous version: stale (Dagster: "Unsynced")
         stale = {}
-        for page in ("assets/refresh/baseline", "locations/pipeline.definitions:defs/"
+        for page in ("assets/refresh/baseline", "locations/sphr/"
                      "asset-groups/refresh"):
             driver.get(f"{url}/{page}")
             try:
@@ -116,7 +116,7 @@ def test_ui_shows_export_version_and_stale_marker(fitted_ui):
 
         instance = DagsterInstance.from_config(str(home))
         before = {r.run_id for r in instance.get_runs()}
-        driver.get(f"{url}/locations/pipeline.definitions:defs/jobs/risk_refresh")
+        driver.get(f"{url}/locations/sphr/jobs/risk_refresh")
         launch = _wait_for(lambda: _button(driver, "Materialize all"), 60,
                            "the job's Materialize all button")
         driver.save_screenshot(str(SHOTS / "dagster_risk_refresh_job.png"))

@@ -52,13 +52,13 @@ def dagster_ui(tmp_path, ukb_export):
     """A running `dagster dev` whose ingest assets are already materialized."""
     home = tmp_path / "dagster_home"
     home.mkdir()
-    shutil.copyfile(ROOT / "pipeline" / "dagster.yaml", home / "dagster.yaml")
+    shutil.copyfile(ROOT / "sphr_dagster" / "dagster.yaml", home / "dagster.yaml")
     env = {**os.environ, "DAGSTER_HOME": str(home), "SPHR_EXPORT": str(ukb_export),
            "SPHR_RUN_DIR": str(tmp_path / "run"), "SPHR_PROGRESS": "0"}
     # ingest in-process on the same instance, so the UI launch only builds one sex's cohorts
     prep = ("import dagster as dg\n"
-            "from pipeline.definitions import ASSETS, CHECKS\n"
-            "from pipeline.resources import default_resources\n"
+            "from sphr_dagster.definitions import ASSETS, CHECKS\n"
+            "from sphr_dagster.resources import default_resources\n"
             "r = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups('ingest'),"
             " resources=default_resources(), instance=dg.DagsterInstance.get())\n"
             "assert r.success\n")

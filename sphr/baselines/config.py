@@ -2,7 +2,7 @@
 
 The defaults live here and nowhere else: :class:`~sphr.baselines.diffmap.DiffMap` and
 :class:`~sphr.baselines.deep_patient.DeepPatient` take theirs from this class, and so do
-``sphr baselines`` and ``assets.baselines.BaselinesConfig``.
+``sphr baselines`` and ``sphr_dagster.assets.baselines.BaselinesConfig``.
 Only light imports, so ``sphr --help`` builds its parser without scikit-learn or torch.
 """
 

@@ -1,6 +1,6 @@
 """Settings of the cohort step: one dataclass, read by the library, the CLI and the Dagster assets.
 
-The defaults live here and nowhere else (``sphr cohorts`` and ``assets.cohorts.CohortConfig``
+The defaults live here and nowhere else (``sphr cohorts`` and ``sphr_dagster.assets.cohorts.CohortConfig``
 take theirs from this class). Only light imports, so ``sphr --help`` builds its parser
 without pandas or scikit-learn.
 """

@@ -2,7 +2,7 @@
 writer, the CLI and the Dagster data source.
 
 The defaults live here and nowhere else (:func:`sphr.data.synth.generate_cohort`,
-:func:`sphr.data.export.write_export`, ``sphr synth`` and ``pipeline.resources.DataSource`` take
+:func:`sphr.data.export.write_export`, ``sphr synth`` and ``sphr_dagster.resources.DataSource`` take
 theirs from this class). Only light imports, so ``sphr --help`` builds its parser without
 pandas, scipy or polars.
 """

@@ -108,7 +108,7 @@ class ComparisonConfig:
     device: str = "auto"
 
 
-#: the Dagster pipeline's comparison (assets/retrieval.py): the ``quick`` budget and one seed, so
+#: the Dagster pipeline's comparison (sphr_dagster/assets/retrieval.py): the ``quick`` budget and one seed, so
 #: the default pipeline spends well under a minute per dataset on it
 PIPELINE_COMPARISON = ComparisonConfig(seeds=(0,), profile="quick")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import pandas as pd
 
-from pipeline import metadata as md
+from sphr_dagster import metadata as md
 
 REQUIRED_COLUMNS = ("eid", "sex", "age", "label", "diabetes", "cancer", "other_serious")
 

@@ -2,8 +2,8 @@
 
 Needs dagster-k8s 0.29.x, which the default install leaves out
 (``pip install dagster-k8s==0.29.27``). Load it instead of
-``pipeline.definitions``: ``dagster dev -m pipeline.k8s`` or
-``dagster definitions validate -m pipeline.k8s``.
+``sphr_dagster.definitions``: ``dagster dev -m sphr_dagster.k8s`` or
+``dagster definitions validate -m sphr_dagster.k8s``.
 
 Only the ``pipes_client`` resource changes: the training asset runs the same
 ``python -m sphr.train.pipes_entry COHORT OUT`` through Dagster Pipes, now in a
@@ -25,8 +25,8 @@ from pathlib import Path
 import dagster as dg
 from dagster_k8s import PipesK8sClient
 
-from pipeline import definitions as local
-from pipeline.resources import default_resources
+from sphr_dagster import definitions as local
+from sphr_dagster.resources import default_resources
 
 
 class GpuTrainingClient(PipesK8sClient):

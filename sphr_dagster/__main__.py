@@ -1,8 +1,8 @@
-"""``python -m pipeline run`` materializes everything in-process; ``python -m pipeline ui`` starts Dagster.
+"""``python -m sphr_dagster run`` materializes everything in-process; ``python -m sphr_dagster ui`` starts Dagster.
 
 ``run`` is the README's main command: the unpartitioned ingest assets once; then
 every per-sex asset for each partition and the image-retrieval comparison, side by
-side in their own processes (:mod:`pipeline.runner`); then the cross-sex merges
+side in their own processes (:mod:`sphr_dagster.runner`); then the cross-sex merges
 (evaluation tables and results page, risk report). It goes through the same
 Definitions the UI shows, on a persistent DAGSTER_HOME, so the runs appear in the
 UI afterwards.
@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.home import PROJECT_ROOT, ensure_dagster_home
 from sphr.profiles import DEFAULT_PROFILE, PROFILES
+from sphr_dagster.home import PROJECT_ROOT, ensure_dagster_home
 
 #: the training stage's 7-loss comparison: `--no-losses` leaves it out (and the loss table)
 LOSS_COMPARISON = "train/loss_comparison"
@@ -45,10 +45,10 @@ def run(args: argparse.Namespace) -> int:
         os.environ["SPHR_SYNTHETIC_WORLD"] = args.world
     import dagster as dg
 
-    from pipeline.definitions import CROSS_SEX_GROUPS, PER_SEX_GROUPS, STANDALONE_GROUPS
-    from pipeline.resources import default_resources
-    from pipeline.runner import materialize_side_by_side
     from sphr.labels import SEXES
+    from sphr_dagster.definitions import CROSS_SEX_GROUPS, PER_SEX_GROUPS, STANDALONE_GROUPS
+    from sphr_dagster.resources import default_resources
+    from sphr_dagster.runner import materialize_side_by_side
 
     instance = dg.DagsterInstance.get()
     resources = default_resources(os.environ["SPHR_RUN_DIR"])
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
               (" + ".join(CROSS_SEX_GROUPS), [(CROSS_SEX_GROUPS, None)])]
     t_all = time.perf_counter()
     # the export's data version (content fingerprint) first, so what follows records it
-    from assets.ingest import export_observation
+    from sphr_dagster.assets.ingest import export_observation
 
     instance.report_runless_asset_event(export_observation(resources["data_source"],
                                                            resources["storage"]))
@@ -111,7 +111,7 @@ def ui(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipeline")
+    parser = argparse.ArgumentParser(prog="python -m sphr_dagster")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="materialize every asset and partition in-process")
     p.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES)

@@ -2,11 +2,11 @@
 
 import dagster as dg
 
-from pipeline import metadata as md
-from pipeline.partitions import sex_partitions
-from pipeline.resources import Compute, RunStorage
 from sphr import layout
 from sphr.risk.config import RiskConfig
+from sphr_dagster import metadata as md
+from sphr_dagster.partitions import sex_partitions
+from sphr_dagster.resources import Compute, RunStorage
 
 _DEFAULTS = RiskConfig()
 

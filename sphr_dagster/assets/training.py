@@ -4,12 +4,12 @@ the loss comparison (one model per loss, the evaluation's loss table reads them)
 import dagster as dg
 import numpy as np
 
-from pipeline import metadata as md
-from pipeline.partitions import sex_partitions
-from pipeline.resources import Compute, RunStorage
 from sphr import layout
 from sphr.profiles import DEFAULT_PROFILE
 from sphr.train.config import COMPARISON_LOSSES
+from sphr_dagster import metadata as md
+from sphr_dagster.partitions import sex_partitions
+from sphr_dagster.resources import Compute, RunStorage
 
 
 class TrainingConfig(dg.Config):

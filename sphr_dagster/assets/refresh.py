@@ -9,9 +9,9 @@ with the training distribution, and ``risk/refresh`` scores everyone into
 import dagster as dg
 import pandas as pd
 
-from assets.ingest import ukb_export_file
-from pipeline import metadata as md
-from pipeline.resources import Compute, DataSource, RunStorage
+from sphr_dagster import metadata as md
+from sphr_dagster.assets.ingest import ukb_export_file
+from sphr_dagster.resources import Compute, DataSource, RunStorage
 
 
 @dg.asset(key=["refresh", "baseline"], group_name="refresh", deps=[ukb_export_file],

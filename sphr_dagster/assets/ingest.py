@@ -3,9 +3,9 @@
 import dagster as dg
 import pandas as pd
 
-from pipeline import metadata as md
-from pipeline.resources import DataSource, RunStorage
 from sphr import layout
+from sphr_dagster import metadata as md
+from sphr_dagster.resources import DataSource, RunStorage
 
 
 def export_version(data_source: DataSource, storage: RunStorage) -> tuple[str, dict]:
@@ -29,7 +29,7 @@ def export_version(data_source: DataSource, storage: RunStorage) -> tuple[str, d
 @dg.observable_source_asset(
     key=["export", "ukb_export_file"], group_name="export",
     description="The export file as delivered. Observed (the UI's 'Observe sources', the "
-    "new-export sensor, `python -m pipeline run`) with a content fingerprint as its data version, so a "
+    "new-export sensor, `python -m sphr_dagster run`) with a content fingerprint as its data version, so a "
     "changed file marks everything downstream stale.")
 def ukb_export_file(data_source: DataSource, storage: RunStorage) -> dg.ObserveResult:
     version, meta = export_version(data_source, storage)
@@ -41,7 +41,7 @@ def export_observation(data_source: DataSource, storage: RunStorage) -> dg.Asset
     (the runner, tests) to record *before* materializing: a step's own observation would come
     after the provenance of what it materializes."""
     # outside a step the resources are not initialised: build_resources resolves their
-    # dg.EnvVar fields (pipeline/resources.py) as a run would
+    # dg.EnvVar fields (sphr_dagster/resources.py) as a run would
     with dg.build_resources({"data_source": data_source, "storage": storage}) as res:
         version, meta = export_version(res.data_source, res.storage)
     return dg.AssetObservation(asset_key=ukb_export_file.key, metadata=meta,

@@ -84,7 +84,7 @@ def default_resources(run_root: str | None = None) -> dict:
     """Resources as a fresh checkout runs them; ``SPHR_*`` environment variables override the
     class defaults (through ``dg.EnvVar``, see :func:`env_var`), and ``run_root`` overrides
     ``SPHR_RUN_DIR``."""
-    from pipeline.io_manager import ParquetIOManager
+    from sphr_dagster.io_manager import ParquetIOManager
 
     root = run_root or env_var("SPHR_RUN_DIR")
     return {

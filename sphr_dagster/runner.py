@@ -1,6 +1,6 @@
 """Materialize asset groups in-process, or several (groups, partition) tasks side by side.
 
-``python -m pipeline run`` uses this for its middle stage: the two sex partitions
+``python -m sphr_dagster run`` uses this for its middle stage: the two sex partitions
 write disjoint folders (``RUN/<stage>/<sex>/``; the files that merge both sexes are
 cross-sex assets that run afterwards) and the image-retrieval comparison reads
 nothing of theirs, so the three run at the same time. Each worker
@@ -49,8 +49,8 @@ def materialize_groups(groups: Sequence[str], partition: str | None = None,
     ``skip``: asset keys (``train/loss_comparison``) of those groups to leave out."""
     import dagster as dg
 
-    from pipeline.definitions import ASSETS, CHECKS, defs
-    from pipeline.resources import default_resources
+    from sphr_dagster.definitions import ASSETS, CHECKS, defs
+    from sphr_dagster.resources import default_resources
 
     t0 = time.perf_counter()
     assets = [*ASSETS, *CHECKS]

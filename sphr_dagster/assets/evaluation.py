@@ -2,12 +2,12 @@
 
 import dagster as dg
 
-from pipeline import metadata as md
-from pipeline.partitions import sex_partitions
-from pipeline.resources import Compute, RunStorage
 from sphr import layout
 from sphr.evaluate.names import XGB_METHODS
 from sphr.train.config import COMPARISON_LOSSES
+from sphr_dagster import metadata as md
+from sphr_dagster.partitions import sex_partitions
+from sphr_dagster.resources import Compute, RunStorage
 
 
 class EvaluationConfig(dg.Config):

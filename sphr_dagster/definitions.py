@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import baselines, cohorts, evaluation, ingest, refresh, retrieval, risk, training
-from pipeline import checks
-from pipeline.automation import (
+from sphr_dagster import checks
+from sphr_dagster.assets import (
+    baselines,
+    cohorts,
+    evaluation,
+    ingest,
+    refresh,
+    retrieval,
+    risk,
+    training,
+)
+from sphr_dagster.automation import (
     cohort_refresh,
     monthly_retrain,
     new_export_sensor,
@@ -15,7 +24,7 @@ from pipeline.automation import (
     sphr_pipeline,
     weekly_risk_refresh,
 )
-from pipeline.resources import default_resources
+from sphr_dagster.resources import default_resources
 
 ASSET_MODULES = (ingest, cohorts, training, baselines, evaluation, risk, retrieval, refresh)
 #: asset groups partitioned by sex, the groups that read both sexes (run after them), and

@@ -4,10 +4,10 @@ import os
 
 import dagster as dg
 
-from pipeline import metadata as md
-from pipeline.resources import Compute, RunStorage
 from sphr import layout
 from sphr.retrieval.profiles import PIPELINE_COMPARISON as _DEFAULTS
+from sphr_dagster import metadata as md
+from sphr_dagster.resources import Compute, RunStorage
 
 #: embedded datasets; SPHR_RETRIEVAL_MANIFEST adds the user's own image manifest
 DATASETS = ("digits", "forensic")

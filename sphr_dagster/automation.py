@@ -8,8 +8,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipeline.resources import DataSource
 from sphr.labels import SEXES
+from sphr_dagster.resources import DataSource
 
 #: files the sensor treats as exports (the reader auto-detects the format)
 EXPORT_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".parquet")

@@ -4,12 +4,12 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from pipeline import metadata as md
-from pipeline.partitions import sex_partitions
-from pipeline.resources import RunStorage
 from sphr import layout
 from sphr.cohorts.config import CohortConfig as Settings
 from sphr.profiles import DEFAULT_PROFILE
+from sphr_dagster import metadata as md
+from sphr_dagster.partitions import sex_partitions
+from sphr_dagster.resources import RunStorage
 
 #: the library's defaults, which this asset's run configuration takes as its own
 _DEFAULTS = Settings()
