@@ -1,4 +1,4 @@
-"""``sphr synth`` and ``sphr ingest``."""
+"""``sphr synth``, ``sphr ingest`` and ``sphr fields``."""
 
 from __future__ import annotations
 
@@ -48,6 +48,25 @@ def register(sub: argparse._SubParsersAction) -> None:
                    '"censoring": {"hospital": "2021-03-31"}} (docs/OUTCOMES.md)')
     p.set_defaults(func=_ingest)
 
+    p = sub.add_parser("fields", help="list the UK Biobank fields the pipeline reads",
+                       description="The catalog's fields: Showcase id, title, unit, the "
+                       "instances and array indices sphr ingest reads, whether the ingest stops "
+                       "without them, and which stages use them. --rap prints the column names "
+                       "to extract on the UK Biobank Research Analysis Platform (docs/RAP.md).")
+    p.add_argument("--rap", action="store_true",
+                   help="print the RAP column names, one per line, eid first: a field list for "
+                   "the Table Exporter (with --entity participant: for dx extract_dataset "
+                   "--fields-file)")
+    p.add_argument("--entity", default=None,
+                   help="with --rap: write each name as ENTITY.NAME, as dx extract_dataset "
+                   "wants them (participant.p31)")
+    p.add_argument("--format", default=None, choices=("table", "json"),
+                   help="table (default) or json (one object per field, every detail)")
+    p.add_argument("--required-only", action="store_true",
+                   help="only the columns without which sphr ingest stops (enough for the "
+                   "ingest, not for the models: every predictor it lacks is dropped)")
+    p.set_defaults(func=_fields)
+
 
 def _synth(args: argparse.Namespace) -> int:
     from sphr.data.export import write_export
@@ -82,3 +101,40 @@ def _ingest(args: argparse.Namespace) -> int:
         print(f"no outcomes: {r['outcomes']['why']}")
     print(f"wrote {args.out}/{files}ingest_report.json")
     return 0
+
+
+def _fields(args: argparse.Namespace) -> int:
+    import re
+
+    from sphr.data.catalog_view import field_uses, format_table, rap_columns
+    from sphr.errors import ConfigError
+
+    if args.entity is not None and not args.rap:
+        raise ConfigError("--entity prefixes the names --rap prints; add --rap")
+    if args.rap and args.format is not None:
+        raise ConfigError("--rap prints one name per line; leave out --format")
+    if args.entity is not None and not re.fullmatch(r"[A-Za-z_]\w*", args.entity):
+        raise ConfigError(f"--entity {args.entity!r} is not an entity name (e.g. participant)")
+    if args.rap:
+        _emit("\n".join(rap_columns(entity=args.entity or "", required_only=args.required_only)))
+        return 0
+    uses = field_uses()
+    if args.required_only:
+        uses = [u for u in uses if u.required]
+    if args.format == "json":
+        _emit(json.dumps([u.to_dict() for u in uses], indent=2))
+    else:
+        _emit(format_table(uses))
+    return 0
+
+
+def _emit(text: str) -> None:
+    """Print ``text``; a reader that stops early (``sphr fields --rap | head``) is no error."""
+    import os
+    import sys
+
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # without this, Python reports the closed pipe once more when it flushes at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
