@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import polars as pl
@@ -188,3 +189,154 @@ def test_cli_reports_errors(tmp_path, capsys):
     path.write_text("")
     assert main(["ingest", str(path), "--out", str(tmp_path / "out")]) == 2
     assert "empty file" in capsys.readouterr().err
+
+
+# ---- bytes that are not UTF-8 (issue 27): an error naming file, field and data row ----------
+
+AGE, CHOL = 3, 10  # positions in person()'s row
+
+
+def with_raw_cell(path: Path, out: Path, row: int, column: str, raw: bytes) -> Path:
+    """A copy of the quoted CSV at ``path`` whose cell (data ``row``, ``column``) is ``raw``."""
+    lines = path.read_bytes().split(b"\n")
+    header = next(csv.reader([lines[0].decode()]))
+    cells = next(csv.reader([lines[row].decode()]))
+    cells[header.index(column)] = "@@CELL@@"
+    line = ",".join(f'"{c}"' for c in cells).encode()
+    lines[row] = line.replace(b"@@CELL@@", raw)
+    out.write_bytes(b"\n".join(lines))
+    return out
+
+
+@pytest.mark.parametrize(("row", "column", "raw", "shown", "field"), [
+    (4, "30690-0.0", b"5\xe9", "'5\\xe9' holds byte 0xe9", "30690-0.0 (cholesterol)"),
+    (2, "eid", b"10\xff1", "'10\\xff1' holds byte 0xff", "eid"),
+    (6, "2443-0.0", b"Oui\xe9", "'Oui\\xe9' holds byte 0xe9", "2443-0.0 (diabetes)"),  # coded
+    (3, "53-0.0", b"2008\xa0-01-02", "'2008\\xa0-01-02' holds byte 0xa0",
+     "53-0.0 (assessment_date)"),
+], ids=["number", "eid", "code", "date"])
+def test_non_utf8_byte_names_file_field_and_row(tmp_path, row, column, raw, shown, field):
+    clean = write_csv(tmp_path / "clean.csv", BASE_COLUMNS, good_rows(6))
+    path = with_raw_cell(clean, tmp_path / "ukb.csv", row, column, raw)
+    err = expect_error(path, tmp_path, contains="not UTF-8 text", field=field, row=row)
+    assert f"value {shown}, which is not UTF-8 text" in str(err)
+    assert "\n" not in str(err)  # one line
+
+
+def test_non_utf8_byte_deep_in_a_large_export(tmp_path, ukb_export):
+    # 4.7 MB: the row is in the reader's second 4 MB block, so the row count must carry over
+    path = with_raw_cell(ukb_export, tmp_path / "ukb.csv", 1_950, "21003-0.0", b"6\xe91")
+    err = expect_error(path, tmp_path, contains="byte 0xe9, which is not UTF-8 text",
+                       field="21003-0.0 (age)", row=1_950)
+    assert "value '6\\xe91'" in str(err)
+
+
+def test_non_utf8_byte_in_a_linked_record_column(tmp_path, ukb_export):
+    import polars as pl
+
+    codes = pl.read_csv(ukb_export, columns=["41270-0.0"], infer_schema=False)["41270-0.0"]
+    row = int(codes.is_not_null().arg_true()[3]) + 1  # a participant with a hospital record
+    path = with_raw_cell(ukb_export, tmp_path / "ukb.csv", row, "41270-0.0", b"E11\xe9")
+    expect_error(path, tmp_path, contains="not UTF-8 text", field="41270-0.0 (hospital_icd10)",
+                 row=row)
+
+
+def test_non_utf8_byte_in_a_column_never_read_is_ignored(tmp_path):
+    # 20001 (cancer code) is in the export but not read by ingest: its bytes reach no output
+    header = [*BASE_COLUMNS, "20001-0.0"]
+    clean = write_csv(tmp_path / "clean.csv", header, [[*r, "1001"] for r in good_rows(4)])
+    path = with_raw_cell(clean, tmp_path / "ukb.csv", 2, "20001-0.0", b"Z\xfcrich")
+    assert ingest(path).baseline.equals(ingest(clean).baseline)
+
+
+# ---- values no person can have: set missing, counted per field, logged ----------------------
+
+
+def ingest_with(tmp_path: Path, cells: dict[tuple[int, int], str]) -> tuple[pl.DataFrame, dict]:
+    """run_ingest of good_rows(6) with ``cells`` ((row index, position) -> text) replaced."""
+    rows = good_rows(6)
+    for (i, j), value in cells.items():
+        rows[i][j] = value
+    path = write_csv(tmp_path / "ukb.csv", BASE_COLUMNS, rows)
+    run_ingest(path, tmp_path / "out")
+    report = json.loads((tmp_path / "out" / "ingest_report.json").read_text())
+    return pl.read_parquet(tmp_path / "out" / "baseline.parquet"), report
+
+
+@pytest.mark.parametrize(("pos", "value", "name", "shown", "rule"), [
+    (AGE, "-5", "age", "-5.0", "finite, 18-110 years"),
+    (AGE, "200", "age", "200.0", "finite, 18-110 years"),
+    (CHOL, "1e309", "cholesterol", "inf", "finite, >= 0 mmol/L"),
+    (CHOL, "inf", "cholesterol", "inf", "finite, >= 0 mmol/L"),
+    (CHOL, "-inf", "cholesterol", "-inf", "finite, >= 0 mmol/L"),
+    (CHOL, "NaN", "cholesterol", "nan", "finite, >= 0 mmol/L"),
+    (CHOL, "-2.5", "cholesterol", "-2.5", "finite, >= 0 mmol/L"),
+], ids=["negative_age", "age_200", "1e309", "inf", "minus_inf", "nan", "negative_concentration"])
+def test_implausible_value_is_missing_and_counted(tmp_path, caplog, pos, value, name, shown, rule):
+    column = BASE_COLUMNS[pos]
+    with caplog.at_level("WARNING", logger="sphr.data.ingest"):
+        base, report = ingest_with(tmp_path, {(2, pos): value})
+    assert report["implausible_values"] == {name: {
+        "column": column, "rule": rule, "count": 1, "first_rows": [3], "first_eids": [1002],
+        "first_values": [shown]}}
+    values = dict(zip(base["eid"], base[name], strict=True))
+    assert values.pop(1002) is None  # missing, not NaN: the completeness filter sees it
+    assert set(values.values()) == ({55.0} if name == "age" else {5.1})
+    assert report["completeness"][name] == round(5 / 6, 4)
+    warning = next(w for w in report["warnings"] if f"{column} ({name})" in w)
+    assert f"1 value(s) outside the plausible range ({rule})" in warning
+    assert "row 3 (eid 1002" in warning
+    assert any(warning in r.getMessage() for r in caplog.records)
+
+
+def test_implausible_values_are_all_counted(tmp_path):
+    bad = {(i, AGE): str(v) for i, v in zip(range(6), [-5, 17, 18, 110, 111, 200], strict=True)}
+    base, report = ingest_with(tmp_path, bad)
+    hit = report["implausible_values"]["age"]
+    assert hit["count"] == 4 and hit["first_rows"] == [1, 2, 5, 6]  # 18 and 110 are plausible
+    assert hit["first_eids"] == [1000, 1001, 1004, 1005]
+    assert base["age"].to_list() == [None, None, 18.0, 110.0, None, None]
+
+
+def test_special_codes_are_not_implausible(tmp_path):
+    # -1 in a lab column is UKB's "do not know", counted as a special code (issue 27 keeps it)
+    base, report = ingest_with(tmp_path, {(1, CHOL): "-1"})
+    assert report["implausible_values"] == {}
+    assert report["special_codes"]["30690-0.0 (cholesterol)"] == {"-1": 1}
+    assert base["cholesterol"][1] is None
+
+
+def test_parquet_nan_is_missing_not_implausible(tmp_path):
+    # pandas writes a missing number to parquet as NaN: missing, not an implausible value
+    clean = write_csv(tmp_path / "ukb.csv", BASE_COLUMNS, good_rows(4))
+    frame = pl.read_csv(clean, infer_schema=False, null_values=[""]).with_columns(
+        pl.Series("30690-0.0", [5.1, float("nan"), 4.0, float("inf")]))
+    frame.write_parquet(tmp_path / "ukb.parquet")
+    result = ingest(tmp_path / "ukb.parquet")
+    assert result.baseline["cholesterol"].to_list() == [5.1, None, 4.0, None]
+    assert result.report["implausible_values"]["cholesterol"]["first_rows"] == [4]
+
+
+def test_every_numeric_predictor_has_a_plausible_range():
+    from sphr.data.fields import FASTING_TIME, PREDICTORS
+
+    for f in (*PREDICTORS, FASTING_TIME):
+        assert f.min_value is not None and f.min_value >= 0, f.name
+        assert f.max_value is None or f.max_value > f.min_value, f.name
+        if f.unit == "%":
+            assert f.max_value == 100, f.name
+
+
+#: sha256 of the synthetic export's baseline.parquet as CSV (the ``ingest_dir`` fixture:
+#: generate_cohort(2_000, seed=11), ukbconv, 25 decoys), made by the ingest before the
+#: plausibility rules existed (commit d9556e7). A change of the generator changes it too.
+CLEAN_BASELINE_SHA256 = "a2b66bf0c305af0b1ecf4f5fe44aa41e43e9e7bcec46a1f9e9d3e0c9ac9b4957"
+
+
+def test_clean_export_baseline_is_unchanged(ingest_dir):
+    import hashlib
+
+    report = json.loads((ingest_dir / "ingest_report.json").read_text())
+    assert report["implausible_values"] == {}
+    base = pl.read_parquet(ingest_dir / "baseline.parquet")
+    assert hashlib.sha256(base.write_csv().encode()).hexdigest() == CLEAN_BASELINE_SHA256

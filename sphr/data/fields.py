@@ -61,6 +61,23 @@ class Field:
     #: for reports: decimals a value is stored with in the Showcase
     decimals: int = 2
     extra: dict[str, str] = field(default_factory=dict)
+    #: plausible range of a numeric value, bounds included (None: unbounded on that side).
+    #: ``sphr ingest`` sets a value outside it, or a non-finite one, missing and counts it
+    #: per field in ingest_report.json (docs/INGEST.md)
+    min_value: float | None = None
+    max_value: float | None = None
+
+    @property
+    def plausible_rule(self) -> str:
+        """The plausibility rule in words, as the ingest report and log state it."""
+        unit = f" {self.unit}" if self.unit else ""
+        if self.min_value is not None and self.max_value is not None:
+            return f"finite, {self.min_value:g}-{self.max_value:g}{unit}"
+        if self.min_value is not None:
+            return f"finite, >= {self.min_value:g}{unit}"
+        if self.max_value is not None:
+            return f"finite, <= {self.max_value:g}{unit}"
+        return "finite"
 
     @property
     def label_to_code(self) -> dict[str, int]:
@@ -71,11 +88,21 @@ class Field:
         return out
 
 
+#: Upper bounds no value in that unit can pass, whoever the person: a share of cells, a
+#: fraction, hours in a day. Other units (concentrations, counts, volumes, minutes) have no
+#: such hard ceiling, and a lab's ceiling is not ours to guess.
+_UNIT_MAX: dict[str, float] = {"%": 100.0, "ratio": 1.0, "hours/day": 24.0}
+
+
 def _p(fid: int, name: str, title: str, unit: str, group: Group, decimals: int = 2,
        instances: tuple[int, ...] = (0, 1), value_type: ValueType = "continuous",
-       special: tuple[int, ...] = ()) -> Field:
+       special: tuple[int, ...] = (), min_value: float | None = 0.0,
+       max_value: float | None = None) -> Field:
+    # Every predictor below is a concentration, count, percentage, volume, mass, BMI, duration
+    # or amount of activity: none can be negative, so 0 is the default floor (age overrides it)
     return Field(fid, name, title, unit, value_type, "predictor", group, instances,
-                 special_codes=special, decimals=decimals)
+                 special_codes=special, decimals=decimals, min_value=min_value,
+                 max_value=max_value if max_value is not None else _UNIT_MAX.get(unit))
 
 
 _BLOOD_COUNT = (0, 1, 2)
@@ -84,8 +111,10 @@ _ALL = (0, 1, 2, 3)
 
 PREDICTORS: tuple[Field, ...] = (
     # demographics
+    # adults only: UKB recruited at 40-69; 18-110 also admits other adult cohorts, and an age
+    # outside it is a typo or a unit slip (months, a birth year), never a person
     _p(21003, "age", "Age when attended assessment centre", "years", "demographics", 0,
-       _ALL, "integer"),
+       _ALL, "integer", min_value=18.0, max_value=110.0),
     _p(21001, "bmi", "Body mass index (BMI)", "kg/m2", "demographics", 4, _ALL),
     # blood counts
     _p(30000, "wbc", "White blood cell (leukocyte) count", "10^9 cells/L", "blood_count", 2, _BLOOD_COUNT),
@@ -191,8 +220,10 @@ MEDICATION_CODE = Field(20003, "medication_code", "Treatment/medication code", "
                                 1140884600: "metformin", 1140866738: "amlodipine",
                                 1140860806: "ramipril", 1140883066: "insulin product",
                                 1140868226: "aspirin", 1140852976: "multivitamin"})
+# goes into baseline.parquet as a number (not a code), so a negative time is as impossible
+# there as a negative lab value
 FASTING_TIME = Field(74, "fasting_time", "Fasting time", "hours", "integer", "context",
-                     "assessment", _ALL, decimals=0)
+                     "assessment", _ALL, decimals=0, min_value=0.0)
 
 NON_PREDICTORS: tuple[Field, ...] = (
     SEX, ASSESSMENT_DATE, DIABETES, CANCER, OTHER_SERIOUS, MEDICATION_MEN, MEDICATION_WOMEN,

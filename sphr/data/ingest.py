@@ -4,8 +4,15 @@ and ``outcomes.parquet`` when the export has linked health records (:mod:`sphr.d
 Baseline values are instance 0 only. A later visit never fills a baseline gap
 (taking "the last non-null instance" silently mixes visits). Special negative
 codes become null and are counted per column; an unknown code or label, a
-non-numeric value, a duplicate eid, a ragged or cut-off row each stop the
-ingest with one message naming the file, field and row.
+non-numeric value, bytes that are not UTF-8, a duplicate eid, a ragged or
+cut-off row each stop the ingest with one message naming the file, field and row.
+
+A number no person can have (outside its field's plausible range in the catalog,
+e.g. age outside 18-110 or a negative concentration, or inf/NaN) becomes missing,
+is logged, and is counted per field with its rule and first rows and eids in
+``implausible_values`` of the report (docs/INGEST.md). It does not stop the run: one
+bad lab value in 500,000 rows should not stop everyone's run, while a participant
+whose value became missing shows up downstream as incomplete, not as a wrong number.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ LABELS = ("unhealthy", "apparently_healthy", "unknown")
 REQUIRED: tuple[Field, ...] = (SEX, ASSESSMENT_DATE, *CONDITIONS)
 AGE = next(f for f in PREDICTORS if f.name == "age")
 _MEDICATION_FLAGS = {1: "cholesterol_medication", 2: "blood_pressure_medication", 3: "insulin"}
+#: rows and eids of implausible values kept per field in the report (the count has them all)
+FIRST_SHOWN = 5
 #: -7 "none of the above" answers a multiple-choice question; the other special codes do not
 ANSWERED_NONE = -7
 
@@ -128,15 +137,48 @@ def _decode_coded(layout: ExportLayout, column: pl.Series, key: ColumnKey, f: Fi
     return code.alias(_col(key))
 
 
+def _implausible_to_null(values: pl.Series, f: Field, column: str, eid: pl.Series,
+                         implausible: dict[str, dict]) -> pl.Series:
+    """``values`` with each one outside ``f``'s plausible range, or not finite, set null; each
+    field hit gets a count, the rule and its first rows and eids in ``implausible``."""
+    if not values.dtype.is_numeric():
+        return values
+    v = pl.col("v")
+    tests = [~v.is_finite()] if values.dtype.is_float() else []
+    if f.min_value is not None:
+        tests.append(v < f.min_value)
+    if f.max_value is not None:
+        tests.append(v > f.max_value)
+    if not tests:
+        return values
+    bad = values.to_frame("v").select(pl.any_horizontal(tests).fill_null(False)).to_series()
+    if not bad.any():
+        return values
+    index = bad.arg_true()
+    first = index.head(FIRST_SHOWN)
+    implausible[f.name] = {
+        "column": column, "rule": f.plausible_rule, "count": len(index),
+        "first_rows": (first + 1).to_list(), "first_eids": eid.gather(first).to_list(),
+        # text, so that inf and NaN survive JSON
+        "first_values": [str(v) for v in values.gather(first).to_list()],
+    }
+    return pl.select(pl.when(~bad).then(values)).to_series().alias(values.name)
+
+
 def _decode(layout: ExportLayout, raw: dict[str, pa.ChunkedArray], keys: list[ColumnKey],
-            special_counts: dict[str, dict[str, int]]) -> pl.DataFrame:
-    """Typed columns named ``field-instance.array``; special codes counted, then null.
+            special_counts: dict[str, dict[str, int]],
+            implausible: dict[str, dict] | None = None) -> pl.DataFrame:
+    """Typed columns named ``field-instance.array``; special codes counted, then null;
+    implausible values (:func:`_implausible_to_null`) counted in ``implausible``, then null.
 
     ``raw`` (the columns as read, by file name; see :func:`_raw_columns`) is emptied column by
     column: each raw column is dropped as soon as it is decoded, so the raw and the decoded
     table never both exist whole.
     """
     from sphr.data.fields import BY_ID
+
+    # a caller without a report still gets the values an ingest would write
+    implausible = {} if implausible is None else implausible
 
     def take(name: str) -> pl.Series:
         return pl.Series(name, raw.pop(name))
@@ -173,6 +215,8 @@ def _decode(layout: ExportLayout, raw: dict[str, pa.ChunkedArray], keys: list[Co
                 str(int(c)): int(n) for c, n in counts.iter_rows()}
             no_answer = hit & (values != ANSWERED_NONE)
             values = pl.select(pl.when(~no_answer).then(values)).to_series()
+        if f.value_type in ("continuous", "integer"):
+            values = _implausible_to_null(values, f, name, eid, implausible)
         out.append(values.alias(_col(key)))
     pa.default_memory_pool().release_unused()
     return pl.DataFrame(out)
@@ -323,9 +367,16 @@ def ingest(export: str | Path, *, drop_truncated_last_row: bool = False,
     if raw.num_rows == 0:
         raise InputError("the export has a header but no participants", file=layout.path, row=1)
     special: dict[str, dict[str, int]] = {}
+    implausible: dict[str, dict] = {}
     columns = _raw_columns(raw)
     del raw  # _decode drops each raw column once decoded
-    frame = _decode(layout, columns, keys, special)
+    frame = _decode(layout, columns, keys, special, implausible)
+    for name, hit in implausible.items():
+        warnings.append(
+            f"{hit['column']} ({name}): {hit['count']} value(s) outside the plausible range "
+            f"({hit['rule']}) set missing, first at row {hit['first_rows'][0]} (eid "
+            f"{hit['first_eids'][0]}, value {hit['first_values'][0]}); see implausible_values "
+            "in ingest_report.json")
     _check_duplicates(layout, frame)
     sex_col = _col(ColumnKey(SEX.id, 0, 0))
     no_sex = int(frame[sex_col].null_count())
@@ -345,6 +396,7 @@ def ingest(export: str | Path, *, drop_truncated_last_row: bool = False,
         log.warning("%s: %s", layout.path, w)
     report = _report(layout, frame, baseline, followup, special, warnings,
                      time.perf_counter() - start, no_sex)
+    report["implausible_values"] = implausible
     report["outcomes"] = outcome_report
     report["columns_read"] += len(linked.keys)
     return IngestResult(baseline.drop("medication_answered"), followup, report, outcomes)

@@ -6,6 +6,16 @@ reader, which parses only the included columns and converts numbers in C++.
 pyarrow counts fields properly inside quotes, so a row with too few or too
 many fields is caught (polars pads or drops them silently). A last line cut
 off mid-row is caught by looking at the file's tail before parsing.
+
+Bytes that are not UTF-8 in a column we read stop the read with one error naming
+the file, field and data row. We do not fall back to Latin-1: a UK Biobank export
+is UTF-8, so such a byte means a corrupted or re-encoded file, and guessing its
+encoding would hide that. pyarrow already validates every text column it converts
+and fails to parse a number holding such a byte, so the happy path pays nothing;
+only after a failure is the one column pyarrow names streamed again, as raw bytes,
+to find the row. Columns we never read are never decoded, so their bytes cannot
+reach an output and are not checked (checking them would mean validating every
+byte of a 10+ GB file that pyarrow otherwise only splits into fields).
 """
 
 from __future__ import annotations
@@ -335,23 +345,87 @@ def _as_text(col: pa.Array) -> pa.Array:
 
 
 def _conversion_error(layout: ExportLayout, message: str) -> InputError:
-    """pyarrow says which column held a non-number (not always which row): find the row."""
+    """pyarrow names the column that failed to convert, not the row: find the row."""
     import re
-
-    import pyarrow.csv as pc
 
     col = re.search(r"column #(\d+)", message)
     if col is None:
         return InputError(f"could not read the file: {message}", file=layout.path)
     name = layout.header[int(col[1])]
-    text = pc.read_csv(
+    try:
+        located = _locate_bad_cell(layout, name)
+    except pa.ArrowInvalid:  # a file pyarrow cannot even split into fields: say what it said
+        located = None
+    return located or InputError(f"could not read the file: {message}", file=layout.path,
+                                 field=_field_label(name))
+
+
+def _locate_bad_cell(layout: ExportLayout, name: str) -> InputError | None:
+    """Stream one CSV column again as raw bytes; an error for its first cell that is not
+    UTF-8 or, in a numeric field, not a number (error path only).
+
+    Streamed rather than read whole: the bad cell is often early, and one text column of a
+    500,000-row export need not be held to find it.
+    """
+    import polars as pl
+    import pyarrow.csv as pc
+
+    parsed = parse_column(name)
+    f = BY_ID.get(parsed[1].field) if parsed and parsed[1] is not None else None
+    numeric = f is not None and _arrow_type(f) == pa.float64()
+    reader = pc.open_csv(
         layout.path,
-        parse_options=pc.ParseOptions(delimiter=layout.delimiter, invalid_row_handler=lambda r: "skip"),
-        convert_options=pc.ConvertOptions(include_columns=[name], column_types={name: pa.string()},
+        read_options=pc.ReadOptions(block_size=_BLOCK_BYTES),
+        parse_options=pc.ParseOptions(delimiter=layout.delimiter,
+                                      invalid_row_handler=lambda r: "skip"),
+        convert_options=pc.ConvertOptions(include_columns=[name], column_types={name: pa.binary()},
                                           null_values=_NULLS, strings_can_be_null=True,
-                                          quoted_strings_can_be_null=True),
-    )
-    return _locate_bad_value(layout, text, name)
+                                          quoted_strings_can_be_null=True))
+    first = 1
+    for batch in reader:
+        values = batch.column(0)
+        bad_text = _first_not_utf8(values)
+        if bad_text is not None:
+            at, raw, byte = bad_text
+            return InputError(
+                f"value {repr(raw)[1:]} holds byte 0x{byte:02x}, which is not UTF-8 text; a UK "
+                "Biobank export is UTF-8, so the file was corrupted or re-encoded: re-export "
+                "it (or convert it, e.g. iconv -f latin1 -t utf-8, if you know its encoding)",
+                file=layout.path, field=_field_label(name), row=first + at)
+        if numeric:
+            text = pl.from_arrow(values.cast(pa.string())).str.strip_chars()
+            bad = (text.is_not_null() & text.cast(pl.Float64, strict=False).is_null()).arg_true()
+            if len(bad):
+                return InputError(f"non-numeric value {text[int(bad[0])]!r} in a numeric field",
+                                  file=layout.path, field=_field_label(name),
+                                  row=first + int(bad[0]))
+        first += batch.num_rows
+    return None
+
+
+def _first_not_utf8(values: pa.Array) -> tuple[int, bytes, int] | None:
+    """The first value that is not UTF-8: its index, its bytes and the first bad byte (None
+    if all are UTF-8). Arrow validates the whole block in C++; only a block known to hold
+    such a value is searched value by value."""
+    try:
+        values.cast(pa.string())
+        return None
+    except pa.ArrowInvalid:
+        pass
+    for i, value in enumerate(values.to_pylist()):
+        if value is not None:
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return i, value, value[exc.start]
+    return None
+
+
+def _field_label(name: str) -> str:
+    """A column as errors name it: ``30690-0.0 (cholesterol)``, or the bare name."""
+    parsed = parse_column(name)
+    key = parsed[1] if parsed else None
+    return f"{name} ({BY_ID[key.field].name})" if key is not None and key.field in BY_ID else name
 
 
 def _read_parquet(layout: ExportLayout, names: list[str], types: dict[str, pa.DataType]) -> pa.Table:
@@ -365,6 +439,10 @@ def _read_parquet(layout: ExportLayout, names: list[str], types: dict[str, pa.Da
     for name in names:
         col = table.column(name)
         want = types[name]
+        if pa.types.is_floating(col.type) and want == pa.float64():
+            # pandas writes a missing number to parquet as NaN: it is a missing value there,
+            # not the implausible NaN that text "NaN" in a CSV is (sphr.data.ingest counts those)
+            col = pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col)
         if col.type != want:
             if pa.types.is_date(col.type) or pa.types.is_timestamp(col.type):
                 col = pc.strftime(col, format="%Y-%m-%d")
@@ -389,8 +467,5 @@ def _locate_bad_value(layout: ExportLayout, table: pa.Table, name: str) -> Input
     bad = (s.is_not_null() & num.is_null()).arg_true()
     row = int(bad[0]) + 1 if len(bad) else None
     value = s[row - 1] if row else None
-    parsed = parse_column(name)
-    key = parsed[1] if parsed else None
-    fld = f"{name} ({BY_ID[key.field].name})" if key is not None and key.field in BY_ID else name
     return InputError(f"non-numeric value {value!r} in a numeric field", file=layout.path,
-                      field=fld, row=row)
+                      field=_field_label(name), row=row)
