@@ -272,7 +272,14 @@ def test_linked_cumulative_incidence_becomes_the_central_figure(tmp_path, risk_i
                                               "cum_inc", "low", "high"]],
               "hazard_ratio": pd.DataFrame({"sex": ["female"], "method": ["sphr"],
                                             "outcome": ["any"], "hr": [2.1], "hr_low": [1.4],
-                                            "hr_high": [3.2]})}
+                                            "hr_high": [3.2], "hr_outside": [1.8],
+                                            "hr_outside_low": [1.2], "hr_outside_high": [2.7]}),
+              "discrimination": pd.DataFrame({
+                  "sex": ["female"] * 3, "method": ["sphr", "raw_euclidean", "age"],
+                  "outcome": ["any"] * 3, "n": [500] * 3, "events": [40] * 3,
+                  "c_index": [0.64, 0.58, 0.66], "c_index_low": [0.55, 0.5, 0.6],
+                  "c_index_high": [0.73, 0.66, 0.72], "auroc_10y": [0.65, 0.6, 0.67],
+                  "auroc_10y_low": [0.55, 0.5, 0.6], "auroc_10y_high": [0.75, 0.7, 0.74]})}
     summary = {"run": str(tmp_path), "sexes": ["female", "male"], "methods": list(METHODS),
                "skipped": {}}
     html = write_report(tmp_path / "report.html", rows=inp["rows"], thresholds=inp["thresholds"],
@@ -281,8 +288,11 @@ def test_linked_cumulative_incidence_becomes_the_central_figure(tmp_path, risk_i
                         linked=linked, pdf=False)
     text = html.read_text()
     first = text.index('alt="cumulative new diagnoses by group, female')
-    assert text.index("Does Higher Risk develop") < first < text.index('alt="forest plot')
+    assert text.index("Does a higher score come before any") < first
+    assert first < text.index('alt="forest plot: C-index, AUROC and hazard ratio per method, any')
     assert "Linked records: hazard ratio" in text and "No followup.parquet" in text
-    # the paragraph reads the linked hazard ratio too
-    assert "hazard ratio Higher Risk vs Normal: SPHR 2.10 (1.40-3.20); above 1 for SPHR." in text
+    # the paragraph reads the linked C-index and hazard ratio too
+    assert ("Any (linked records; 500 held-out people, 40 events): the best C-index among the "
+            "distances is SPHR 0.64 (0.55-0.73); for scale, age alone 0.66. Outside Normal vs "
+            "Normal, age-adjusted hazard ratio above 1 for SPHR.") in text
     assert not (tmp_path / "report.pdf").exists()

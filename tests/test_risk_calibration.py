@@ -126,7 +126,7 @@ def test_calibration_rows_set_bounds_only(cohorts_dir):
 def test_supervised_scores_are_cross_fitted():
     """A training person's score comes from a model that never saw their outcome: flipping
     their outcome leaves their own score unchanged; test outcomes are never used."""
-    from sphr.risk.scores import supervised_scores
+    from sphr.risk.supervised import supervised_scores
 
     rng = np.random.default_rng(0)
     n = 400

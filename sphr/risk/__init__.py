@@ -13,10 +13,14 @@ docs/METHODS.md#risk-groups).
     ``sex``         ``female`` / ``male``
     ``age_years``   age at baseline
     ``age_group``   the age group whose reference was used, e.g. ``46-50``
-    ``method``      :data:`sphr.risk.pipeline.ALL_METHODS`
+    ``method``      a distance method, ``phenoage``, ``supervised_<outcome>`` (one per
+                    linked outcome) or ``supervised_xgboost`` (repeat visit)
     ``mode``        ``calibrated`` or ``paper`` (:mod:`sphr.risk.intervals`)
     ``distance``    the method's raw score (distance to the age group's BFH
-                    reference; PhenoAge acceleration; supervised log-odds)
+                    reference; PhenoAge acceleration; supervised log-odds or log
+                    hazard ratio). A participant a method cannot score (PhenoAge
+                    without CRP) has no row for it; ``risk_report.json`` counts them
+                    (``unscored``, with the reason, as for a method ``skipped``)
     ``score``       ``distance`` standardized per age group (larger is worse)
     ``group``       ``Normal``, ``Lower Risk`` or ``Higher Risk``
     ``normal_low``, ``normal_high``   the Normal interval (no low end when calibrated)
@@ -44,7 +48,8 @@ docs/METHODS.md#risk-groups).
 
 ``sphr score RUN_DIR NEW_EXPORT --out DIR`` writes ``risk_groups.parquet`` /
 ``.csv`` with the same columns (``partition`` = ``new``, ``label`` from the
-export's answers where known, else -1) for a new export (:mod:`sphr.risk.score`).
+export's answers where known, else -1) for a new export (:mod:`sphr.risk.score`), every
+method included: the supervised comparators' fold models and PhenoAge's line are saved.
 """
 
 from sphr import lazy_exports

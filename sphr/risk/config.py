@@ -12,8 +12,15 @@ from sphr.labels import SEXES
 from sphr.risk.intervals import MODES
 from sphr.risk.spaces import METHODS
 
-#: scores researchers already use, computed per person (:mod:`sphr.risk.scores`)
+#: scores given per person (:mod:`sphr.risk.scores`); ``supervised_xgboost`` stands for every
+#: supervised comparator (:mod:`sphr.risk.supervised`): one per linked outcome
+#: (``supervised_death``, ...) and the repeat-visit one, whichever the export allows
 SCORE_METHODS: tuple[str, ...] = ("phenoage", "supervised_xgboost")
+#: the inputs of the marker-space distances (docs/METHODS.md, "The distance space")
+DISTANCE_SPACES: tuple[str, ...] = ("marker", "quantile")
+#: the distance methods that measure in the marker space (the others embed first)
+MARKER_SPACE_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis",
+                                         "homeostatic_dysregulation", "p0_euclidean")
 #: every method: the distance methods, then the scores researchers already use
 ALL_METHODS: tuple[str, ...] = (*METHODS, *SCORE_METHODS)
 #: methods that need a model file from an earlier stage or an optional input; skipped with
@@ -37,12 +44,25 @@ class RiskConfig:
     seed: int = 0
     device: str = "auto"
     sexes: tuple[str, ...] = SEXES
+    #: input of the four marker-space distances: ``quantile`` (the cohort's normalized
+    #: features) or ``marker`` (log-robust standardized markers, linear beyond the fit)
+    distance_space: str = "quantile"
+    #: folds of the supervised comparators' cross-fitting
+    supervised_folds: int = 5
+    #: fewest training events (per fold fit) for a supervised comparator of an outcome
+    supervised_min_events: int = 10
 
     def check(self) -> None:
         bad = [m for m in self.methods if m not in ALL_METHODS] + \
             [m for m in self.modes if m not in MODES]
         if bad:
             raise ConfigError(f"unknown method/mode {bad}: methods {ALL_METHODS}, modes {MODES}")
+        if self.distance_space not in DISTANCE_SPACES:
+            raise ConfigError(f"distance_space {self.distance_space!r}: choose from "
+                              f"{', '.join(DISTANCE_SPACES)}")
+        if self.supervised_folds < 2 or self.supervised_min_events < 1:
+            raise ConfigError("supervised_folds must be at least 2 and supervised_min_events "
+                              "at least 1")
         if self.validate_on != "test":
             # "all" validated SPHR on training rows it was trained to push away from BFH
             raise ConfigError("validate_on must be test: every other partition was seen by a fit")

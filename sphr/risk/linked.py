@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -242,19 +242,23 @@ def linked_validation(scores: pd.DataFrame, outcomes: pd.DataFrame, *,
                       n_bootstrap: int = RiskConfig.n_bootstrap_linked,
                       seed: int = RiskConfig.seed, horizons: tuple[float, ...] = (5.0, 10.0),
                       min_events: int = 5, time_grid: Sequence[float] | None = None,
-                      competing_risk: bool = False) -> dict[str, pd.DataFrame]:
+                      competing_risk: bool = False,
+                      evaluated_on: Callable[[str, str], bool] | None = None
+                      ) -> dict[str, pd.DataFrame]:
     """Discrimination, hazard ratios and cumulative incidence on linked outcomes.
 
     Returns ``{"discrimination", "hazard_ratio", "cumulative_incidence"}`` (module docstring).
     ``scores``: eid, sex, method, score (float, larger = worse), group (Normal / Lower Risk /
     Higher Risk, may be missing for a method without groups), age_years. ``outcomes``: the
     outcomes.parquet frame. Participants need a score and a non-prevalent outcome row.
+    ``evaluated_on(method, outcome)``: whether to evaluate a method on an outcome (a
+    supervised comparator only on the outcome it was fitted to); default every pair.
     """
     _check(scores, SCORE_COLUMNS, "scores")
     _check(outcomes, OUTCOME_COLUMNS, "outcomes")
     with _small_blas():
         return _validate(scores, outcomes, n_bootstrap, seed, horizons, min_events, time_grid,
-                         competing_risk)
+                         competing_risk, evaluated_on or (lambda method, outcome: True))
 
 
 @contextlib.contextmanager
@@ -273,7 +277,8 @@ def _small_blas() -> Iterator[None]:
 
 def _validate(scores: pd.DataFrame, outcomes: pd.DataFrame, n_bootstrap: int, seed: int,
               horizons: tuple[float, ...], min_events: int, time_grid: Sequence[float] | None,
-              competing_risk: bool) -> dict[str, pd.DataFrame]:
+              competing_risk: bool, evaluated_on: Callable[[str, str], bool]
+              ) -> dict[str, pd.DataFrame]:
     grid = np.asarray(DEFAULT_GRID if time_grid is None else time_grid, float)
     names = list(dict.fromkeys(outcomes["outcome"]))
     deaths = None
@@ -307,6 +312,8 @@ def _validate(scores: pd.DataFrame, outcomes: pd.DataFrame, n_bootstrap: int, se
                 competing = ~E & np.isfinite(dt) & (dt <= T + 1e-9)
             cache: dict[bytes, _Censoring] = {}
             for j, method in enumerate(methods):
+                if not evaluated_on(method, name):
+                    continue
                 s = S_all[:, j]
                 ok = np.isfinite(s)
                 t, e, sc = T[ok], E[ok], s[ok]

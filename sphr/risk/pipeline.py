@@ -19,15 +19,14 @@ import numpy as np
 import pandas as pd
 
 from sphr.cohorts.age import DEFAULT_AGE_GROUPS
-from sphr.errors import InputError, SphrError
+from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.labels import SEX_CODE
 from sphr.layout import cohort_dir, ingest_dir, risk_dir
-from sphr.risk.config import OPTIONAL_METHODS, SCORE_METHODS, RiskConfig
+from sphr.risk.config import RiskConfig
+from sphr.risk.fit import fit_sex, read_age_groups
 from sphr.risk.intervals import NORMAL
-from sphr.risk.model import RiskModel, bfh_rows
-from sphr.risk.scores import ScoreModel
-from sphr.risk.spaces import PAPER_METHODS, build_space
+from sphr.risk.supervised import evaluated_on
 from sphr.risk.validation import (
     higher_vs_normal,
     holm,
@@ -39,18 +38,11 @@ from sphr.risk.validation import (
 
 log = logging.getLogger(__name__)
 
-#: the stable columns of risk_groups.parquet / .csv, in order
-COLUMNS: tuple[str, ...] = ("eid", "sex", "age_years", "age_group", "method", "mode", "distance", "score",
-                            "group", "normal_low", "normal_high", "lower_low", "lower_high",
-                            "partition", "label")
-MODEL_VERSION = 2
+MODEL_VERSION = 3
+
+
 def _age_groups(run: Path) -> tuple[tuple[int, int], ...]:
-    report = Path(run) / "cohorts" / "cohort_report.json"
-    if report.exists():
-        groups = read_json(report).get("config", {}).get("age_groups")
-        if groups:
-            return tuple(tuple(int(v) for v in g) for g in groups)
-    return DEFAULT_AGE_GROUPS
+    return read_age_groups(run) or DEFAULT_AGE_GROUPS
 
 
 def _clinical_ranges(run: Path, sex: str) -> list[dict]:
@@ -60,109 +52,6 @@ def _clinical_ranges(run: Path, sex: str) -> list[dict]:
     report = cohort_dir(run, sex) / "cohort_report.json"
     records = read_json(report).get("clinical_ranges") if report.exists() else None
     return records or [asdict(r) for r in ranges_for(sex, P0_RANGES)]
-
-
-def participants(cohort) -> pd.DataFrame:
-    """Every real participant of one sex with their role: ``train`` (not augmented),
-    ``calibration`` and ``test``."""
-    train = cohort.train.loc[~cohort.train["augmented"].to_numpy(bool)].assign(partition="train")
-    calibration = cohort.calibration.assign(partition="calibration")
-    test = cohort.test.assign(partition="test")
-    return pd.concat([train, calibration, test], ignore_index=True)
-
-
-def _first_visit_any(run: Path) -> pd.Series:
-    """New diagnosis (any) at the first repeat visit, indexed by eid (absent: no visit)."""
-    from sphr.risk.validation import _new_any
-
-    path = ingest_dir(run) / "followup.parquet"
-    if not path.exists():
-        raise InputError("no follow-up visits to learn from", file=path)
-    fu = pd.read_parquet(path)
-    fu = fu.loc[fu["instance"] == 1].drop_duplicates("eid").set_index("eid")
-    return _new_any(fu).dropna().astype(bool)
-
-
-def _score_method(method: str, run: Path, sex: str, cohort, people: pd.DataFrame,
-                  config: RiskConfig) -> tuple[np.ndarray, dict[str, Any]]:
-    """(raw score per person, what to save about it) of a score method."""
-    if method == "phenoage":
-        from sphr.risk.scores import phenoage_scores
-
-        score, line = phenoage_scores(cohort_dir(run, sex), people)
-        return score, {"score": "PhenoAge acceleration (years)", "phenoage_line": line}
-    from sphr.risk.scores import supervised_scores
-
-    return (supervised_scores(people, cohort.features, _first_visit_any(run), seed=config.seed),
-            {"score": "cross-fitted XGBoost log-odds of a new diagnosis (uses the outcome)",
-             "scorable": False})
-
-
-def fit_sex(run: Path, sex: str, config: RiskConfig, model_dir: Path | None = None
-            ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, str]]:
-    """Fit every method and mode of one sex; (risk rows, saved model spec, skipped methods)."""
-    from sphr.artifacts import load_cohort
-
-    cohort = load_cohort(cohort_dir(run, sex))
-    if cohort.calibration.empty and "calibrated" in config.modes:
-        raise InputError("no calibration partition: re-run `sphr cohorts` (calibration_size > 0)",
-                         file=cohort_dir(run, sex) / "calibration.parquet")
-    people = participants(cohort)
-    groups = _age_groups(run)
-    spec: dict[str, Any] = {"features": cohort.features, "methods": {}}
-    skipped: dict[str, str] = {}
-    frames = []
-
-    def add(out: pd.DataFrame, method: str, mode: str) -> None:
-        out.insert(0, "eid", people["eid"].to_numpy(np.int64))
-        frames.append(out.assign(sex=sex, method=method, mode=mode,
-                                 age_years=people["age_years"].to_numpy(float),
-                                 partition=people["partition"].to_numpy(),
-                                 label=people["label"].to_numpy(np.int8)))
-
-    for method in config.methods:
-        try:
-            if method in SCORE_METHODS:
-                raw, what = _score_method(method, run, sex, cohort, people, config)
-            else:
-                space = build_space(method, cohort.features, run=run, sex=sex,
-                                    device=config.device)
-        except SphrError as exc:
-            if method not in OPTIONAL_METHODS:
-                raise
-            log.warning("%s: skipping method %s: %s", sex, method, exc)
-            skipped[method] = str(exc)
-            continue
-        entry: dict[str, Any] = {"modes": {}}
-        if method in SCORE_METHODS:
-            if "calibrated" not in config.modes:
-                continue
-            age_group = people["age_group"].astype(str).to_numpy(object)
-            bfh = bfh_rows(people)
-            role = people["partition"].to_numpy()
-            model = ScoreModel(method, groups, config.standardize_min_group).fit(
-                raw[bfh & (role == "train")], age_group[bfh & (role == "train")],
-                raw[bfh & (role == "calibration")], age_group[bfh & (role == "calibration")])
-            add(model.transform(raw, age_group), method, "calibrated")
-            entry["modes"]["calibrated"] = model.to_dict()
-            entry.update(what)
-            spec["methods"][method] = entry
-            continue
-        for mode in config.modes:
-            if mode == "paper" and method not in PAPER_METHODS:
-                continue  # Eq. A.4 is defined for the paper's five methods
-            model = RiskModel(method, mode, cohort.features, age_groups=groups,
-                              min_group_size=config.min_group_size,
-                              standardize_min_group=config.standardize_min_group,
-                              space=space).fit(cohort.train, cohort.calibration)
-            add(model.transform(people), method, mode)
-            entry["modes"][mode] = model.to_dict()
-        if model_dir is not None:
-            entry["space"] = space.save(model_dir, method)
-        spec["methods"][method] = entry
-    rows = pd.concat(frames, ignore_index=True)[list(COLUMNS)] if frames else \
-        pd.DataFrame(columns=list(COLUMNS))
-    return rows, spec, skipped
 
 
 def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
@@ -237,14 +126,17 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
     with staged_outputs(out) as stage:
         model_dir = stage / "model" / sex
         model_dir.mkdir(parents=True, exist_ok=True)
-        rows, sex_spec, sk = fit_sex(run, sex, config, model_dir)
+        fitted = fit_sex(run, sex, config, model_dir, _age_groups(run))
+        rows, sex_spec = fitted.rows(), fitted.spec
         for name in ("normalizer.json", "features.json"):
             shutil.copyfile(cohort_dir(run, sex) / name, model_dir / name)
         # the BFH ranges the cohort was labelled with: `sphr score` labels new people alike
         write_json(_clinical_ranges(run, sex), model_dir / "clinical_ranges.json")
-        skipped = {f"{sex}/{m}": why for m, why in sk.items()}
+        skipped = {f"{sex}/{m}": why for m, why in fitted.skipped.items()}
+        unscored = {f"{sex}/{m}": v for m, v in fitted.unscored.items()}
         spec = {"version": MODEL_VERSION, "age_groups": _age_groups(run),
-                "config": asdict(config), "sexes": {sex: sex_spec}, "skipped": skipped}
+                "config": asdict(config), "sexes": {sex: sex_spec}, "skipped": skipped,
+                "unscored": unscored}
         rows["sex"] = rows["sex"].astype(str)
         write_json(spec, stage / "model" / "risk_model.json")
         write_parquet(rows, stage / "risk_groups.parquet")
@@ -263,7 +155,8 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
         for name, table in linked_tables(run, rows, config).items():
             write_parquet(table, stage / f"linked_{name}.parquet")
         summary = {"run": str(run), "out": str(out), "sexes": [sex], "rows": len(rows),
-                   "skipped": skipped, "validation": followup_path.exists()}
+                   "skipped": skipped, "unscored": unscored,
+                   "validation": followup_path.exists()}
         write_json(summary, stage / "risk_report.json")
     return summary
 
@@ -288,8 +181,13 @@ def linked_tables(run: Path, rows: pd.DataFrame, config: RiskConfig) -> dict[str
                    ["eid", "sex", "method", "score", "group", "age_years"]]
     if pop.empty or outcomes.empty:
         return {}
+    # age alone, the reference every single-visit score has to beat (it has no groups)
+    first = pop.drop_duplicates(["sex", "eid"])
+    pop = pd.concat([pop, first.assign(method="age", score=first["age_years"], group=None)],
+                    ignore_index=True)
     tables = linked_validation(pop, outcomes.loc[outcomes["eid"].isin(pop["eid"])],
-                               n_bootstrap=config.n_bootstrap_linked, seed=config.seed)
+                               n_bootstrap=config.n_bootstrap_linked, seed=config.seed,
+                               evaluated_on=evaluated_on)
     return {k: tables[k] for k in LINKED_TABLES if k in tables}
 
 
@@ -313,10 +211,11 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
         return pd.concat(parts, ignore_index=True) if parts else None
 
     specs = [read_json(Path(d) / "model" / "risk_model.json") for d in sex_dirs]
-    spec = {**specs[0], "sexes": {}, "skipped": {}}
+    spec = {**specs[0], "sexes": {}, "skipped": {}, "unscored": {}}
     for sp in specs:
         spec["sexes"].update(sp["sexes"])
         spec["skipped"].update(sp["skipped"])
+        spec["unscored"].update(sp.get("unscored", {}))
     sexes = list(spec["sexes"])
     rows, thresholds, normal_share = (concat("risk_groups.parquet"), concat("thresholds.parquet"),
                                       concat("heldout_bfh.parquet"))
@@ -344,7 +243,8 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
         summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
                    "methods": sorted(rows["method"].unique().tolist()),
                    "modes": sorted(rows["mode"].unique().tolist()),
-                   "skipped": spec["skipped"], "validate_on": "test",
+                   "skipped": spec["skipped"], "unscored": spec["unscored"],
+                   "validate_on": "test",
                    "validation": validation is not None, "linked_outcomes": bool(linked),
                    "min_group_size": spec["config"]["min_group_size"],
                    "heldout_bfh_normal_share": {
@@ -380,6 +280,8 @@ def discrimination_table(pop: pd.DataFrame, followup: pd.DataFrame, config: Risk
     reference score (its group is undefined)."""
     from sphr.risk.discrimination import discrimination
 
+    # a supervised comparator of a linked outcome is judged on that outcome only
+    pop = pop.loc[[evaluated_on(m, "new diagnosis") for m in pop["method"]]]
     first = pop.loc[pop["mode"] == "calibrated"].drop_duplicates(["sex", "eid"])
     age = first.assign(method="age", score=first["age_years"], group=None)
     return discrimination(pd.concat([pop, age], ignore_index=True), followup,

@@ -57,6 +57,7 @@ from sphr.report import (
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_Q, LOWER_RISK, NORMAL, NORMAL_Q
 from sphr.risk.paper import PAPER_TIME_CORRELATION, paper_cell
 from sphr.risk.spaces import DISPLAY
+from sphr.risk.supervised import is_supervised
 from sphr.risk.validation import higher_vs_normal, wide_table
 
 __all__ = ["COLORS", "METHOD_ORDER", "REFERENCES", "cumulative_new_diagnosis", "find_chromium",
@@ -69,8 +70,14 @@ METHOD_ORDER: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dy
                                  "p0_euclidean", "deep_patient", "sphr", "phenoage",
                                  "supervised_xgboost", "age")
 #: scores shown beside the distances for scale, not as peers: PhenoAge acceleration (what
-#: researchers already use), the supervised ceiling (it sees the outcome) and age alone
+#: researchers already use), the supervised ceilings (they see the outcome) and age alone
 REFERENCES: frozenset[str] = frozenset({"phenoage", "supervised_xgboost", "age"})
+
+
+def is_reference(method: str) -> bool:
+    """A reference, not a peer of the distances: :data:`REFERENCES` and every supervised
+    comparator (``supervised_death``, ...)."""
+    return method in REFERENCES or is_supervised(method)
 COLORS = GROUP_COLORS
 #: figure labels: short enough for a panel, the tables keep the full names
 SHORT: dict[str, str] = {"mahalanobis": "Mahalanobis", "supervised_xgboost": "Supervised ceiling",
@@ -81,12 +88,24 @@ OUTCOME = "any"
 
 
 def _name(method: str) -> str:
-    return DISPLAY.get(method, method)
+    if method in DISPLAY:
+        return DISPLAY[method]
+    if is_supervised(method):
+        return f"Supervised XGBoost: {method.removeprefix('supervised_').replace('_', ' ')} " \
+               "(uses outcome)"
+    return method
 
 
 def _ordered(methods) -> list[str]:
+    """The report's method order; supervised comparators of linked outcomes sit where the
+    repeat-visit one does (before age alone), the rest at the end."""
     present = set(methods)
-    return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
+    order = []
+    for m in METHOD_ORDER:
+        if m == "supervised_xgboost":
+            order += sorted(x for x in present if is_supervised(x) and x not in METHOD_ORDER)
+        order.append(m)
+    return [m for m in order if m in present] + sorted(present - set(order))
 
 
 def _age_order(groups) -> list[str]:
@@ -181,7 +200,7 @@ def _span(values: pd.Series) -> str:
 
 def _share_sentence(sex: str, rows: pd.DataFrame) -> str | None:
     r = rows.loc[(rows["sex"] == sex) & (rows["mode"] == "calibrated")
-                 & ~rows["method"].isin(REFERENCES)]
+                 & ~rows["method"].map(is_reference).astype(bool)]
     if r.empty:
         return None
     frac = r.groupby("method")["group"].value_counts(normalize=True).unstack(fill_value=0.0)
@@ -212,7 +231,7 @@ def _heldout_sentence(sex: str, heldout: pd.DataFrame, named: bool = True) -> st
 def _auroc_sentence(d: pd.DataFrame) -> str:
     events, n = int(d["events"].max()), int(d["n"].max())
     g = d.dropna(subset=["auroc"])
-    peers = g[~g["method"].isin(REFERENCES)]
+    peers = g[~g["method"].map(is_reference).astype(bool)]
     if peers.empty:
         return (f"At the first repeat visit {events} of {n} held-out people had a new "
                 "diagnosis: too few for an AUROC.")
@@ -229,7 +248,7 @@ def _auroc_sentence(d: pd.DataFrame) -> str:
 def _c_index_sentence(d: pd.DataFrame) -> str | None:
     if "c_index" not in d:
         return None
-    g = d[~d["method"].isin(REFERENCES)].dropna(subset=["c_index"])
+    g = d[~d["method"].map(is_reference).astype(bool)].dropna(subset=["c_index"])
     if g.empty:
         return None
     best = g.loc[g["c_index"].idxmax()]
@@ -244,7 +263,7 @@ def _c_index_sentence(d: pd.DataFrame) -> str | None:
 def _risk_ratio_sentence(d: pd.DataFrame) -> str | None:
     if "rr_higher_vs_normal" not in d:
         return None
-    g = d[~d["method"].isin(REFERENCES)]
+    g = d[~d["method"].map(is_reference).astype(bool)]
     est = g.dropna(subset=["rr_higher_vs_normal"])
     if est.empty:
         return ("Nobody with a repeat visit was in Higher Risk under any method, so whether "
@@ -276,22 +295,36 @@ def _reference_sentence(d: pd.DataFrame) -> str | None:
     return ("For scale: " + ", ".join(parts) + ".") if parts else None
 
 
-def _linked_sentence(sex: str, hr: pd.DataFrame | None) -> str | None:
-    """Hazard ratio Higher Risk vs Normal on linked records (``sphr.risk.linked``)."""
-    if hr is None or hr.empty or not {"hr", "hr_low", "hr_high"} <= set(hr.columns):
+def _linked_sentence(sex: str, linked: dict[str, pd.DataFrame] | None) -> str | None:
+    """C-index and age-adjusted hazard ratio on the main linked outcome (:func:`main_outcome`)."""
+    outcome = main_outcome(linked)
+    if outcome is None or linked.get("discrimination") is None:
         return None
-    outcome = OUTCOME if OUTCOME in set(hr["outcome"]) else hr["outcome"].iloc[0]
-    g = hr[(hr["sex"] == sex) & (hr["outcome"] == outcome) & ~hr["method"].isin(REFERENCES)]
-    g = g.dropna(subset=["hr"])
-    if g.empty:
+    disc = linked["discrimination"]
+    d = disc[(disc["sex"] == sex) & (disc["outcome"] == outcome)].dropna(subset=["c_index"])
+    if d.empty:
         return None
-    g = g.set_index("method").loc[_ordered(g["method"])].reset_index()
-    above = [_name(m) for m in g.loc[g["hr_low"] > 1, "method"]]
-    parts = [f"{_name(r.method)} {r.hr:.2f} ({r.hr_low:.2f}-{r.hr_high:.2f})"
-             for r in g.itertuples()]
-    return (f"Linked records ({outcome}), age-adjusted hazard ratio Higher Risk vs Normal: "
-            + "; ".join(parts) + "; " + (f"above 1 for {', '.join(above)}." if above
-                                         else "no interval above 1."))
+    what = outcome.replace("_", " ")
+    peers = d[~d["method"].map(is_reference).astype(bool)]
+    text = (f"{what.capitalize()} (linked records; {int(d['n'].max()):,} held-out people, "
+            f"{int(d['events'].max())} events): ")
+    if len(peers):
+        best = peers.loc[peers["c_index"].idxmax()]
+        text += (f"the best C-index among the distances is {_name(best['method'])} "
+                 f"{best['c_index']:.2f} ({best['c_index_low']:.2f}-{best['c_index_high']:.2f})")
+    said = {"age": "age alone", "phenoage": "PhenoAge acceleration"}
+    refs = [f"{said.get(r.method, 'the supervised comparator (it sees the outcome)')} "
+            f"{r.c_index:.2f}" for r in d[d["method"].map(is_reference).astype(bool)].itertuples()]
+    if refs:
+        text += "; for scale, " + ", ".join(refs)
+    hr = (linked.get("hazard_ratio") if linked else None)
+    if hr is not None and len(hr) and "hr_outside" in hr:
+        g = hr[(hr["sex"] == sex) & (hr["outcome"] == outcome)
+               & ~hr["method"].map(is_reference).astype(bool)].dropna(subset=["hr_outside"])
+        above = [_name(m) for m in _ordered(g.loc[g["hr_outside_low"] > 1, "method"])]
+        text += (". Outside Normal vs Normal, age-adjusted hazard ratio above 1 for "
+                 + (", ".join(above) if above else "no distance method"))
+    return text + "."
 
 
 def summary_sentences(discrimination: pd.DataFrame | None, heldout: pd.DataFrame,
@@ -315,7 +348,7 @@ def summary_sentences(discrimination: pd.DataFrame | None, heldout: pd.DataFrame
         if rows is not None and len(rows):
             mine.append(_share_sentence(sex, rows))
         mine.append(_heldout_sentence(sex, heldout, named=not mine or mine[0] is None))
-        mine.append(_linked_sentence(sex, (linked or {}).get("hazard_ratio")))
+        mine.append(_linked_sentence(sex, linked))
         d = disc[(disc["sex"] == sex) & (disc["method"] != "age")] if disc is not None else None
         if d is not None and len(d):
             mine += [_auroc_sentence(d), _c_index_sentence(d), _risk_ratio_sentence(d),
@@ -338,6 +371,8 @@ def summary_paragraph(discrimination: pd.DataFrame | None, heldout: pd.DataFrame
 # ---------------------------------------------------------------- figures
 
 def _short(method: str) -> str:
+    if method not in SHORT and is_supervised(method):
+        return "Supervised: " + method.removeprefix("supervised_").replace("_", " ")
     return SHORT.get(method, _name(method))
 
 
@@ -397,7 +432,7 @@ def _forest_plot(disc: pd.DataFrame, outcome: str = OUTCOME) -> Figure:
     d = disc[disc["outcome"] == outcome]
     sexes = sorted(d["sex"].unique())
     methods = _ordered(d["method"].unique())
-    labels = [_short(m) + (" *" if m in REFERENCES else "") for m in methods]
+    labels = [_short(m) + (" *" if is_reference(m) else "") for m in methods]
     panels = [("auroc", "AUROC\nnew diagnosis at visit 1", "AUROC (0.5 = chance)", 0.5),
               ("c_index", "C-index\ntime to it, visits 1-3", "Harrell's C (0.5 = chance)", 0.5),
               ("rr_higher_vs_normal", "Risk ratio\nHigher Risk vs Normal, visit 1",
@@ -408,7 +443,7 @@ def _forest_plot(disc: pd.DataFrame, outcome: str = OUTCOME) -> Figure:
     y = np.arange(len(methods))[::-1].astype(float)
     offsets = {s: (0.15 - 0.3 * k / max(1, len(sexes) - 1)) if len(sexes) > 1 else 0.0
                for k, s in enumerate(sexes)}
-    ref_rows = [yy for yy, m in zip(y, methods, strict=True) if m in REFERENCES]
+    ref_rows = [yy for yy, m in zip(y, methods, strict=True) if is_reference(m)]
     for ax, (col, title, xlabel, null) in zip(axes[0], panels, strict=True):
         for yy in ref_rows:
             ax.axhspan(yy - 0.5, yy + 0.5, color="#efefef", zorder=0, lw=0)
@@ -453,7 +488,7 @@ def _forest_plot(disc: pd.DataFrame, outcome: str = OUTCOME) -> Figure:
         ax.tick_params(axis="y", length=0)
     axes[0][0].set_yticks(y, labels)
     for tick, m in zip(axes[0][0].get_yticklabels(), methods, strict=True):
-        tick.set_color("#555555" if m in REFERENCES else METHOD_COLORS.get(m, "#333333"))
+        tick.set_color("#555555" if is_reference(m) else METHOD_COLORS.get(m, "#333333"))
     handles = []
     for sex in sexes:
         r = d[d["sex"] == sex]
@@ -465,6 +500,109 @@ def _forest_plot(disc: pd.DataFrame, outcome: str = OUTCOME) -> Figure:
                                     f"({int(r['events_survival'].max())})"))
     _fig_legend(fig, handles, [h.get_label() for h in handles], y=0.02, ncol=1, fontsize=7)
     return figure(fig, "forest plot: AUROC, C-index and risk ratio per method")
+
+
+def main_outcome(linked: dict[str, pd.DataFrame] | None) -> str | None:
+    """The linked outcome the summary shows: the one with the most events among the
+    validated people (both sexes), so that a cohort followed for death shows death."""
+    disc = (linked or {}).get("discrimination")
+    if disc is None or disc.empty:
+        curves = (linked or {}).get("cumulative_incidence")
+        return None if curves is None or curves.empty else str(curves["outcome"].iloc[0])
+    events = disc.groupby(["outcome", "sex"])["events"].max().groupby("outcome").sum()
+    return str(events.idxmax()) if events.max() > 0 else None
+
+
+@styled
+def _linked_forest_plot(disc: pd.DataFrame, hr: pd.DataFrame | None, outcome: str,
+                        horizon: str = "auroc_10y") -> Figure:
+    """One row per method: C-index, time-dependent AUROC and the age-adjusted hazard ratio of
+    the people outside Normal vs Normal, for one linked outcome; both sexes per panel."""
+    from matplotlib.lines import Line2D
+
+    d = disc[disc["outcome"] == outcome]
+    h = hr[hr["outcome"] == outcome] if hr is not None and len(hr) else None
+    if horizon not in d or d[horizon].isna().all():
+        horizon = "auroc_5y"
+    years = horizon.removeprefix("auroc_").removesuffix("y")
+    sexes = sorted(d["sex"].unique())
+    methods = _ordered(d["method"].unique())
+    labels = [_short(m) + (" *" if is_reference(m) else "") for m in methods]
+    what = outcome.replace("_", " ")
+    panels = [(d, "c_index", "c_index_low", "c_index_high", f"C-index\ntime to {what}",
+               "Harrell's C (0.5 = chance)", 0.5),
+              (d, horizon, f"{horizon}_low", f"{horizon}_high",
+               f"AUROC\n{what} within {years} years", "AUROC (0.5 = chance)", 0.5)]
+    if h is not None:
+        panels.append((h, "hr_outside", "hr_outside_low", "hr_outside_high",
+                       "Hazard ratio, age-adjusted\noutside Normal vs Normal",
+                       "hazard ratio, log scale\n(1 = no difference)", 1.0))
+    fig, axes = new_figure(FULL_WIDTH, 0.22 * len(methods) + 1.45, ncols=len(panels),
+                           sharey=True, squeeze=False, left=text_width(labels) + 0.12,
+                           top=0.42, bottom=1.0, wspace=0.22, right=0.12)
+    y = np.arange(len(methods))[::-1].astype(float)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        _forest_panel(ax, panel, methods, sexes, y)
+    axes[0][0].set_yticks(y, labels)
+    for tick, m in zip(axes[0][0].get_yticklabels(), methods, strict=True):
+        tick.set_color("#555555" if is_reference(m) else METHOD_COLORS.get(m, "#333333"))
+    handles = []
+    for sex in sexes:
+        r = d[d["sex"] == sex]
+        handles.append(Line2D([], [], marker=SEX_MARKERS.get(sex, "o"), ls="", color="#333333",
+                              mfc="#333333" if sex == sexes[0] else "white",
+                              label=f"{sex}: {int(r['n'].max())} held-out people, "
+                                    f"{int(r['events'].max())} with {what}"))
+    _fig_legend(fig, handles, [x.get_label() for x in handles], y=0.02, ncol=1, fontsize=7)
+    return figure(fig, f"forest plot: C-index, AUROC and hazard ratio per method, {what}")
+
+
+def _forest_panel(ax, panel, methods: list[str], sexes: list[str], y: np.ndarray) -> None:
+    """One panel of a forest plot: estimate and 95% interval per method and sex."""
+    import matplotlib.ticker as mticker
+
+    frame, col, lo_col, hi_col, title, xlabel, null = panel
+    offsets = {s: (0.15 - 0.3 * k / max(1, len(sexes) - 1)) if len(sexes) > 1 else 0.0
+               for k, s in enumerate(sexes)}
+    for yy, m in zip(y, methods, strict=True):
+        if is_reference(m):
+            ax.axhspan(yy - 0.5, yy + 0.5, color="#efefef", zorder=0, lw=0)
+    ax.axvline(null, color="black", lw=0.8, ls="--", zorder=1)
+    finite = []
+    for sex in sexes:
+        f = frame[frame["sex"] == sex].drop_duplicates("method").set_index("method")
+        f = f.reindex(methods)
+        for yy, m in zip(y, methods, strict=True):
+            v, lo, hi = (float(f.at[m, c]) if c in f else np.nan for c in (col, lo_col, hi_col))
+            yy = yy + offsets[sex]
+            if not np.isfinite(v):
+                if null != 1.0 or not (is_reference(m) and m == "age"):
+                    ax.text(null, yy, "n/e", fontsize=5.5, color="#777777", ha="center",
+                            va="center", zorder=3,
+                            bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none"})
+                continue
+            color = METHOD_COLORS.get(m, "#333333")
+            err = [[max(v - lo, 0)], [max(hi - v, 0)]] if np.isfinite(lo) else None
+            ax.errorbar([v], [yy], xerr=err, fmt=SEX_MARKERS.get(sex, "o"), color=color,
+                        ms=3.6, capsize=1.8, elinewidth=1.0, zorder=2,
+                        mfc=color if sex == sexes[0] else "white", mew=1.0)
+            finite += [x for x in (v, lo, hi) if np.isfinite(x)]
+    ax.set_title(title, fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylim(-0.6, len(methods) - 0.4)
+    if null == 1.0:
+        ax.set_xscale("log")
+        lo_x, hi_x = min([0.5, *finite]) / 1.2, max([2.0, *finite]) * 1.2
+        ax.set_xlim(lo_x, hi_x)
+        ticks = [t for t in (0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32) if lo_x <= t <= hi_x]
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_locator(mticker.NullLocator())
+    else:
+        ax.set_xlim(0.3, 1)
+        ax.set_xticks([0.3, 0.5, 0.7, 0.9], [".3", ".5", ".7", ".9"])
+    ax.grid(True, axis="x", color="#e6e6e6", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.tick_params(axis="y", length=0)
 
 
 @styled
@@ -538,7 +676,7 @@ def _age_share_plot(rows: pd.DataFrame, mode: str = "calibrated") -> Figure:
                 t = tab[(tab["sex"] == sex) & (tab["method"] == m)].set_index("age_group")
                 v = t.reindex(ages)[g].to_numpy(float)
                 ax.plot(x, v, marker="o", ms=2.8, lw=1.2, color=METHOD_COLORS.get(m, "#333"),
-                        ls=":" if m in REFERENCES else "-", label=_short(m))
+                        ls=":" if is_reference(m) else "-", label=_short(m))
             ax.set_title(f"{sex.capitalize()}: {g}", color=GROUP_COLORS[g], pad=3)
             ax.set_ylabel("% of the age group")
             ax.set_ylim(bottom=0)
@@ -701,7 +839,7 @@ Higher-vs-Normal p-values are Holm-adjusted over the whole table.</li>
 
 def _discrimination_compact(disc: pd.DataFrame, outcome: str = OUTCOME) -> pd.DataFrame:
     d = disc[disc["outcome"] == outcome].copy()
-    d["_o"] = d["method"].map({m: i for i, m in enumerate(METHOD_ORDER)})
+    d["_o"] = d["method"].map({m: i for i, m in enumerate(_ordered(d["method"].unique()))})
     d = d.sort_values(["sex", "_o"])
     return pd.DataFrame({
         "sex": d["sex"], "method": [_name(m) for m in d["method"]],
@@ -732,7 +870,8 @@ def _heldout_compact(heldout: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index().rename(columns={"index": "method"})
 
 
-def _cohort_table(rows: pd.DataFrame, discrimination: pd.DataFrame | None) -> pd.DataFrame:
+def _cohort_table(rows: pd.DataFrame, discrimination: pd.DataFrame | None,
+                  linked: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     first = rows.drop_duplicates(["sex", "eid"])
     out = first.groupby("sex").agg(
         participants=("eid", "size"),
@@ -748,7 +887,28 @@ def _cohort_table(rows: pd.DataFrame, discrimination: pd.DataFrame | None) -> pd
         out["validated (repeat visit)"] = out["sex"].map(d["n_survival"].max()).fillna(0)
         out["new diagnoses"] = out["sex"].map(d["events_survival"].max()).fillna(0)
         out = out.astype({"validated (repeat visit)": int, "new diagnoses": int})
+        if not out["validated (repeat visit)"].any():  # no repeat visits: nothing to say
+            out = out.drop(columns=["validated (repeat visit)", "new diagnoses"])
+    outcome = main_outcome(linked)
+    if outcome is not None and linked.get("discrimination") is not None:
+        d = linked["discrimination"]
+        d = d[d["outcome"] == outcome].groupby("sex")
+        what = outcome.replace("_", " ")
+        out[f"test with {what} records"] = out["sex"].map(d["n"].max()).fillna(0).astype(int)
+        out[f"{what} events"] = out["sex"].map(d["events"].max()).fillna(0).astype(int)
     return out
+
+
+def _unscored_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """Every method not computed, or not for everyone: sex, method, people left unscored."""
+    records = []
+    for key, v in summary.get("unscored", {}).items():
+        sex, method = key.split("/", 1)
+        records.append({"sex": sex, "method": _name(method),
+                        "unscored": f"{v['n']:,} of {v['of']:,}"
+                                    + (" (everyone)" if v["n"] == v["of"] else ""),
+                        "reason": v["reason"]})
+    return pd.DataFrame.from_records(records, columns=["sex", "method", "unscored", "reason"])
 
 
 def _provenance(path: Path, summary: dict[str, Any]) -> list[tuple[str, str]]:
@@ -766,12 +926,34 @@ def _provenance(path: Path, summary: dict[str, Any]) -> list[tuple[str, str]]:
                                 + f"), file dated {date}"))
     spec = path.parent / "model" / "risk_model.json"
     version = json.loads(spec.read_text()).get("version", "?") if spec.exists() else "?"
-    if summary.get("skipped"):
-        items.append(("skipped", "; ".join(f"{k}: {v}" for k, v in summary["skipped"].items())))
+    settings = _settings_line(Path(summary.get("run", ".")))
+    if settings:
+        items.append(("settings", settings))
     items.append(("model version", f"{version} (model/risk_model.json); run "
                                    f"{summary.get('run', '')}; report generated "
                                    f"{dt.datetime.now():%Y-%m-%d %H:%M}"))
     return items
+
+
+def _settings_line(run: Path) -> str | None:
+    """Which profile and settings ran (``RUN/run_settings.json``, written by the pipeline's
+    main command); None when the stages were run one by one."""
+    path = run / "run_settings.json"
+    if not path.exists():
+        return None
+    info = json.loads(path.read_text())
+    parts = [f"profile {info.get('profile', '?')}"]
+    for key in ("outcomes", "ranges", "config_file"):
+        if info.get(key):
+            parts.append(f"{key.replace('_', ' ')} {Path(str(info[key])).name}")
+    risk = (info.get("stages") or {}).get("risk") or {}
+    if risk.get("distance_space"):
+        parts.append(f"distance space {risk['distance_space']}")
+    for key in ("losses", "retrieval"):
+        if key in info:
+            parts.append(f"{'loss comparison' if key == 'losses' else key} "
+                         f"{'on' if info[key] else 'off'}")
+    return "; ".join(parts) + " (run_settings.json)"
 
 
 def _age_table(rows: pd.DataFrame, mode: str = "calibrated") -> pd.DataFrame:
@@ -785,7 +967,7 @@ def _age_table(rows: pd.DataFrame, mode: str = "calibrated") -> pd.DataFrame:
     wide = wide[[c for c in _age_order(wide.columns.astype(str)) if c in wide.columns]]
     wide.columns = [str(c) for c in wide.columns]
     wide = wide.reset_index()
-    wide["_o"] = wide["method"].map({m: i for i, m in enumerate(METHOD_ORDER)})
+    wide["_o"] = wide["method"].map({m: i for i, m in enumerate(_ordered(wide["method"].unique()))})
     wide = wide.sort_values(["sex", "_o"]).drop(columns="_o")
     wide["method"] = wide["method"].map(_name)
     return wide
@@ -849,29 +1031,38 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
     sexes = list(summary.get("sexes") or sorted(rows["sex"].unique()))
     heldout = heldout if heldout is not None else pd.DataFrame(
         columns=["sex", "method", "mode", "partition", "n", "normal_share", "low", "high"])
-    has_disc = discrimination is not None and len(discrimination) > 0
+    # the repeat-visit figures only where somebody validated had a repeat visit
+    has_disc = discrimination is not None and len(discrimination) > 0 and \
+        bool((discrimination[["n", "n_survival"]].fillna(0).to_numpy() > 0).any())
     ctx: dict[str, Any] = {
         "title": "Single-visit health risk groups",
         "provenance": _provenance(path, summary),
-        "cohort": table(_cohort_table(rows, discrimination), "{:.0f}"),
+        "cohort": table(_cohort_table(rows, discrimination, linked), "{:.0f}"),
         "n_rows": len(rows),
         "paragraph": summary_paragraph(discrimination, heldout, rows=rows, linked=linked),
         "share_fig": _share_plot(rows, "calibrated") if "calibrated" in modes else None,
     }
 
-    # the central figure: linked records when there are any, else the repeat visits' forest
+    # the central figure: the linked outcome with the most events when there are linked
+    # records, its forest plot, and the repeat visits' forest beside them where they exist
     central: list[Figure] = []
+    outcome = main_outcome(linked)
     linked_ci = (linked or {}).get("cumulative_incidence")
-    if linked_ci is not None and len(linked_ci):
-        outcome = OUTCOME if OUTCOME in set(linked_ci["outcome"]) else linked_ci["outcome"].iloc[0]
+    if outcome is not None and linked_ci is not None and len(linked_ci):
         lc = linked_ci[linked_ci["outcome"] == outcome]
-        central += [_cumulative_plot(lc, sex, f"{sex.capitalize()}: cumulative incidence of a "
-                                              f"linked diagnosis ({outcome}) by group",
+        what = outcome.replace("_", " ")
+        central += [_cumulative_plot(lc, sex, f"{sex.capitalize()}: cumulative incidence of "
+                                              f"{what} (linked records) by group",
                                      ylabel="cumulative incidence (%)")
                     for sex in sexes if (lc["sex"] == sex).any()]
+    ctx["outcome"] = outcome.replace("_", " ") if outcome else None
+    has_linked = outcome is not None and linked.get("discrimination") is not None
+    ctx["linked_forest"] = _linked_forest_plot(
+        linked["discrimination"], linked.get("hazard_ratio"), outcome) if has_linked else None
     forest = _forest_plot(discrimination) if has_disc else None
     ctx["central"] = central
     ctx["forest"] = forest
+    ctx["unscored"] = table(_unscored_table(summary)) if summary.get("unscored") else None
     ctx["linked_tables"] = [(name.replace("_", " "), table(frame, "{:.3g}"))
                             for name, frame in (linked or {}).items()
                             if name != "cumulative_incidence" and frame is not None and len(frame)]
@@ -913,7 +1104,7 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
     ctx["higher_rows"] = int((rows["group"] == HIGHER_RISK).sum())
 
     out = write_text(render("risk.html.j2", **ctx), path)
-    main = central[0] if central else forest or ctx["share_fig"]
+    main = central[0] if central else ctx["linked_forest"] or forest or ctx["share_fig"]
     if main is not None:
         write_bytes(main.png, path.with_name(path.stem + "_summary.png"))
     t_html = time.perf_counter() - t0

@@ -1,8 +1,12 @@
 """``sphr score``: risk groups for the participants of a new UK Biobank export.
 
 Uses only what ``sphr risk`` saved under ``RUN/risk/model/``: per sex the
-normalizer and feature list of the cohort, the representation files, and the
-references and intervals of every method and mode. Nothing is refitted.
+normalizer and feature list of the cohort, the representation files (and the marker
+scaler of the marker-space methods), the supervised comparators' fold models (the mean of
+their margins scores a new person), PhenoAge's line on age, and the references and
+intervals of every method and mode. Nothing is refitted. PhenoAge reads the markers as
+measured (never imputed): a person without its nine markers is not scored by it, counted
+per method in the report's ``not_scored``.
 
 Refusals (``InputError`` naming the export and the UKB field):
 
@@ -30,6 +34,7 @@ earlier behaviour). Ages outside every age group join the nearest group
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +54,8 @@ from sphr.data.fields import BY_NAME
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.labels import SEX_CODE
+from sphr.risk.fit import COLUMNS
 from sphr.risk.model import RiskModel
-from sphr.risk.pipeline import COLUMNS
 from sphr.risk.spaces import load_space
 
 log = logging.getLogger(__name__)
@@ -158,6 +163,7 @@ def score_people(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[s
     shares = check_units(frame.loc[keep], norm, export, allow_out_of_range=allow_out_of_range)
     report["out_of_range_share"] = {k: v for k, v in shares.items() if v > 0}
     frame = frame.loc[keep].reset_index(drop=True)
+    as_read = frame  # PhenoAge reads the markers as measured: an imputed CRP is no CRP
     frame, counts, names = impute_median(frame, norm)
     participants = pd.DataFrame({"eid": frame["eid"].to_numpy(np.int64), "sex": sex,
                                  "imputed_features": counts, "imputed": names})
@@ -169,29 +175,73 @@ def score_people(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[s
     normalized = pd.DataFrame(norm.transform(frame[features].to_numpy(float)), columns=features)
     normalized["age_group"] = groups
     labels = assign_classes(frame, sex, model_ranges(model_dir, sex))
-    out = []
-    report["not_scorable"] = {}
+    out, report["not_scored"] = [], {}
+    ctx = _ScoringContext(frame, as_read, normalized, groups, labels, sex, sex_dir, features,
+                          device)
     for method, entry in spec["methods"].items():
-        if entry.get("scorable") is False:  # the supervised ceiling needs outcomes
-            report["not_scorable"][method] = entry.get("score", "")
-            continue
-        if "phenoage_line" in entry:
-            from sphr.risk.scores import ScoreModel, phenoage_acceleration_new
-
-            data = entry["modes"]["calibrated"]
-            res = ScoreModel.from_dict(data).transform(
-                phenoage_acceleration_new(frame, entry["phenoage_line"]), groups)
-            res.insert(0, "eid", frame["eid"].to_numpy(np.int64))
-            out.append(res.assign(sex=sex, method=method, mode="calibrated", partition="new",
-                                  label=labels, age_years=frame["age"].to_numpy(float)))
-            continue
-        space = load_space(entry["space"], sex_dir, features, device)
-        for mode, data in entry["modes"].items():
-            res = RiskModel.from_dict(data, space).transform(normalized)
-            res.insert(0, "eid", frame["eid"].to_numpy(np.int64))
-            out.append(res.assign(sex=sex, method=method, mode=mode, partition="new", label=labels,
-                                  age_years=frame["age"].to_numpy(float)))
+        res = _score_method(method, entry, ctx)
+        scored = np.isfinite(res["distance"].to_numpy(float))
+        first = (res["mode"] == res["mode"].iloc[0]).to_numpy()
+        if (~scored & first).any():  # a method some people cannot get (PhenoAge without CRP)
+            report["not_scored"][method] = int((~scored & first).sum())
+        out.append(res.loc[scored])
     return pd.concat(out, ignore_index=True)[list(COLUMNS)], participants, unscorable, report
+
+
+@dataclass
+class _ScoringContext:
+    """One sex's new people in every form the saved methods read."""
+
+    frame: pd.DataFrame        # raw UKB units, imputed
+    as_read: pd.DataFrame      # raw UKB units, not imputed (every column of the export)
+    normalized: pd.DataFrame   # quantile-normalized features + age_group
+    groups: np.ndarray
+    labels: np.ndarray
+    sex: str
+    sex_dir: Path
+    features: list[str]
+    device: str
+
+    def rows(self, res: pd.DataFrame, method: str, mode: str) -> pd.DataFrame:
+        res.insert(0, "eid", self.frame["eid"].to_numpy(np.int64))
+        return res.assign(sex=self.sex, method=method, mode=mode, partition="new",
+                          label=self.labels, age_years=self.frame["age"].to_numpy(float))
+
+    def marker(self) -> pd.DataFrame:
+        """The features in the marker space of the saved model (``marker_scaler.json``)."""
+        from sphr.cohorts.normalize import MarkerScaler
+        from sphr.risk.fit import MARKER_SCALER
+
+        path = self.sex_dir / MARKER_SCALER
+        if not path.is_file():
+            raise InputError("missing marker scaler of the risk model", file=path)
+        scaler = MarkerScaler.load(path)
+        out = pd.DataFrame(scaler.transform(self.frame[self.features].to_numpy(float)),
+                           columns=self.features)
+        out["age_group"] = self.groups
+        return out
+
+
+def _score_method(method: str, entry: dict[str, Any], ctx: _ScoringContext) -> pd.DataFrame:
+    """Rows of every saved mode of one method for the new people (NaN distance: no score)."""
+    from sphr.risk.scores import ScoreModel
+
+    if "phenoage_line" in entry or "supervised" in entry:
+        if "phenoage_line" in entry:
+            from sphr.risk.scores import phenoage_acceleration_new
+
+            raw = phenoage_acceleration_new(ctx.as_read, entry["phenoage_line"])
+        else:
+            from sphr.risk.supervised import SupervisedScore
+
+            model = SupervisedScore.load(entry["supervised"], ctx.sex_dir)
+            raw = model.predict_margin(ctx.normalized[ctx.features].to_numpy(np.float32))
+        res = ScoreModel.from_dict(entry["modes"]["calibrated"]).transform(raw, ctx.groups)
+        return ctx.rows(res, method, "calibrated")
+    data = ctx.marker() if entry.get("input") == "marker" else ctx.normalized
+    space = load_space(entry["space"], ctx.sex_dir, ctx.features, ctx.device)
+    return pd.concat([ctx.rows(RiskModel.from_dict(m, space).transform(data), method, mode)
+                      for mode, m in entry["modes"].items()], ignore_index=True)
 
 
 def score_sex(baseline: pd.DataFrame, sex: str, model_dir: Path, spec: dict[str, Any],

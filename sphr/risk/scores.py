@@ -1,27 +1,23 @@
-"""Risk scores researchers already use, beside the distance methods.
+"""Risk scores given per person, beside the distance methods.
 
 ``phenoage``
-    PhenoAge acceleration (Levine et al. 2018; :mod:`sphr.risk.phenoage`) from
-    the raw (UKB-unit) markers of ``cohorts/<sex>/*_raw.parquet``: the residual
-    of PhenoAge on age, the line fitted on the training partition only.
-``supervised_xgboost``
-    A supervised ceiling (MILTON-style): XGBoost on the normalized baseline
-    features predicting a new diagnosis (any) at the first repeat visit.
-    **It uses the outcome**, which no other method sees; every table labels
-    it so. Cross-fitted: the real training rows are split into K folds, each
-    fold scored by a model fitted on the other folds' participants with a
-    repeat visit, and calibration / test people by the mean of the K models'
-    log-odds, so no score comes from a model that saw that person's outcome.
+    PhenoAge acceleration (Levine et al. 2018; :mod:`sphr.risk.phenoage`) from the raw
+    (UKB-unit) markers of ``ingest/baseline.parquet``: the residual of PhenoAge on age,
+    the line fitted on the training partition only. Computed for every participant who
+    has the nine markers, whatever the cohort's completeness filter kept (CRP can fall
+    below the threshold while most people have it); the others are "not scored" for
+    this method and counted (:func:`phenoage_scores`).
+``supervised_*``
+    The supervised comparators (:mod:`sphr.risk.supervised`): they use the outcome.
 
-Both go through the same calibration and groups as the distance methods:
-:class:`ScoreModel` standardizes the score per age group among the training
-BFH and takes the bounds from the calibration BFH.
+Every score goes through the same calibration and groups as the distance methods:
+:class:`ScoreModel` standardizes the score per age group among the training BFH and
+takes the bounds from the calibration BFH (people without a score are left out of both).
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,12 +28,6 @@ from sphr.errors import InputError
 from sphr.risk.calibration import AgeStandardizer, CalibratedBounds
 
 log = logging.getLogger(__name__)
-
-#: K.5.4-style settings kept small: the training population with a repeat visit is ~4%
-SUPERVISED_PARAMS: dict[str, Any] = {
-    "n_estimators": 200, "max_depth": 3, "learning_rate": 0.05, "subsample": 0.8,
-    "colsample_bytree": 0.8, "min_child_weight": 1.0, "tree_method": "hist", "n_jobs": 2}
-
 
 class ScoreModel:
     """Calibrated Normal / Lower Risk / Higher Risk for a score given per person."""
@@ -51,19 +41,29 @@ class ScoreModel:
 
     def fit(self, train_scores: np.ndarray, train_groups: np.ndarray,
             calibration_scores: np.ndarray, calibration_groups: np.ndarray) -> ScoreModel:
-        """Training BFH scores set the age standardization, calibration BFH scores the bounds."""
-        self.standardizer.fit(train_scores, train_groups)
-        self.bounds = CalibratedBounds.fit(self.standardizer.transform(calibration_scores,
-                                                                       calibration_groups))
+        """Training BFH scores set the age standardization, calibration BFH scores the bounds
+        (people without a score, NaN, are left out of both)."""
+        t = np.isfinite(np.asarray(train_scores, float))
+        c = np.isfinite(np.asarray(calibration_scores, float))
+        if t.sum() < 2 or c.sum() < 3:
+            raise InputError(f"too few bona fide healthy people with a {self.method} score "
+                             f"({int(t.sum())} training, {int(c.sum())} calibration)")
+        self.standardizer.fit(np.asarray(train_scores, float)[t], np.asarray(train_groups)[t])
+        self.bounds = CalibratedBounds.fit(self.standardizer.transform(
+            np.asarray(calibration_scores, float)[c], np.asarray(calibration_groups)[c]))
         return self
 
     def transform(self, scores: np.ndarray, groups: np.ndarray) -> pd.DataFrame:
+        """One row per person; a person without a score (NaN) gets no group (None)."""
         z = self.standardizer.transform(scores, groups)
         c = np.array([self.standardizer.center_[g] for g in groups], float)
         s = np.array([self.standardizer.scale_[g] for g in groups], float)
+        group = np.full(len(z), None, dtype=object)
+        scored = np.isfinite(z)
+        group[scored] = self.bounds.groups(z[scored])
         return pd.DataFrame({
             "age_group": np.asarray(groups, object), "distance": np.asarray(scores, float),
-            "score": z, "group": self.bounds.groups(z), "normal_low": np.nan,
+            "score": z, "group": group, "normal_low": np.nan,
             "normal_high": c + s * self.bounds.normal.value, "lower_low": np.nan,
             "lower_high": c + s * self.bounds.lower.value})
 
@@ -81,70 +81,31 @@ class ScoreModel:
         return model
 
 
-def raw_markers(cohort_dir: Path, eids: np.ndarray) -> pd.DataFrame:
-    """Raw (UKB-unit) feature values of the given participants, in ``eids`` order."""
-    parts = [pd.read_parquet(cohort_dir / f"{p}_raw.parquet")
-             for p in ("train", "calibration", "test") if (cohort_dir / f"{p}_raw.parquet").exists()]
-    raw = pd.concat(parts, ignore_index=True).drop_duplicates("eid").set_index("eid")
-    missing = np.setdiff1d(eids, raw.index.to_numpy())
-    if missing.size:
-        raise InputError(f"{missing.size} participants have no raw values", file=cohort_dir,
-                         field="eid")
-    return raw.loc[eids].reset_index()
+def phenoage_scores(raw: pd.DataFrame, partition: np.ndarray
+                    ) -> tuple[np.ndarray, list[float], dict[str, int]]:
+    """(PhenoAge acceleration per row, NaN where a marker is missing; [intercept, slope] of
+    PhenoAge on age, fitted on the ``train`` rows with every marker; people missing each
+    marker). ``raw``: the nine markers and age in UKB units, one row per person. The line is
+    saved so that ``sphr score`` applies it to new people."""
+    from sphr.risk.phenoage import REQUIRED, phenoage
 
-
-def phenoage_scores(cohort_dir: Path, people: pd.DataFrame) -> tuple[np.ndarray, list[float]]:
-    """(PhenoAge acceleration per person, [intercept, slope] of PhenoAge on age): the
-    residual on a line fitted on the training partition only, saved so that ``sphr score``
-    applies the same line to new people."""
-    from sphr.risk.phenoage import phenoage
-
-    raw = raw_markers(cohort_dir, people["eid"].to_numpy(np.int64))
-    pa, age = phenoage(raw), raw["age"].to_numpy(float)
-    fit = (people["partition"] == "train").to_numpy() & np.isfinite(pa)
+    missing = [c for c in REQUIRED if c not in raw.columns]
+    if missing:
+        raise InputError(f"PhenoAge needs {', '.join(missing)}, which the export does not have",
+                         field=missing[0])
+    pa = phenoage(raw)
+    fit = (np.asarray(partition) == "train") & np.isfinite(pa)
+    if fit.sum() < 10:
+        raise InputError(f"only {int(fit.sum())} training participants have the nine PhenoAge "
+                         "markers; at least 10 are needed for the line on age")
+    age = raw["age"].to_numpy(float)
     slope, intercept = np.polyfit(age[fit], pa[fit], 1)
-    return pa - (intercept + slope * age), [float(intercept), float(slope)]
+    gaps = {c: int(raw[c].isna().sum()) for c in REQUIRED if raw[c].isna().any()}
+    return pa - (intercept + slope * age), [float(intercept), float(slope)], gaps
 
 
 def phenoage_acceleration_new(raw: pd.DataFrame, line: list[float]) -> np.ndarray:
-    """PhenoAge acceleration of new people with a saved training line."""
+    """PhenoAge acceleration of new people with a saved training line (NaN: a marker missing)."""
     from sphr.risk.phenoage import phenoage
 
     return phenoage(raw) - (line[0] + line[1] * raw["age"].to_numpy(float))
-
-
-def supervised_scores(people: pd.DataFrame, features: list[str], outcome: pd.Series, *,
-                      folds: int = 5, seed: int = 0) -> np.ndarray:
-    """Cross-fitted log-odds of a new diagnosis (see the module docstring).
-
-    ``outcome``: new diagnosis (any) at the first repeat visit, indexed by eid; people without
-    a repeat visit are absent (they are scored but never fitted on).
-    """
-    import xgboost as xgb
-
-    X = people[features].to_numpy(np.float32)
-    y_all = outcome.reindex(people["eid"].to_numpy()).to_numpy(dtype=float, na_value=np.nan)
-    train = np.flatnonzero((people["partition"] == "train").to_numpy())
-    rng = np.random.default_rng(seed)
-    fold_of = np.full(len(people), -1)
-    fold_of[train] = rng.permutation(np.arange(train.size) % folds)
-    margin = np.zeros(len(people))
-    out_of_train = fold_of < 0
-    fitted = 0
-    for k in range(folds):
-        fit = (fold_of >= 0) & (fold_of != k) & ~np.isnan(y_all)
-        y = y_all[fit]
-        if y.size < 10 or y.min() == y.max():
-            raise InputError(f"too few training participants with a repeat-visit outcome to fit "
-                             f"the supervised model (fold {k}: {y.size}, {int(np.nansum(y))} events)")
-        model = xgb.XGBClassifier(**SUPERVISED_PARAMS, random_state=seed + k,
-                                  objective="binary:logistic")
-        model.fit(X[fit], y.astype(int))
-        m = model.predict(X, output_margin=True)
-        margin[fold_of == k] = m[fold_of == k]
-        margin[out_of_train] += m[out_of_train] / folds
-        fitted += 1
-    log.info("supervised_xgboost: %d fold models on %d training participants with an outcome",
-             fitted, int((~np.isnan(y_all[train])).sum()))
-    return margin
-
