@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: where a run writes when no run directory is given (the Dagster resources and
+#: ``python -m sphr_dagster run`` take this one)
+DEFAULT_RUN_DIR = "runs/demo"
 SYNTHETIC_EXPORT = "ukb_synthetic.csv"
 #: what the loss comparison trained, reused or copied (in :func:`comparison_dir`)
 COMPARISON_REPORT = "comparison_report.json"
