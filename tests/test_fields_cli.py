@@ -4,14 +4,23 @@ column, and a RAP extract of exactly those names ingests like the legacy export.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+from pathlib import Path
 
 import polars as pl
 import pytest
 
 from sphr.cli import main
 from sphr.data.catalog_view import PHENOAGE_MARKERS, RAP_ARRAY_IN_ONE_COLUMN, field_uses
-from sphr.data.fields import BY_ID, P0_MARKERS, Field
+from sphr.data.fields import (
+    BY_ID,
+    MEDICATION_MEN,
+    MEDICATION_WOMEN,
+    P0_MARKERS,
+    SPECIAL_CODES,
+    Field,
+)
 from sphr.data.headers import ColumnKey, parse_column
 from sphr.errors import InputError
 
@@ -55,6 +64,51 @@ def test_json_lists_every_field_once_with_what_the_ingest_needs(capsys):
             assert r["read_instances"] == [0] and "risk" in r["stages"]
             assert ("P0 range" in r["use"]) == (r["name"] in P0_MARKERS)
             assert ("PhenoAge marker" in r["use"]) == (r["name"] in PHENOAGE_MARKERS)
+
+
+def test_table_and_json_show_the_plausibility_rule_the_ingest_applies(capsys):
+    by_id = {r["id"]: r for r in json.loads(run_fields(capsys, "--format", "json"))}
+    lines = run_fields(capsys).splitlines()
+    # the table's columns are aligned under its header: cut the plausible column out by offset
+    start = lines[0].index("plausible")
+    end = lines[0].index("reads")
+    shown = {int(line.split()[0]): line[start:end].strip() for line in lines[1:]}
+    expected = {21003: ("finite, 18-110 years", "18-110"), 30030: ("finite, 0-100 %", "0-100"),
+                30280: ("finite, 0-1 ratio", "0-1"), 1160: ("finite, 0-24 hours/day", "0-24"),
+                30710: ("finite, >= 0 mg/L", ">=0"), 74: ("finite, >= 0 hours", ">=0")}
+    for fid, (rule, short) in expected.items():
+        assert by_id[fid]["plausible"] == rule == BY_ID[fid].plausible_rule
+        assert shown[fid] == short
+        assert (by_id[fid]["min_value"], by_id[fid]["max_value"]) == (
+            BY_ID[fid].min_value, BY_ID[fid].max_value)
+    for fid, r in by_id.items():
+        checked = BY_ID[fid].value_type in ("continuous", "integer")
+        assert (r["plausible"] is not None) == checked == (shown[fid] != "-"), fid
+        if r["role"] == "predictor":
+            assert r["plausible"] == BY_ID[fid].plausible_rule
+    for fid in (31, 53, 2443, 6177, 41270, 41280):  # codes, dates, text: no range
+        assert by_id[fid]["plausible"] is by_id[fid]["min_value"] is None
+
+
+def test_a_value_outside_the_shown_rule_is_what_the_ingest_sets_missing(tmp_path, legacy):
+    """The rule shown is the one applied: an age just outside its shown bounds is made
+    missing and reported under that rule, one just inside is kept."""
+    from sphr.data.ingest import ingest
+
+    frame, _ = legacy
+    age = next(u for u in field_uses() if u.id == 21003)
+    edges = [age.min_value - 1, age.max_value + 1, age.min_value, age.max_value]
+    row = pl.int_range(pl.len())
+    value = pl.col("21003-0.0").cast(pl.Float64)
+    for i, edge in enumerate(edges):
+        value = pl.when(row == i).then(pl.lit(edge)).otherwise(value)
+    frame = frame.with_columns(value.alias("21003-0.0"))
+    frame.write_csv(tmp_path / "ukb.csv")
+    result = ingest(tmp_path / "ukb.csv")
+    assert result.baseline["age"].head(4).to_list() == [None, None, age.min_value,
+                                                        age.max_value]
+    hit = result.report["implausible_values"]["age"]
+    assert hit["rule"] == age.plausible and hit["count"] == 2
 
 
 def test_phenoage_markers_are_the_risk_stages():
@@ -180,9 +234,6 @@ def test_a_rap_extract_of_the_listed_columns_ingests_like_the_legacy_export(
     assert extract[hospital].drop_nulls().str.starts_with("['").all()
 
 
-@pytest.mark.xfail(strict=True, raises=InputError, reason=(
-    "the reader does not yet decode a whole array in one cell for 6177/6153 (the RAP's "
-    "p6177_i0 = '[1, 2]'): it stops with \"unknown label '[1, 2]'\"; see docs/RAP.md"))
 def test_medication_as_the_rap_writes_it_ingests_like_the_legacy_export(
         tmp_path, capsys, legacy):
     from sphr.data.ingest import ingest
@@ -191,32 +242,139 @@ def test_medication_as_the_rap_writes_it_ingests_like_the_legacy_export(
                                   medication_per_index=False)
     cells = extract["participant.p6177_i0"].drop_nulls()
     assert cells.len() > 0 and cells.str.contains(r"^\[-?\d+(, -?\d+)*\]$").all()
+    assert cells.str.contains(", ").any()  # some men take more than one
+    result = ingest(path)
+    assert result.baseline.equals(legacy[1].baseline)
+    assert result.report["columns_read"] == result.report["columns_in_file"] == extract.width
+    # the special codes of a list column are counted under it, as many as in the legacy columns
+    for f, column in ((MEDICATION_MEN, "participant.p6177_i0"),
+                      (MEDICATION_WOMEN, "participant.p6153_i0")):
+        counts: Counter[str] = Counter()
+        for name, hit in legacy[1].report["special_codes"].items():
+            if name.startswith(f"{f.id}-0."):
+                counts.update(hit)
+        assert {"-7", "-1", "-3"} <= set(counts)
+        assert result.report["special_codes"][f"{column} ({f.name})"] == dict(counts)
+
+
+def _codes_of(frame: pl.DataFrame, f: Field) -> pl.Expr:
+    """The participant's instance-0 codes of ``f``, as a list (empty: no answer)."""
+    cols = [f"{f.id}-0.{a}" for a in range(f.arrays) if f"{f.id}-0.{a}" in frame.columns]
+    return pl.concat_list([pl.col(c) for c in cols]).list.drop_nulls()
+
+
+def _as_labels(codes: pl.Expr, f: Field) -> pl.Expr:
+    labels = {**(f.coding or {}), **{c: SPECIAL_CODES[c] for c in f.special_codes}}
+    return codes.list.eval(pl.element().replace_strict(labels, return_dtype=pl.String))
+
+
+#: how a cell of 6177/6153 may hold a participant's list; an empty list when unanswered
+LIST_FORMS = {
+    "json": lambda codes, f: pl.lit("[") + codes.cast(pl.List(pl.String)).list.join(", ")
+    + pl.lit("]"),
+    "compact": lambda codes, f: pl.lit("[") + codes.cast(pl.List(pl.String)).list.join(",")
+    + pl.lit("]"),
+    "piped": lambda codes, f: codes.cast(pl.List(pl.String)).list.join("|"),
+    "labels": lambda codes, f: pl.lit('["') + _as_labels(codes, f).list.join('", "')
+    + pl.lit('"]'),
+    "python-labels": lambda codes, f: pl.lit("['") + _as_labels(codes, f).list.join("', '")
+    + pl.lit("']"),
+}
+
+
+def _list_cells(frame: pl.DataFrame, f: Field, form: str) -> pl.Expr:
+    """``f``'s instance-0 codes as one cell each in ``form`` (``mixed``: the forms in turn, and
+    an unanswered participant's ``[]`` or empty cell in turn)."""
+    codes = _codes_of(frame, f)
+    if form != "mixed":
+        cell = LIST_FORMS[form](codes, f)
+        return pl.when(codes.list.len() > 0).then(cell).otherwise(
+            pl.lit("[]") if form == "json" else pl.lit(None, pl.String))
+    turn = pl.int_range(pl.len()) % len(LIST_FORMS)
+    cell = pl.lit(None, pl.String)
+    for i, make in enumerate(LIST_FORMS.values()):
+        cell = pl.when(turn == i).then(make(codes, f)).otherwise(cell)
+    empty = pl.when(turn % 2 == 0).then(pl.lit("[]")).otherwise(pl.lit(None, pl.String))
+    return pl.when(codes.list.len() > 0).then(cell).otherwise(empty)
+
+
+def _medication_extract(tmp_path, capsys, legacy, form: str) -> tuple[Path, pl.DataFrame]:
+    """The bare-name RAP extract with p6177_i0 / p6153_i0 written in ``form``."""
+    path, extract = write_extract(tmp_path, capsys, legacy, "", medication_per_index=False)
+    frame = legacy[0]
+    extract = extract.with_columns(
+        frame.select(_list_cells(frame, MEDICATION_MEN, form).alias("p6177_i0"),
+                     _list_cells(frame, MEDICATION_WOMEN, form).alias("p6153_i0")))
+    extract.write_csv(path)
+    return path, extract
+
+
+@pytest.mark.parametrize("form", [*LIST_FORMS, "mixed"])
+def test_every_list_form_of_the_medication_columns_ingests_like_the_legacy_layout(
+        tmp_path, capsys, legacy, form):
+    from sphr.data.ingest import ingest
+
+    path, extract = _medication_extract(tmp_path, capsys, legacy, form)
+    cells = extract["p6153_i0"].drop_nulls()
+    if form in ("labels", "mixed"):
+        assert cells.str.contains('"Blood pressure medication"', literal=True).any()
+    if form in ("piped", "mixed"):
+        assert cells.str.contains(r"^-?\d+\|-?\d+$").any()
+    if form in ("json", "mixed"):
+        assert (cells == "[]").any()
     assert ingest(path).baseline.equals(legacy[1].baseline)
 
 
-def test_the_workaround_in_docs_rap_splits_the_medication_lists(tmp_path, capsys, legacy,
-                                                                monkeypatch):
-    """The Python block of docs/RAP.md (known gap) turns the RAP's list cells into one column
-    per index, and the result ingests like the legacy export."""
-    from pathlib import Path
-
+def test_a_parquet_list_column_ingests_like_the_legacy_layout(tmp_path, capsys, legacy):
     from sphr.data.ingest import ingest
 
-    doc = (Path(__file__).parents[1] / "docs" / "RAP.md").read_text()
-    after = doc.split("<!-- tests/test_fields_cli.py runs this block", 1)[1]
-    code = after.split("```python\n", 1)[1].split("```", 1)[0]
+    _, extract = write_extract(tmp_path, capsys, legacy, "", medication_per_index=False)
+    frame = legacy[0]
+    codes = frame.select(p6177_i0=_codes_of(frame, MEDICATION_MEN),
+                         p6153_i0=_codes_of(frame, MEDICATION_WOMEN))
+    # an unanswered participant: an empty list for men, a missing one for women
+    codes = codes.with_columns(pl.when(pl.col("p6153_i0").list.len() > 0)
+                               .then(pl.col("p6153_i0")))
+    extract.with_columns(codes).write_parquet(tmp_path / "rap.parquet")
+    assert ingest(tmp_path / "rap.parquet").baseline.equals(legacy[1].baseline)
+
+
+@pytest.mark.parametrize(("cell", "message"), [
+    ("[1, 7]", "unknown code '7' in '[1, 7]'"),
+    ("1|-5", "unknown code '-5' in '1|-5'"),
+    ('["Cholesterol lowering medication", "Aspirin"]', "unknown label 'Aspirin'"),
+    ("[1, 2", "'[1, 2' is not a list of values"),
+], ids=["code", "piped-code", "label", "not-a-list"])
+def test_a_bad_value_inside_a_list_names_file_field_and_row(tmp_path, capsys, legacy, cell,
+                                                            message):
+    from sphr.data.ingest import ingest
+
     path, extract = write_extract(tmp_path, capsys, legacy, "participant",
                                   medication_per_index=False)
-    # the Table Exporter's form of a list, and the one without spaces, go the same way
-    cells = pl.col("participant.p6153_i0")
-    half = pl.int_range(pl.len()) % 2 == 0
-    extract.with_columns(pl.when(half).then(cells.str.replace_all(", ", "|", literal=True)
-                                            .str.strip_chars("[]"))
-                         .otherwise(cells.str.replace_all(" ", "", literal=True))
-                         ).write_csv(path.with_name("ukb.csv"))
-    monkeypatch.chdir(tmp_path)
-    exec(compile(code, "docs/RAP.md", "exec"), {})
-    assert ingest(tmp_path / "ukb_split.csv").baseline.equals(legacy[1].baseline)
+    row = 37  # 1-based data row
+    column = "participant.p6177_i0"
+    extract.with_columns(pl.when(pl.int_range(pl.len()) == row - 1).then(pl.lit(cell))
+                         .otherwise(pl.col(column)).alias(column)).write_csv(path)
+    with pytest.raises(InputError, match=re.escape(message)) as info:
+        ingest(path)
+    err = info.value
+    assert err.file == str(path) and err.row == row
+    assert err.field == f"{column} (medication_men)"
+    assert str(path) in str(err) and f"row {row}" in str(err) and column in str(err)
+
+
+def test_a_list_beside_per_index_columns_is_refused(tmp_path, capsys, legacy):
+    """With p6153_i0_a0 ... a3 in the file, a list in one of them leaves unknown which index
+    each value is: the ingest stops rather than guess."""
+    from sphr.data.ingest import ingest
+
+    path, extract = write_extract(tmp_path, capsys, legacy, "", medication_per_index=True)
+    extract.with_columns(pl.when(pl.int_range(pl.len()) == 4).then(pl.lit("[1, 2]"))
+                         .otherwise(pl.col("p6153_i0_a0")).alias("p6153_i0_a0")
+                         ).write_csv(path)
+    with pytest.raises(InputError, match="holds several values in one array column") as info:
+        ingest(path)
+    assert info.value.row == 5 and info.value.field == "p6153_i0_a0 (medication_women)"
 
 
 def test_the_required_columns_are_exactly_what_the_ingest_cannot_do_without(

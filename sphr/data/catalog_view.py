@@ -73,6 +73,11 @@ class FieldUse:
     stages: tuple[str, ...]
     use: str
     if_missing: str
+    #: the rule a value must meet or the ingest sets it missing (docs/INGEST.md), and its
+    #: bounds; None for dates, codes and text, which the ingest does not range-check
+    plausible: str | None = None
+    min_value: float | None = None
+    max_value: float | None = None
 
     @property
     def required(self) -> bool:
@@ -178,17 +183,22 @@ def field_uses() -> list[FieldUse]:
             _plan_columns({k: v for k, v in extract.items() if k != key})
         except InputError:
             required.add(key)
+    # the ingest's own rule of which fields it range-checks (see _plan_columns)
+    from sphr.data.ingest import plausibility
+
     out = []
     for f in sorted(BY_ID.values(), key=lambda f: f.id):
         keys = sorted(k for k in read if k.field == f.id)
         stages, use = _use(f)
+        rule = plausibility(f)
         out.append(FieldUse(
             f.id, f.name, f.title, f.unit, f.value_type, f.role, f.group, tuple(f.instances),
             f.arrays, tuple(sorted({k.instance for k in keys})),
             tuple(sorted({k.array for k in keys})),
             tuple(dict.fromkeys(rap_name(k) for k in keys)),
             tuple(dict.fromkeys(rap_name(k) for k in keys if k in required)),
-            stages if keys else (), use, _if_missing(f, extract) if keys else "not read"))
+            stages if keys else (), use, _if_missing(f, extract) if keys else "not read",
+            rule, f.min_value if rule else None, f.max_value if rule else None))
     return out
 
 
@@ -216,9 +226,23 @@ def _instances(names: tuple[str, ...]) -> tuple[int, ...]:
                          if (parsed := parse_column(n)) and parsed[1] is not None}))
 
 
+def plausible_text(use: FieldUse) -> str:
+    """``0-100``, ``>=0``, ``finite``: the plausible range, short, for the table (its unit is
+    the unit column's); ``-`` for a field the ingest does not range-check."""
+    if use.plausible is None:
+        return "-"
+    lo, hi = use.min_value, use.max_value
+    if lo is not None and hi is not None:
+        return f"{lo:g}-{hi:g}"
+    if lo is not None:
+        return f">={lo:g}"
+    return f"<={hi:g}" if hi is not None else "finite"
+
+
 def format_table(uses: list[FieldUse], *, title_width: int = 40) -> str:
-    """A plain-text table: id, name, title, unit, columns read, need, stages, use."""
-    header = ("field", "name", "title", "unit", "reads", "need", "stages", "use")
+    """A plain-text table: id, name, title, unit, plausible range, columns read, need, stages,
+    use."""
+    header = ("field", "name", "title", "unit", "plausible", "reads", "need", "stages", "use")
     rows = [header]
     for u in uses:
         title = u.title if len(u.title) <= title_width else u.title[:title_width - 3] + "..."
@@ -228,7 +252,8 @@ def format_table(uses: list[FieldUse], *, title_width: int = 40) -> str:
             need = f"i{_compact(_instances(u.required_columns))} required" if partial else (
                 "required")
         stages = "all" if u.stages == STAGES else ",".join(u.stages) or "-"
-        rows.append((str(u.id), u.name, title, u.unit, reads_text(u), need, stages, u.use))
+        rows.append((str(u.id), u.name, title, u.unit, plausible_text(u), reads_text(u), need,
+                     stages, u.use))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
              for r in rows]

@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("fields", help="list the UK Biobank fields the pipeline reads",
                        description="The catalog's fields: Showcase id, title, unit, the "
+                       "plausible range (a value outside it becomes missing at ingest), the "
                        "instances and array indices sphr ingest reads, whether the ingest stops "
                        "without them, and which stages use them. --rap prints the column names "
                        "to extract on the UK Biobank Research Analysis Platform (docs/RAP.md).")

@@ -5,13 +5,21 @@
 - RAP: ``p21003_i0_a1``; ``_i``/``_a`` are omitted when the field has a single
   instance/array (``p31``, ``p53_i0``); ``dx extract_dataset`` adds a
   ``participant.`` prefix (``participant.eid``).
+
+The RAP keeps some array fields (41270, 6177, 6153) as one column per instance whose cell
+holds the whole array: ``[1, 2]``, ``['E119', 'I10']`` or ``1|2``
+(:func:`is_list_cell`, :func:`split_list_cells`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # the CLI parser imports this module; polars loads on use
+    import polars as pl
 
 Style = Literal["legacy", "tab", "rap"]
 
@@ -64,3 +72,52 @@ def format_column(key: ColumnKey, style: Style, *, single_instance: bool = False
 
 def eid_column(style: Style, prefix: str = "") -> str:
     return prefix + _EID[style]
+
+
+class ListCellError(ValueError):
+    """A cell that looks like a list (``[...``) but is not one; ``index`` is its position in
+    the series, for the caller to turn into a data row."""
+
+    def __init__(self, index: int, text: str) -> None:
+        super().__init__(f"{text[:60]!r} is not a list of values")
+        self.index, self.text = index, text
+
+
+def is_list_cell(text: pl.Expr) -> pl.Expr:
+    """Whether a text cell holds a whole array: ``[...]`` (``dx extract_dataset``, JSON or a
+    Python list) or ``a|b`` (the form the reader gives a parquet list column)."""
+    return text.str.contains(r"^\s*\[|\|")
+
+
+def split_list_cells(text: pl.Series) -> pl.Series:
+    """Each cell's values, as a list of text stripped of spaces and quotes; a cell that is not
+    a list is a one-value list, null stays null, ``[]`` is empty, and an empty slot (``a||b``,
+    ``[1, null]``) stays in place as null or ``""``, so positions are array indices.
+
+    Raises :class:`ListCellError` for the first ``[...`` cell that is not a list.
+    """
+    import polars as pl
+
+    frame = text.str.strip_chars().to_frame("text")
+    is_json = pl.col("text").str.starts_with("[")
+    # JSON-ish lists from dx extract_dataset; single quotes when a tool wrote Python reprs
+    as_json = (pl.when(pl.col("text").str.contains('"', literal=True)).then(pl.col("text"))
+               .otherwise(pl.col("text").str.replace_all("'", '"', literal=True)))
+    try:
+        decoded = frame.select(pl.when(is_json).then(as_json).str.json_decode(
+            pl.List(pl.String)).alias("json"), pl.when(~is_json).then(
+            pl.col("text").str.split("|")).alias("piped"))
+    except pl.exceptions.ComputeError:
+        # polars does not say which cell: find it for the message (error path only)
+        for i, cell in enumerate(frame["text"].to_list()):
+            if cell is None or not cell.startswith("["):
+                continue
+            try:
+                value = json.loads(cell if '"' in cell else cell.replace("'", '"'))
+                if not isinstance(value, list) or any(isinstance(v, list | dict) for v in value):
+                    raise ValueError
+            except ValueError:
+                raise ListCellError(i, cell) from None
+        raise
+    return decoded.select(pl.coalesce("json", "piped").list.eval(
+        pl.element().str.strip_chars().str.strip_chars("\"'")).alias(text.name)).to_series()

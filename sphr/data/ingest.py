@@ -36,7 +36,7 @@ from sphr.data.fields import (
     SPECIAL_CODES,
     Field,
 )
-from sphr.data.headers import ColumnKey
+from sphr.data.headers import ColumnKey, ListCellError, is_list_cell, split_list_cells
 from sphr.data.outcomes import (
     LinkedCollector,
     OutcomeConfig,
@@ -59,6 +59,8 @@ _MEDICATION_FLAGS = {1: "cholesterol_medication", 2: "blood_pressure_medication"
 FIRST_SHOWN = 5
 #: -7 "none of the above" answers a multiple-choice question; the other special codes do not
 ANSWERED_NONE = -7
+#: value types whose numbers must be plausible (:func:`plausibility`)
+_CHECKED = ("continuous", "integer")
 
 
 @dataclass
@@ -111,8 +113,14 @@ def _plan(layout: ExportLayout, warnings: list[str]) -> list[ColumnKey]:
     return keys
 
 
-def _decode_coded(layout: ExportLayout, column: pl.Series, key: ColumnKey, f: Field) -> pl.Series:
-    """Numbers or text labels to integer codes; an unknown label or code is an error."""
+def _decode_coded(layout: ExportLayout, column: pl.Series, key: ColumnKey, f: Field, *,
+                  rows: pl.Series | None = None, cells: pl.Series | None = None) -> pl.Series:
+    """Numbers or text labels to integer codes; an unknown label or code is an error.
+
+    ``rows`` (1-based data rows) and ``cells`` (the whole list cells) are given when
+    ``column`` holds the values of list cells, one per value, so that an error names the
+    participant's row and cell rather than the value's position.
+    """
     name = layout.columns[key]
     text = column.str.strip_chars()
     number = text.cast(pl.Float64, strict=False)
@@ -131,10 +139,63 @@ def _decode_coded(layout: ExportLayout, column: pl.Series, key: ColumnKey, f: Fi
         shown = "; ".join(f"{c} {lbl}" for c, lbl in {**(f.coding or {}),
                           **{c: SPECIAL_CODES[c] for c in f.special_codes}}.items())
         kind = "label" if number[row] is None else "code"
+        where = f" in {cells[row]!r}" if cells is not None else ""
         raise InputError(
-            f"unknown {kind} {text[row]!r} for {f.title} (known: {shown})",
-            file=layout.path, field=f"{name} ({f.name})", row=row + 1)
+            f"unknown {kind} {text[row]!r}{where} for {f.title} (known: {shown})",
+            file=layout.path, field=f"{name} ({f.name})",
+            row=int(rows[row]) if rows is not None else row + 1)
     return code.alias(_col(key))
+
+
+def _holds_lists(column: pl.Series, f: Field) -> bool:
+    """Whether a multi-select field's text column has a cell holding a whole list."""
+    return (f.value_type == "categorical_multiple" and column.dtype == pl.Utf8
+            and bool(column.to_frame("c").select(is_list_cell(pl.col("c")).any()).item()))
+
+
+def _decode_list(layout: ExportLayout, column: pl.Series, key: ColumnKey, f: Field
+                 ) -> list[pl.Series]:
+    """A column whose cells hold a whole array (the RAP's ``p6177_i0`` = ``[1, 2]``) as the
+    columns ``field-instance.0``, ``.1``, ... of the per-index layout, codes decoded."""
+    name = layout.columns[key]
+    if len(layout.arrays(f.id, key.instance)) > 1:
+        # a list beside per-index columns: which index each value stands for is unknowable
+        lists = column.to_frame("c").select(is_list_cell(pl.col("c"))).to_series()
+        row = int(lists.fill_null(False).arg_true()[0])
+        raise InputError(
+            f"{column[row][:60]!r} holds several values in one array column; expected one "
+            f"value per column ({f.id}-{key.instance}.0, {f.id}-{key.instance}.1, ...) or the "
+            f"whole list in a single column (p{f.id}_i{key.instance})",
+            file=layout.path, field=f"{name} ({f.name})", row=row + 1)
+    try:
+        lists = split_list_cells(column)
+    except ListCellError as exc:
+        raise InputError(str(exc), file=layout.path, field=f"{name} ({f.name})",
+                         row=exc.index + 1) from None
+    n = len(column)
+    long = (pl.DataFrame({"row": pl.int_range(1, n + 1, eager=True, dtype=pl.UInt32),
+                          "cell": column, "item": lists})
+            .with_columns(pos=pl.int_ranges(0, pl.col("item").list.len(), dtype=pl.UInt32))
+            .explode(["item", "pos"])
+            .filter(pl.col("item").is_not_null() & (pl.col("item") != "")))
+    codes = _decode_coded(layout, long["item"], key, f, rows=long["row"], cells=long["cell"])
+    long = long.select("row", "pos", code=codes)
+    width = int(long["pos"].max()) + 1 if long.height else 1
+    out = []
+    for a in range(width):
+        at = long.filter(pl.col("pos") == a)
+        values = pl.repeat(None, n, dtype=pl.Int64, eager=True)
+        if at.height:
+            values = values.scatter(at["row"] - 1, at["code"])
+        out.append(values.alias(_col(ColumnKey(f.id, key.instance, a))))
+    return out
+
+
+def plausibility(f: Field) -> str | None:
+    """The plausibility rule the ingest applies to ``f``'s values (``Field.plausible_rule``), or
+    None for a field it does not check: dates, codes and text, whose unknown values stop the
+    ingest instead."""
+    return f.plausible_rule if f.value_type in _CHECKED else None
 
 
 def _implausible_to_null(values: pl.Series, f: Field, column: str, eid: pl.Series,
@@ -204,22 +265,37 @@ def _decode(layout: ExportLayout, raw: dict[str, pa.ChunkedArray], keys: list[Co
             out.append(date.alias(_col(key)))
             continue
         column = take(name)
-        values = _decode_coded(layout, column, key, f) if column.dtype == pl.Utf8 else column
+        if _holds_lists(column, f):
+            decoded = _decode_list(layout, column, key, f)
+        elif column.dtype == pl.Utf8:
+            decoded = [_decode_coded(layout, column, key, f)]
+        else:
+            decoded = [column.alias(_col(key))]
         del column
-        # labs are never negative: UKB's special codes in a numeric column mean "no answer"
-        specials = list(f.special_codes) if f.special_codes else list(SPECIAL_CODES)
-        hit = values.is_in([values.dtype.to_python()(c) for c in specials])
-        if hit.any():
-            counts = values.filter(hit).value_counts()
-            special_counts[f"{name} ({f.name})"] = {
-                str(int(c)): int(n) for c, n in counts.iter_rows()}
-            no_answer = hit & (values != ANSWERED_NONE)
-            values = pl.select(pl.when(~no_answer).then(values)).to_series()
-        if f.value_type in ("continuous", "integer"):
-            values = _implausible_to_null(values, f, name, eid, implausible)
-        out.append(values.alias(_col(key)))
+        for values in decoded:
+            values = _null_special(values, f, f"{name} ({f.name})", special_counts)
+            if plausibility(f) is not None:
+                values = _implausible_to_null(values, f, name, eid, implausible)
+            out.append(values)
     pa.default_memory_pool().release_unused()
     return pl.DataFrame(out)
+
+
+def _null_special(values: pl.Series, f: Field, label: str,
+                  special_counts: dict[str, dict[str, int]]) -> pl.Series:
+    """``values`` with UKB's special codes counted under ``label``, then null, but for -7
+    ("none of the above"), which is an answer."""
+    # labs are never negative: UKB's special codes in a numeric column mean "no answer"
+    specials = list(f.special_codes) if f.special_codes else list(SPECIAL_CODES)
+    hit = values.is_in([values.dtype.to_python()(c) for c in specials])
+    if not hit.any():
+        return values
+    # a list column's values spread over several columns count under the one column read
+    counts = special_counts.setdefault(label, {})
+    for c, n in values.filter(hit).value_counts().iter_rows():
+        counts[str(int(c))] = counts.get(str(int(c)), 0) + int(n)
+    no_answer = hit & (values != ANSWERED_NONE)
+    return pl.select(pl.when(~no_answer).then(values)).to_series().alias(values.name)
 
 
 def _raw_columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
@@ -238,14 +314,15 @@ def _check_duplicates(layout: ExportLayout, frame: pl.DataFrame) -> None:
                          field=layout.eid_column, row=same[1] if len(same) > 1 else same[0])
 
 
-def _medication(frame: pl.DataFrame, layout: ExportLayout) -> pl.DataFrame:
+def _medication(frame: pl.DataFrame) -> pl.DataFrame:
     """Answered?, and the three condition-medication flags, from the participant's sex's field.
 
     6177 is asked of men, 6153 of women. -7 "none of the above" is an answer; -1 and -3
     were already nulled, so a participant with no code left did not answer.
     """
     def columns(f: Field) -> list[pl.Expr]:
-        return [pl.col(_col(ColumnKey(f.id, 0, a))) for a in layout.arrays(f.id, 0)]
+        # the frame's, not the layout's: a RAP list column (p6177_i0) becomes several
+        return [pl.col(c) for c in frame.columns if c.startswith(f"{f.id}-0.")]
 
     def any_of(cols: list[pl.Expr], test) -> pl.Expr:
         return pl.any_horizontal([test(c) for c in cols]) if cols else pl.lit(False)
@@ -277,7 +354,7 @@ def build_baseline(frame: pl.DataFrame, layout: ExportLayout) -> pl.DataFrame:
          if ColumnKey(FASTING_TIME.id, 0, 0) in layout.columns
          else pl.lit(None, pl.Float64)).alias("fasting_time"),
     )
-    base = _medication(base, layout)
+    base = _medication(base)
     any_condition = pl.any_horizontal([pl.col(n) == 1 for n in cond])
     medicated = pl.any_horizontal([pl.col(v).fill_null(False) for v in _MEDICATION_FLAGS.values()])
     all_answered = pl.all_horizontal([pl.col(n).is_not_null() for n in cond]) & pl.col(
@@ -318,7 +395,7 @@ def build_followup(frame: pl.DataFrame, layout: ExportLayout) -> pl.DataFrame:
 
 def _report(layout: ExportLayout, frame: pl.DataFrame, baseline: pl.DataFrame,
             followup: pl.DataFrame, special: dict, warnings: list[str], seconds: float,
-            dropped_no_sex: int) -> dict:
+            dropped_no_sex: int, columns_read: int) -> dict:
     n = baseline.height
     completeness = {f.name: round(1 - baseline[f.name].null_count() / n, 4) if n else 0.0
                     for f in PREDICTORS}
@@ -338,7 +415,7 @@ def _report(layout: ExportLayout, frame: pl.DataFrame, baseline: pl.DataFrame,
     }
     return {
         "source": str(layout.path), "format": layout.describe(),
-        "columns_in_file": len(layout.header), "columns_read": frame.width,
+        "columns_in_file": len(layout.header), "columns_read": columns_read,
         "rows_read": frame.height + dropped_no_sex, "participants": n,
         "dropped_without_sex": dropped_no_sex,
         "followup_visits": {str(k): int(v) for k, v in
@@ -394,8 +471,9 @@ def ingest(export: str | Path, *, drop_truncated_last_row: bool = False,
         log.info("%s: %s; no outcomes.parquet", layout.path, outcome_report["why"])
     for w in warnings:
         log.warning("%s: %s", layout.path, w)
+    # the file's columns, not the frame's: a RAP list column is read once, decoded into several
     report = _report(layout, frame, baseline, followup, special, warnings,
-                     time.perf_counter() - start, no_sex)
+                     time.perf_counter() - start, no_sex, 1 + len(keys))
     report["implausible_values"] = implausible
     report["outcomes"] = outcome_report
     report["columns_read"] += len(linked.keys)

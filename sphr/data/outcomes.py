@@ -49,6 +49,7 @@ from sphr.data.fields import (
     HOSPITAL_DIAGNOSES,
     Field,
 )
+from sphr.data.headers import ListCellError, is_list_cell, split_list_cells
 from sphr.errors import ConfigError, InputError
 
 if TYPE_CHECKING:  # the CLI parser imports this module; polars and pyarrow load on use
@@ -412,8 +413,7 @@ class LinkedCollector:
                 .with_columns(pl.col("text").str.strip_chars())
                 .filter(pl.col("text").is_not_null() & (pl.col("text") != ""))
                 .with_columns(pos=pl.col("col").replace_strict(cols, return_dtype=pl.Int32)))
-        is_list = pl.col("text").str.starts_with("[") | pl.col("text").str.contains("|",
-                                                                                   literal=True)
+        is_list = is_list_cell(pl.col("text"))
         lists = long.filter(is_list)
         if lists.is_empty():
             return long.select(list(schema))
@@ -436,30 +436,11 @@ class LinkedCollector:
                           items.select(list(schema))])
 
     def _split_lists(self, lists: pl.DataFrame, f: Field, first_row: int) -> pl.DataFrame:
-        import polars as pl
-
-        is_json = pl.col("text").str.starts_with("[")
-        piped = lists.filter(~is_json).with_columns(items=pl.col("text").str.split("|"))
-        js = lists.filter(is_json)
-        if js.is_empty():
-            return piped
-        # JSON-ish lists from dx extract_dataset; single quotes when a tool wrote Python reprs
-        text = (pl.when(pl.col("text").str.contains('"', literal=True)).then(pl.col("text"))
-                .otherwise(pl.col("text").str.replace_all("'", '"', literal=True)))
         try:
-            js = js.with_columns(items=text.str.json_decode(pl.List(pl.String)))
-        except Exception:  # polars raises ComputeError; find the cell for the message
-            for r in js.iter_rows(named=True):
-                try:
-                    value = json.loads(r["text"].replace("'", '"') if '"' not in r["text"]
-                                       else r["text"])
-                    if not isinstance(value, list):
-                        raise ValueError
-                except ValueError:
-                    raise self._error(f"{r['text'][:60]!r} is not a list of values",
-                                      r["col"], f, first_row + r["row"]) from None
-            raise
-        return pl.concat([piped, js])
+            return lists.with_columns(items=split_list_cells(lists["text"]))
+        except ListCellError as exc:
+            r = lists.row(exc.index, named=True)
+            raise self._error(str(exc), r["col"], f, first_row + r["row"]) from None
 
     def _codes(self, long: pl.DataFrame, f: Field, first_row: int) -> pl.DataFrame:
         """Add ``code``: the ICD-10 code (text before the first space, no dot, upper case)."""

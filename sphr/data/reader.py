@@ -444,7 +444,13 @@ def _read_parquet(layout: ExportLayout, names: list[str], types: dict[str, pa.Da
             # not the implausible NaN that text "NaN" in a CSV is (sphr.data.ingest counts those)
             col = pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col)
         if col.type != want:
-            if pa.types.is_date(col.type) or pa.types.is_timestamp(col.type):
+            if want == pa.string() and (pa.types.is_list(col.type)
+                                        or pa.types.is_large_list(col.type)):
+                # a whole array in one column (the RAP's p6177_i0): '1|2', decoded by the
+                # ingest as the CSV form; an empty list is no value, as an empty CSV cell
+                text = _as_text(col.combine_chunks())
+                col = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
+            elif pa.types.is_date(col.type) or pa.types.is_timestamp(col.type):
                 col = pc.strftime(col, format="%Y-%m-%d")
             elif want == pa.string() and (pa.types.is_floating(col.type)):
                 # 1.0 -> "1": codes stored as floats decode like their integer text
