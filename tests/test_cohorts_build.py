@@ -136,3 +136,26 @@ def test_failed_run_leaves_no_output(tmp_path, ingest_dir):
                     CohortConfig(ranges={"crp": {"high": 0.0001}}))
     assert not (tmp_path / "c").exists()
     assert not list(tmp_path.iterdir())
+
+
+def test_severity_triplets_contrast_the_number_of_markers_out_of_range(baseline):
+    """triplet_classes="severity" (docs/METHODS.md, SPHR variants): anchor and positive have
+    as many P0 markers out of range (capped at 3), the negative another count; seeded."""
+    from sphr.cohorts.ranges import SEVERITY_CAP, severity_classes
+    from sphr.errors import ConfigError
+
+    config = CohortConfig(n_triplets=3_000, seed=5, triplet_classes="severity")
+    built, _ = build_cohorts(baseline, config)
+    again, _ = build_cohorts(baseline, config)
+    for sex, cohort in built.items():
+        severity = severity_classes(cohort.train_raw, sex, config.clinical_ranges())
+        assert set(np.unique(severity)) <= set(range(SEVERITY_CAP + 1))
+        assert len(np.unique(severity)) >= 3
+        a, p, n = (severity[cohort.triplets[:, i]] for i in range(3))
+        assert (a == p).all() and (a != n).all()
+        # BFH (and the augmented rows drawn inside their ranges) have none out of range
+        assert (severity[cohort.train["label"].to_numpy() == BONA_FIDE_HEALTHY] == 0).all()
+        assert np.array_equal(cohort.triplets, again[sex].triplets)
+        assert cohort.report["triplets"]["classes"] == "severity"
+    with pytest.raises(ConfigError, match="triplet classes"):
+        build_cohorts(baseline, CohortConfig(triplet_classes="stage"))

@@ -298,7 +298,9 @@ def risk_out(run_dir):
 
 def test_risk_cli_writes_every_output(risk_out, cohorts_dir):
     from sphr.artifacts import load_cohort
-    from sphr.risk.spaces import METHODS, PAPER_METHODS
+    from sphr.risk.spaces import METHODS, PAPER_METHODS, SPHR_VARIANTS
+
+    METHODS = tuple(m for m in METHODS if m not in SPHR_VARIANTS)  # options, not defaults
 
     for name in ("risk_groups.parquet", "risk_groups.csv", "validation.parquet", "validation.md",
                  "thresholds.csv", "time_correlation.parquet", "report.html",
@@ -468,3 +470,40 @@ def test_score_labels_with_the_runs_custom_ranges(ingest_dir, ukb_export, tmp_pa
     default = assign_classes(women, "female", tuple(ranges_for("female", P0_RANGES)))
     assert (custom == both["label_new"].to_numpy()).all() and (custom != default).sum() > 0
 
+
+
+def test_sphr_variants_are_fitted_on_training_bfh_saved_and_scored_alike(run_dir, ukb_export,
+                                                                          tmp_path):
+    """docs/METHODS.md "SPHR variants aimed at risk": each variant is deterministic, its
+    reference comes from the training BFH only, and sphr score reproduces it on new people."""
+    from sphr.artifacts import load_cohort
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.fit import fit_sex
+    from sphr.risk.pipeline import run_risk
+    from sphr.risk.score import run_score
+    from sphr.risk.spaces import SPHR_VARIANTS, build_space
+
+    config = RiskConfig(methods=("sphr", *SPHR_VARIANTS), modes=("calibrated",),
+                        n_bootstrap=10, n_bootstrap_linked=10)
+    a, b = (fit_sex(run_dir, "female", config).rows() for _ in range(2))
+    pd.testing.assert_frame_equal(a, b)  # same inputs and seed: the same rows
+    assert set(a["method"]) == {"sphr", *SPHR_VARIANTS}
+    # the age line and the young reference are fitted on the rows given: BFH training rows
+    cohort = load_cohort(run_dir / "cohorts" / "female")
+    bfh = cohort.train[(cohort.train["label"] == 2) & ~cohort.train["augmented"]]
+    X = bfh[cohort.features].to_numpy(float)
+    ages = bfh["age_years"].to_numpy(float)
+    line = build_space("sphr_age_line", cohort.features, run=run_dir, sex="female").fit(X, ages)
+    assert np.abs(line.transform(X).mean(axis=0)).max() < 1e-6  # least-squares residuals
+    young = build_space("sphr_young", cohort.features, run=run_dir, sex="female").fit(X, ages)
+    rows = ages <= 50 if (ages <= 50).sum() >= 10 else np.argsort(ages, kind="stable")[:10]
+    assert np.allclose(young.center, np.median(young.inner.transform(X[rows]), axis=0))
+    out = tmp_path / "risk"
+    run_risk(run_dir, out, config)
+    scored = pd.read_parquet(run_score(out, ukb_export, tmp_path / "scored") and
+                             tmp_path / "scored" / "risk_groups.parquet")
+    fitted = pd.read_parquet(out / "risk_groups.parquet")
+    both = fitted.merge(scored, on=["eid", "method", "mode"], suffixes=("", "_new"))
+    assert set(both["method"]) == {"sphr", *SPHR_VARIANTS} and len(both) == len(fitted)
+    assert both["distance_new"].to_numpy() == pytest.approx(both["distance"].to_numpy(),
+                                                           rel=1e-5, abs=1e-5)

@@ -22,13 +22,14 @@ import pandas as pd
 
 from sphr.cohorts.age import assign_age_groups, group_names
 from sphr.cohorts.augment import augmentation_check, copula_sample, rejection_sample
-from sphr.cohorts.config import AUGMENTATIONS, CohortConfig
+from sphr.cohorts.config import AUGMENTATIONS, TRIPLET_CLASSES, CohortConfig
 from sphr.cohorts.filtering import CompletenessFilter, constant_features
 from sphr.cohorts.normalize import QuantileNormalizer
 from sphr.cohorts.ranges import (
     ClinicalRange,
     assign_classes,
     ranges_for,
+    severity_classes,
 )
 from sphr.cohorts.triplets import mine_triplets
 from sphr.data.fields import BY_NAME, PREDICTOR_NAMES
@@ -205,7 +206,12 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
         labels[calib_idx], np.zeros(calib_idx.size, bool))
 
     t0 = time.perf_counter()
-    triplets = mine_triplets(train["label"].to_numpy(), config.n_triplets, seed=int(seeds[2]),
+    if config.triplet_classes not in TRIPLET_CLASSES:
+        raise ConfigError(f"unknown triplet classes {config.triplet_classes!r}: choose from "
+                          f"{', '.join(TRIPLET_CLASSES)}")
+    classes = (severity_classes(train_raw, sex, ranges) if config.triplet_classes == "severity"
+               else train["label"].to_numpy())
+    triplets = mine_triplets(classes, config.n_triplets, seed=int(seeds[2]),
                              balanced=config.balanced_triplets,
                              strata=train["age_group"].to_numpy() if config.age_matched_triplets
                              else None)
@@ -228,6 +234,7 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
         "augmentation": aug_report,
         "triplets": {"n": int(triplets.shape[0]), "balanced": config.balanced_triplets,
                      "age_matched": config.age_matched_triplets,
+                     "classes": config.triplet_classes,
                      "anchor_classes": by_class(train["label"].to_numpy()[triplets[:, 0]]),
                      "seconds": round(triplet_s, 4)},
         "clinical_ranges": [asdict(r) for r in ranges_for(sex, ranges)],

@@ -51,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--age-matched-triplets", action="store_true",
                    default=defaults.age_matched_triplets,
                    help="draw each triplet's positive and negative from the anchor's age group")
+    p.add_argument("--triplet-classes", choices=("labels", "severity"),
+                   default=defaults.triplet_classes,
+                   help="labels: the paper's classes; severity: the number of P0 markers out of "
+                   "range (0, 1, 2, 3+) as the triplets' classes (default %(default)s)")
     p.add_argument("--ranges", type=Path, default=None,
                    help='JSON overrides of the P0 ranges, e.g. {"glucose": {"high": 6.0}}')
     p.add_argument("--sex", choices=("female", "male"), action="append", default=None,
@@ -67,6 +71,7 @@ def config_from_args(args: argparse.Namespace) -> CohortConfig:
                  "test_size": args.test_size, "augment_fold": {"bona_fide_healthy": args.bfh_fold},
                  "balanced_triplets": args.balanced_triplets,
                  "age_matched_triplets": args.age_matched_triplets, "augment": args.augment,
+                 "triplet_classes": args.triplet_classes,
                  "calibration_size": args.calibration_size,
                  "ranges": load_overrides(args.ranges)}
     if args.triplets is not None:

@@ -22,6 +22,10 @@ DEFAULT_AGE_GROUPS: tuple[tuple[int, int], ...] = (
 #: ``independent``: the paper's Algorithm 1 (each feature drawn on its own); ``copula``: joint
 #: draws that keep the class's correlations and point masses (docs/METHODS.md)
 AUGMENTATIONS: tuple[str, ...] = ("independent", "copula")
+#: what a triplet's classes are: ``labels`` (the paper's unhealthy / apparently healthy /
+#: BFH) or ``severity`` (the number of P0 markers outside their ranges, 0..3+; docs/METHODS.md,
+#: "SPHR variants aimed at risk")
+TRIPLET_CLASSES: tuple[str, ...] = ("labels", "severity")
 
 
 @dataclass
@@ -45,6 +49,8 @@ class CohortConfig:
     #: positive and negative from the anchor's age group (docs/SPHR_AGE.md): the triplets
     #: then never contrast an older unhealthy person with a younger healthy one
     age_matched_triplets: bool = False
+    #: ``labels`` or ``severity`` (:data:`TRIPLET_CLASSES`)
+    triplet_classes: str = "labels"
     age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS
     #: overrides of the P0 clinical ranges, e.g. {"glucose": {"low": 4.0}}
     ranges: dict | None = None

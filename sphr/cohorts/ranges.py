@@ -83,6 +83,21 @@ def bona_fide_mask(raw: pd.DataFrame, sex: str,
     return ok
 
 
+#: severity classes stop here: 3 or more P0 markers out of range are one class
+SEVERITY_CAP = 3
+
+
+def severity_classes(raw: pd.DataFrame, sex: str,
+                     ranges: tuple[ClinicalRange, ...] = P0_RANGES) -> np.ndarray:
+    """Number of P0 markers outside their clinical range (capped at :data:`SEVERITY_CAP`),
+    over the markers ``raw`` has: the triplet classes of ``triplet_classes="severity"``."""
+    count = np.zeros(len(raw), dtype=np.int8)
+    for r in ranges_for(sex, ranges):
+        if r.marker in raw.columns:
+            count += ~r.contains(raw[r.marker].to_numpy(float))
+    return np.minimum(count, SEVERITY_CAP).astype(np.int8)
+
+
 def assign_classes(frame: pd.DataFrame, sex: str,
                    ranges: tuple[ClinicalRange, ...] = P0_RANGES) -> np.ndarray:
     """The class of each participant (``sphr.labels``), from the ingest label and raw P0 values.

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from sphr.errors import ConfigError
 from sphr.labels import SEXES
 from sphr.risk.intervals import MODES
-from sphr.risk.spaces import METHODS
+from sphr.risk.spaces import METHODS, SPHR_VARIANTS
 
 #: scores given per person (:mod:`sphr.risk.scores`); ``supervised_xgboost`` stands for every
 #: supervised comparator (:mod:`sphr.risk.supervised`): one per linked outcome
@@ -23,14 +23,18 @@ MARKER_SPACE_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis",
                                          "homeostatic_dysregulation", "p0_euclidean")
 #: every method: the distance methods, then the scores researchers already use
 ALL_METHODS: tuple[str, ...] = (*METHODS, *SCORE_METHODS)
+#: what ``sphr risk`` computes unless told otherwise: every method but the SPHR variants
+#: (options, docs/METHODS.md "SPHR variants aimed at risk")
+DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in ALL_METHODS if m not in SPHR_VARIANTS)
 #: methods that need a model file from an earlier stage or an optional input; skipped with
 #: a log line (and listed in the report) when it is missing
-OPTIONAL_METHODS: tuple[str, ...] = ("deep_patient", "sphr", "phenoage", "supervised_xgboost")
+OPTIONAL_METHODS: tuple[str, ...] = ("deep_patient", "sphr", *SPHR_VARIANTS, "phenoage",
+                                     "supervised_xgboost")
 
 
 @dataclass
 class RiskConfig:
-    methods: tuple[str, ...] = ALL_METHODS
+    methods: tuple[str, ...] = DEFAULT_METHODS
     modes: tuple[str, ...] = MODES
     #: validation population: ``test`` participants (no fit has seen them)
     validate_on: str = "test"
@@ -44,9 +48,10 @@ class RiskConfig:
     seed: int = 0
     device: str = "auto"
     sexes: tuple[str, ...] = SEXES
-    #: input of the four marker-space distances: ``quantile`` (the cohort's normalized
-    #: features) or ``marker`` (log-robust standardized markers, linear beyond the fit)
-    distance_space: str = "quantile"
+    #: input of the four marker-space distances: ``marker`` (log-robust standardized markers,
+    #: linear beyond the fit; the default by the pre-registered rule, docs/REAL.md) or
+    #: ``quantile`` (the cohort's normalized features, as before 2026-11-26)
+    distance_space: str = "marker"
     #: folds of the supervised comparators' cross-fitting
     supervised_folds: int = 5
     #: fewest training events (per fold fit) for a supervised comparator of an outcome

@@ -67,7 +67,8 @@ log = logging.getLogger(__name__)
 
 #: every figure and table lists methods in this order: the distances, then the references
 METHOD_ORDER: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
-                                 "p0_euclidean", "deep_patient", "sphr", "phenoage",
+                                 "p0_euclidean", "deep_patient", "sphr", "sphr_age_line",
+                                 "sphr_young", "sphr_joint", "phenoage",
                                  "supervised_xgboost", "age")
 #: scores shown beside the distances for scale, not as peers: PhenoAge acceleration (what
 #: researchers already use), the supervised ceilings (they see the outcome) and age alone

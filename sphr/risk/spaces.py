@@ -43,9 +43,12 @@ import numpy as np
 from sphr.cohorts.ranges import P0_RANGES
 from sphr.errors import ConfigError, InputError
 
+#: SPHR variants aimed at risk (docs/METHODS.md, "SPHR variants aimed at risk"): the same
+#: network, another reference or a joint space; options, not run by default
+SPHR_VARIANTS: tuple[str, ...] = ("sphr_age_line", "sphr_young", "sphr_joint")
 #: the distance methods (a space G and a reference per age group)
 METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
-                            "p0_euclidean", "deep_patient", "sphr")
+                            "p0_euclidean", "deep_patient", "sphr", *SPHR_VARIANTS)
 #: the paper's five; mode ``paper`` (Eq. A.4) is defined for these
 PAPER_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "p0_euclidean", "deep_patient",
                                   "sphr")
@@ -54,7 +57,8 @@ DISPLAY: dict[str, str] = {
     "homeostatic_dysregulation": "Homeostatic dysregulation",
     "p0_euclidean": "P0 (Euclidean)", "deep_patient": "DeepPatient", "sphr": "SPHR",
     "phenoage": "PhenoAge acceleration", "supervised_xgboost": "Supervised XGBoost (uses outcome)",
-    "age": "Age alone",
+    "age": "Age alone", "sphr_age_line": "SPHR, age-line reference",
+    "sphr_young": "SPHR, young reference", "sphr_joint": "SPHR + markers",
 }
 P0_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(r.marker for r in P0_RANGES))
 
@@ -219,6 +223,91 @@ class SphrNet(Space):
                 "sha256": sha256(directory / "sphr.pt")}
 
 
+class AgeLine(Space):
+    """``sphr_age_line``: G(x) minus the line of the embedded training BFH on (normalized) age,
+    per embedding dimension, so the reference follows a person's own age."""
+
+    kind = "age_line"
+    origin_reference = True
+
+    def __init__(self, inner: Space, features: list[str], coef: np.ndarray | None = None) -> None:
+        if "age" not in features:
+            raise ConfigError("sphr_age_line needs age among the cohort features")
+        self.inner, self.age = inner, features.index("age")
+        self.coef = coef  # (2, width): intercept and slope
+
+    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> AgeLine:
+        Z = self.inner.transform(X)
+        A = np.column_stack([np.ones(len(X)), np.asarray(X, np.float64)[:, self.age]])
+        self.coef = np.linalg.lstsq(A, Z, rcond=None)[0]
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        A = np.column_stack([np.ones(len(X)), np.asarray(X, np.float64)[:, self.age]])
+        return self.inner.transform(X) - A @ self.coef
+
+    def save(self, directory: Path, method: str) -> dict[str, Any]:
+        np.save(directory / f"{method}.npy", self.coef)
+        return {"kind": self.kind, "file": f"{method}.npy", "inner": self.inner.save(directory, "sphr"),
+                "sha256": sha256(directory / f"{method}.npy")}
+
+
+class YoungReference(Space):
+    """``sphr_young``: G(x) minus the median of the embedded training BFH aged at most
+    ``young_max_age``: one young reference for everyone (homeostatic dysregulation's idea)."""
+
+    kind = "young_reference"
+    origin_reference = True
+
+    def __init__(self, inner: Space, young_max_age: float = 50.0,
+                 center: np.ndarray | None = None) -> None:
+        self.inner, self.young_max_age, self.center = inner, young_max_age, center
+
+    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> YoungReference:
+        if ages is None:
+            raise InputError("sphr_young needs the ages of the reference rows", field="age_years")
+        young = np.asarray(ages, float) <= self.young_max_age
+        if young.sum() < 10:  # too few young BFH: the youngest 10 stand in
+            young = np.argsort(np.asarray(ages, float), kind="stable")[:min(10, len(X))]
+        self.center = np.median(self.inner.transform(np.asarray(X)[young]), axis=0)
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return self.inner.transform(X) - self.center
+
+    def save(self, directory: Path, method: str) -> dict[str, Any]:
+        np.save(directory / f"{method}.npy", self.center)
+        return {"kind": self.kind, "file": f"{method}.npy", "young_max_age": self.young_max_age,
+                "inner": self.inner.save(directory, "sphr"),
+                "sha256": sha256(directory / f"{method}.npy")}
+
+
+class Joint(Space):
+    """``sphr_joint``: [G(x) / s_G, x / s_x], each part divided by the median distance of the
+    training BFH to their own median in it, so the embedding and the markers weigh equally."""
+
+    kind = "joint"
+
+    def __init__(self, inner: Space, scales: np.ndarray | None = None) -> None:
+        self.inner, self.scales = inner, scales
+
+    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> Joint:
+        X = np.asarray(X, np.float64)
+        parts = (self.inner.transform(X), X)
+        self.scales = np.array([np.median(np.linalg.norm(P - np.median(P, axis=0), axis=1))
+                                for P in parts])
+        self.scales = np.where(self.scales > 0, self.scales, 1.0)
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, np.float64)
+        return np.hstack([self.inner.transform(X) / self.scales[0], X / self.scales[1]])
+
+    def save(self, directory: Path, method: str) -> dict[str, Any]:
+        return {"kind": self.kind, "scales": self.scales.tolist(),
+                "inner": self.inner.save(directory, "sphr")}
+
+
 def _sphr_train():
     import importlib
 
@@ -244,7 +333,7 @@ def build_space(method: str, features: list[str], *, run: Path | None = None,
         return Whitening()
     if method == "homeostatic_dysregulation":
         return Homeostatic(features)
-    if method in ("deep_patient", "sphr") and (run is None or sex is None):
+    if method in ("deep_patient", "sphr", *SPHR_VARIANTS) and (run is None or sex is None):
         raise ConfigError(f"method {method} needs the run directory and sex")
     if method == "deep_patient":
         from sphr.baselines.pipeline import load_representation
@@ -252,14 +341,29 @@ def build_space(method: str, features: list[str], *, run: Path | None = None,
 
         rep = baselines_dir(run, sex) / "deep_patient"
         return Fitted(load_representation(rep), rep / "model.joblib")
-    if method == "sphr":
+    if method == "sphr" or method in SPHR_VARIANTS:
         from sphr.layout import train_dir
 
         path = train_dir(run, sex) / "model.pt"
         if not path.exists():
             raise InputError("missing SPHR model (run `sphr train`)", file=path)
-        return SphrNet(path, features, device)
+        net = SphrNet(path, features, device)
+        if method == "sphr_age_line":
+            return AgeLine(net, features)
+        if method == "sphr_young":
+            return YoungReference(net)
+        return Joint(net) if method == "sphr_joint" else net
     raise ConfigError(f"unknown risk method {method!r}: choose from {', '.join(METHODS)}")
+
+
+def _checked(spec: dict[str, Any], directory: Path) -> Path:
+    """The saved file of a space, present and unchanged since the fit (checksum)."""
+    path = directory / spec.get("file", "")
+    if not path.is_file():
+        raise InputError("missing risk model file", file=path)
+    if spec.get("sha256") and sha256(path) != spec["sha256"]:
+        raise InputError("file changed since the risk model was fitted (checksum)", file=path)
+    return path
 
 
 def load_space(spec: dict[str, Any], directory: Path, features: list[str],
@@ -268,11 +372,15 @@ def load_space(spec: dict[str, Any], directory: Path, features: list[str],
     kind = spec["kind"]
     if kind == "columns":
         return Columns(features, spec["columns"])
-    path = directory / spec.get("file", "")
-    if not path.is_file():
-        raise InputError("missing risk model file", file=path)
-    if spec.get("sha256") and sha256(path) != spec["sha256"]:
-        raise InputError("file changed since the risk model was fitted (checksum)", file=path)
+    if kind == "joint":
+        return Joint(load_space(spec["inner"], directory, features, device),
+                     np.asarray(spec["scales"], float))
+    if kind in ("age_line", "young_reference"):
+        inner = load_space(spec["inner"], directory, features, device)
+        arr = np.load(_checked(spec, directory))
+        return AgeLine(inner, features, arr) if kind == "age_line" else \
+            YoungReference(inner, spec["young_max_age"], arr)
+    path = _checked(spec, directory)
     if kind == "whitening":
         return Whitening(np.load(path))
     if kind == "homeostatic":

@@ -1,0 +1,381 @@
+"""Real people: every development participant scored by a model fitted without them (docs/REAL.md).
+
+The development set (``sphr/data/real/nhanes_ukb_dev.csv``: 4,806 NHANES adults aged
+40-73 as a UK Biobank export, 496 deaths) is split into K folds, seeded and stratified by
+sex and death. For each fold, the pipeline's stages are fitted on the other K - 1 folds
+(ingest with the release's censoring dates, cohorts, SPHR, DeepPatient, the risk stage in
+each distance space asked for) and ``sphr score`` scores the held-out fold with the saved
+model, nothing refitted: the same path a locked test set takes. Every person is then
+scored out of sample, so the C-index rests on all deaths, not the ~75 of one test
+partition.
+
+Scores compared (larger = worse), per sex, Harrell's C for all-cause death over the whole
+follow-up with a participant-bootstrap 95% interval (the same resamples for every score):
+each method's age-standardized score (``score`` of ``risk_groups``, mode calibrated),
+PhenoAge itself and age alone (no fit), and the supervised comparator (it sees the
+outcome). ``--main`` also runs the main command once on the whole development set (the
+model a locked half would be scored with) and records its time.
+
+    python benchmarks/real_nhanes.py [--out runs/real_nhanes] [--folds 5] [--seed 0]
+        [--profile paper] [--spaces marker,quantile] [--bootstrap 1000] [--jobs 2] [--main]
+
+Last line: one JSON object with ``n``, ``deaths``, ``c_index`` (sex -> score -> [C, low,
+high]), ``n_scored`` (sex -> score -> people), ``seconds`` and the settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "sphr" / "data" / "real"
+EXPORT = DATA / "nhanes_ukb_dev.csv"
+OUTCOMES = DATA / "nhanes_ukb_outcomes.json"
+SEXES = ("female", "male")
+
+
+def fold_of(export: Path, outcomes: Path, folds: int, seed: int) -> pd.DataFrame:
+    """eid, sex, fold: folds drawn within each sex x died stratum, so every fold has deaths."""
+    from sphr.data.ingest import ingest
+    from sphr.data.outcomes import load_outcome_config
+
+    result = ingest(export, outcome_config=load_outcome_config(outcomes))
+    base = result.baseline.to_pandas()[["eid", "sex"]]
+    death = result.outcomes.to_pandas()
+    death = death.loc[death["outcome"] == "death"].set_index("eid")
+    base["died"] = death["event"].reindex(base["eid"]).fillna(0).to_numpy(int)
+    rng = np.random.default_rng(seed)
+    base["fold"] = -1
+    for _, idx in base.groupby(["sex", "died"]).groups.items():
+        idx = rng.permutation(np.asarray(idx))
+        base.loc[idx, "fold"] = np.arange(idx.size) % folds
+    return base
+
+
+def split_export(export: Path, keep: set[int], out: Path) -> Path:
+    """The export's header and the rows whose eid is in ``keep``, byte for byte."""
+    with open(export, "rb") as src, open(out, "wb") as dst:
+        dst.write(src.readline())
+        for line in src:
+            if int(line.split(b",", 1)[0].strip(b'"')) in keep:
+                dst.write(line)
+    return out
+
+
+def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path,
+                  profile: str, seed: int, spaces: tuple[str, ...], variants: bool = False,
+                  cohort: dict | None = None, reuse_fits: bool = False) -> dict[str, str]:
+    """One fold: the stages on ``train_csv``, then ``sphr score`` of ``heldout_csv`` per space.
+    ``variants`` adds the SPHR variants of the risk stage; ``cohort`` overrides cohort
+    settings (e.g. ``{"triplet_classes": "severity"}``)."""
+    from sphr.baselines.pipeline import run_baselines
+    from sphr.cohorts.build import run_cohorts
+    from sphr.cohorts.config import CohortConfig
+    from sphr.data.ingest import run_ingest
+    from sphr.data.outcomes import load_outcome_config
+    from sphr.layout import baselines_dir, cohort_dir, train_dir
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.pipeline import run_risk
+    from sphr.risk.score import run_score
+    from sphr.train import TrainConfig, run_train
+
+    run = work / "run"
+    fitted = all((train_dir(run, sex) / "model.pt").exists()
+                 and (baselines_dir(run, sex) / "deep_patient").exists() for sex in SEXES)
+    if not (reuse_fits and fitted):  # --reuse-fits: the risk stage again on the same models
+        run_ingest(train_csv, run / "ingest", outcome_config=load_outcome_config(outcomes))
+        run_cohorts(run / "ingest" / "baseline.parquet", run / "cohorts",
+                    CohortConfig.profile(profile, seed=seed, **(cohort or {})))
+        for sex in SEXES:
+            run_train(cohort_dir(run, sex), train_dir(run, sex),
+                      replace(TrainConfig.profile(profile), seed=seed, device="cpu"))
+            run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), ["deep_patient"],
+                          seed=seed, device="cpu")
+    from sphr.risk.config import DEFAULT_METHODS
+    from sphr.risk.spaces import SPHR_VARIANTS
+
+    methods = (*DEFAULT_METHODS, *SPHR_VARIANTS) if variants else DEFAULT_METHODS
+    scored = {}
+    for space in spaces:
+        run_risk(run, work / f"risk_{space}", RiskConfig(methods=methods, distance_space=space,
+                                                         seed=seed, device="cpu"))
+        run_score(work / f"risk_{space}", heldout_csv, work / f"score_{space}", device="cpu")
+        scored[space] = str(work / f"score_{space}" / "risk_groups.parquet")
+    return scored
+
+
+def _fold_worker(args: tuple) -> dict[str, str]:
+    import torch
+
+    torch.set_num_threads(1)
+    return fit_and_score(*args)
+
+
+def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, ...],
+             jobs: int, variants: bool = False, cohort: dict | None = None,
+             reuse_fits: bool = False) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
+    """Run every fold (``jobs`` at a time, one thread each); (folds table, scored files)."""
+    out.mkdir(parents=True, exist_ok=True)
+    table = fold_of(EXPORT, OUTCOMES, folds, seed)
+    tasks = []
+    for k in range(folds):
+        work = out / f"fold{k}"
+        work.mkdir(parents=True, exist_ok=True)
+        held = set(table.loc[table["fold"] == k, "eid"].astype(int))
+        train_csv = split_export(EXPORT, set(table["eid"].astype(int)) - held, work / "train.csv")
+        held_csv = split_export(EXPORT, held, work / "heldout.csv")
+        tasks.append((work, train_csv, held_csv, OUTCOMES, profile, seed, spaces, variants,
+                      cohort, reuse_fits))
+    os.environ["OMP_NUM_THREADS"] = "1"  # before the workers start their thread pools
+    # spawn, not fork: the parent holds polars / pyarrow thread pools, which a forked child
+    # inherits locked
+    with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(_fold_worker, tasks))
+    return table, dict(enumerate(results))
+
+
+def collect(scored: dict[int, dict[str, str]], space: str) -> pd.DataFrame:
+    """eid, sex, method -> the out-of-fold age-standardized score (mode calibrated)."""
+    parts = [pd.read_parquet(files[space]) for files in scored.values()]
+    rows = pd.concat(parts, ignore_index=True)
+    rows = rows.loc[rows["mode"] == "calibrated", ["eid", "sex", "method", "score"]]
+    return rows.pivot_table(index=["eid", "sex"], columns="method", values="score").reset_index()
+
+
+def reference_scores(eids: np.ndarray) -> pd.DataFrame:
+    """Age alone and PhenoAge itself: no fit, so no fold (read from the export's markers)."""
+    from sphr.data.ingest import ingest
+    from sphr.risk.phenoage import REQUIRED, phenoage
+
+    base = ingest(EXPORT).baseline.to_pandas().set_index("eid").loc[eids].reset_index()
+    return pd.DataFrame({"eid": eids, "age": base["age"].to_numpy(float),
+                         "phenoage_itself": phenoage(base[list(REQUIRED)])})
+
+
+def c_indices(frame: pd.DataFrame, scores: list[str], n_bootstrap: int, seed: int
+              ) -> tuple[dict, dict, dict]:
+    """Per sex and score: [C, low, high], n scored, and the bootstrap draws (for paired
+    differences); one stream of resamples per sex, shared by every score."""
+    from sphr.risk.discrimination import c_index_weighted, resample_counts
+
+    out, n_scored, draws = {}, {}, {}
+    for k, sex in enumerate(SEXES):
+        sub = frame.loc[frame["sex"] == sex]
+        t, e = sub["time_years"].to_numpy(float), sub["died"].to_numpy(bool)
+        counts = resample_counts(np.random.default_rng([seed, k]), len(sub), n_bootstrap)
+        w = np.vstack([np.ones(len(sub)), counts])
+        out[sex], n_scored[sex], draws[sex] = {}, {}, {}
+        for name in scores:
+            s = sub[name].to_numpy(float)
+            ok = np.isfinite(s)
+            if ok.sum() < 10:
+                continue
+            c = c_index_weighted(t[ok], e[ok], s[ok], w[:, ok])
+            lo, hi = np.nanpercentile(c[1:], (2.5, 97.5))
+            out[sex][name] = [round(float(c[0]), 4), round(float(lo), 4), round(float(hi), 4)]
+            n_scored[sex][name] = int(ok.sum())
+            draws[sex][name] = c
+    return out, n_scored, draws
+
+
+def run_main(out: Path) -> float:
+    """The main command on the whole development set (the model a locked half is scored
+    with); returns its wall seconds."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "sphr_dagster", "run", "--export", str(EXPORT),
+                    "--outcomes", str(OUTCOMES), "--run-dir", str(out / "main")], check=True)
+    return time.perf_counter() - t0
+
+
+def paired(draws_a: dict, draws_b: dict, a: str, b: str) -> list[float] | None:
+    """Average over the sexes of C(a) - C(b), with the 95% interval of the same difference
+    over the shared bootstrap resamples (both scored on the same people)."""
+    if not all(a in draws_a[s] and b in draws_b[s] for s in SEXES):
+        return None
+    diff = np.mean([draws_a[s][a] - draws_b[s][b] for s in SEXES], axis=0)
+    lo, hi = np.nanpercentile(diff[1:], (2.5, 97.5))
+    return [round(float(diff[0]), 4), round(float(lo), 4), round(float(hi), 4)]
+
+
+def comparisons(draws: dict[str, dict]) -> dict:
+    """The pre-registered comparisons (docs/METHODS.md): the marker space against the quantile
+    space for the four marker-space methods (and their average), and every SPHR variant
+    against today's SPHR."""
+    from sphr.risk.config import MARKER_SPACE_METHODS
+
+    out: dict = {}
+    if {"marker", "quantile"} <= set(draws):
+        m, q = draws["marker"], draws["quantile"]
+        out["marker_minus_quantile"] = {x: paired(m, q, x, x) for x in MARKER_SPACE_METHODS}
+        avg = {s: {"avg": np.mean([m[s][x] for x in MARKER_SPACE_METHODS], axis=0)} for s in SEXES}
+        avg_q = {s: {"avg": np.mean([q[s][x] for x in MARKER_SPACE_METHODS], axis=0)}
+                 for s in SEXES}
+        out["marker_minus_quantile"]["average of the four"] = paired(avg, avg_q, "avg", "avg")
+    first = next(iter(draws.values()))
+    variants = sorted({x for s in SEXES for x in first[s]
+                       if x.startswith("sphr_") and x != "sphr"})
+    if variants:
+        out["minus_sphr"] = {v: paired(first, first, v, "sphr") for v in variants}
+    return out
+
+
+#: table order and labels of the scores (the distances, then the references)
+LABELS: dict[str, str] = {
+    "raw_euclidean": "Euclidean (raw)", "mahalanobis": "Mahalanobis (age-group BFH)",
+    "homeostatic_dysregulation": "Homeostatic dysregulation", "p0_euclidean": "P0 (Euclidean)",
+    "deep_patient": "DeepPatient", "sphr": "SPHR", "sphr_age_line": "SPHR, age-line reference",
+    "sphr_young": "SPHR, young reference", "sphr_joint": "SPHR + markers",
+    "phenoage": "PhenoAge acceleration", "phenoage_itself": "PhenoAge itself (contains age)",
+    "age": "Age alone", "supervised_death": "Supervised XGBoost, death (uses the outcome)"}
+GENERATED = ("<!-- generated by benchmarks/real_nhanes.py: begin -->",
+             "<!-- generated by benchmarks/real_nhanes.py: end -->")
+
+
+def markdown(result: dict) -> str:
+    """The C-index table of every space and the pre-registered comparisons, as markdown."""
+    lines = []
+    spaces = list(result["c_index"])
+    for space in spaces:
+        c, n = result["c_index"][space], result["n_scored"][space]
+        lines += [f"Distance space `{space}`" + (" (the default)" if space == "marker" else "")
+                  + ": Harrell's C for death [95% CI] (people scored)", "",
+                  "| score | women | men |", "| --- | --- | --- |"]
+        for key, label in LABELS.items():
+            cells = [f"{c[s][key][0]:.3f} [{c[s][key][1]:.3f}, {c[s][key][2]:.3f}] "
+                     f"({n[s][key]:,})" if key in c[s] else "-" for s in SEXES]
+            if cells != ["-", "-"]:
+                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append("")
+    paired = result.get("paired", {})
+    for name, title in (("marker_minus_quantile", "Marker space minus quantile space"),
+                        ("minus_sphr", "SPHR variant minus today's SPHR")):
+        if paired.get(name):
+            lines += [f"{title}, C-index averaged over the two sexes [95% CI of the paired "
+                      "bootstrap difference]:", "", "| score | difference |", "| --- | --- |"]
+            lines += [f"| {LABELS.get(k, k)} | {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}] |"
+                      for k, v in paired[name].items() if v]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def write_docs(path: Path, text: str) -> None:
+    """Replace the generated part of ``path`` (between the :data:`GENERATED` markers)."""
+    doc = path.read_text()
+    begin, end = doc.index(GENERATED[0]), doc.index(GENERATED[1])
+    path.write_text(doc[:begin + len(GENERATED[0])] + "\n" + text + "\n" + doc[end:])
+
+
+def against(args: argparse.Namespace, tables: dict[str, pd.DataFrame], draws: dict) -> dict:
+    """This run's SPHR scores minus the same scores of the run in ``args.against`` (the same
+    people and resamples: the folds and bootstrap are seeded alike)."""
+    space = next(iter(tables))
+    other = pd.read_parquet(args.against / f"crossfit_scores_{space}.parquet")
+    if not np.array_equal(other["eid"].to_numpy(), tables[space]["eid"].to_numpy()):
+        raise SystemExit(f"{args.against}: other people than this run's")
+    names = [c for c in other.columns if c == "sphr" or c.startswith("sphr_")]
+    _, _, theirs = c_indices(other, names, args.bootstrap, args.seed)
+    return {f"{n} (this run - {args.against.name})": paired(draws[space], theirs, n, n)
+            for n in names}
+
+
+def death_outcome() -> pd.DataFrame:
+    from sphr.data.ingest import ingest
+    from sphr.data.outcomes import load_outcome_config
+
+    death = ingest(EXPORT, outcome_config=load_outcome_config(OUTCOMES)).outcomes.to_pandas()
+    return death.loc[death["outcome"] == "death"].set_index("eid")
+
+
+def score_tables(args: argparse.Namespace, spaces: tuple[str, ...]) -> dict[str, pd.DataFrame]:
+    """Every person's out-of-fold score per method, per space (fitted now, or read back with
+    ``--reuse`` from an earlier run's crossfit_scores_<space>.parquet)."""
+    if args.reuse:
+        return {s: pd.read_parquet(args.out / f"crossfit_scores_{s}.parquet") for s in spaces}
+    cohort = dict(item.split("=", 1) for item in args.cohort)
+    _, scored = crossfit(args.out, args.folds, args.seed, args.profile, spaces, args.jobs,
+                         args.variants, cohort, args.reuse_fits)
+    death = death_outcome()
+    tables = {}
+    for space in spaces:
+        wide = collect(scored, space)
+        wide = wide.merge(reference_scores(wide["eid"].to_numpy()), on="eid")
+        wide["time_years"] = death["time_years"].reindex(wide["eid"]).to_numpy(float)
+        wide["died"] = death["event"].reindex(wide["eid"]).to_numpy(int)
+        wide.to_parquet(args.out / f"crossfit_scores_{space}.parquet")
+        tables[space] = wide
+    return tables
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/real_nhanes"))
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", default="demo", choices=("demo", "paper"),
+                        help="training profile of every fold (demo: minutes; paper: the paper's "
+                        "100,000 triplets per epoch with model selection, about 50 epochs a fit)")
+    parser.add_argument("--spaces", default="marker,quantile",
+                        help="distance spaces of the marker-space methods (docs/METHODS.md)")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=2, help="folds fitted at the same time")
+    parser.add_argument("--variants", action="store_true",
+                        help="also score the SPHR variants of the risk stage (docs/METHODS.md)")
+    parser.add_argument("--cohort", action="append", default=[], metavar="KEY=VALUE",
+                        help="a cohort setting for every fold, e.g. triplet_classes=severity")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read the scores of an earlier run in --out instead of fitting")
+    parser.add_argument("--reuse-fits", action="store_true",
+                        help="keep each fold's fitted SPHR and DeepPatient from an earlier run in "
+                        "--out and redo only the risk stage and the scoring")
+    parser.add_argument("--against", type=Path, default=None, metavar="DIR",
+                        help="an earlier run's --out (other cohort settings, same folds): the "
+                        "paired difference of every SPHR score of this run minus that run's")
+    parser.add_argument("--docs", type=Path, default=None,
+                        help="write the tables into this markdown file's generated part "
+                        "(docs/REAL.md)")
+    parser.add_argument("--main", action="store_true",
+                        help="also run the main command on the whole development set")
+    args = parser.parse_args()
+    spaces = tuple(s for s in args.spaces.split(",") if s)
+    t0 = time.perf_counter()
+    tables = score_tables(args, spaces)
+    first = next(iter(tables.values()))
+    result: dict = {"n": len(first), "deaths": int(first["died"].sum()), "folds": args.folds,
+                    "seed": args.seed, "profile": args.profile, "bootstrap": args.bootstrap,
+                    "cohort": dict(item.split("=", 1) for item in args.cohort),
+                    "c_index": {}, "n_scored": {}}
+    draws = {}
+    for space, wide in tables.items():
+        if not np.array_equal(wide["eid"].to_numpy(), first["eid"].to_numpy()):
+            raise SystemExit(f"the {space} scores cover other people than the first space's")
+        names = [c for c in wide.columns if c not in ("eid", "sex", "time_years", "died")]
+        c, n, draws[space] = c_indices(wide, names, args.bootstrap, args.seed)
+        result["c_index"][space], result["n_scored"][space] = c, n
+    result["paired"] = comparisons(draws)
+    if args.against is not None:
+        result["paired"]["minus_other_run"] = against(args, tables, draws)
+    result["crossfit_s"] = round(time.perf_counter() - t0, 1)
+    if args.main:
+        result["main_command_s"] = round(run_main(args.out), 1)
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    (args.out / "real_nhanes.json").write_text(json.dumps(result, indent=1))
+    (args.out / "real_nhanes.md").write_text(markdown(result))
+    if args.docs is not None:
+        write_docs(args.docs, markdown(result))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
