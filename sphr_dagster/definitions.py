@@ -27,14 +27,23 @@ from sphr_dagster.automation import (
 from sphr_dagster.resources import default_resources
 
 ASSET_MODULES = (ingest, cohorts, training, baselines, evaluation, risk, retrieval, refresh)
-#: asset groups partitioned by sex, the groups that read both sexes (run after them), and
-#: the groups that read neither (run beside them)
-PER_SEX_GROUPS = ("cohorts", "training", "baselines", "evaluation", "risk")
-CROSS_SEX_GROUPS = ("evaluation_report", "risk_report")
-STANDALONE_GROUPS = ("retrieval",)
+#: the modules whose assets take run config (each has ``configs(settings)``)
+CONFIGURED_MODULES = (ingest, cohorts, training, baselines, evaluation, risk, retrieval)
 
 ASSETS = dg.load_assets_from_modules(ASSET_MODULES)
 CHECKS = dg.load_asset_checks_from_modules([checks, refresh])
+
+# What `python -m sphr_dagster run` materializes, in this order (their asset checks with
+# them): the export and its ingest; every per-sex asset, one run per sex partition, beside
+# the image-retrieval comparison (it reads neither sex's folders); then the merges of both
+# sexes. The loss comparison is per sex; a run without it leaves it (and the loss table) out.
+INGEST = dg.AssetSelection.assets(ingest.ukb_export, ingest.ingest)
+PER_SEX = dg.AssetSelection.assets(cohorts.cohorts, training.sphr_training,
+                                   training.loss_comparison, baselines.baseline_representations,
+                                   evaluation.evaluation_tables, risk.risk_groups)
+LOSS_COMPARISON = dg.AssetSelection.assets(training.loss_comparison)
+RETRIEVAL = dg.AssetSelection.assets(*retrieval.retrieval_assets)
+CROSS_SEX = dg.AssetSelection.assets(evaluation.evaluation_report, risk.risk_report)
 
 defs = dg.Definitions(
     assets=ASSETS,

@@ -15,10 +15,11 @@ import dagster as dg
 import pandas as pd
 
 from sphr.io import write_parquet
+from sphr.layout import DEFAULT_RUN_DIR
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
-    root: str = "runs/demo"
+    root: str = DEFAULT_RUN_DIR
 
     def _path(self, key: dg.AssetKey, partition: str | None) -> Path:
         base = Path(self.root).expanduser().resolve().joinpath(*key.path)

@@ -25,6 +25,7 @@ from pathlib import Path
 import dagster as dg
 from dagster_k8s import PipesK8sClient
 
+from sphr.layout import DEFAULT_RUN_DIR
 from sphr_dagster import definitions as local
 from sphr_dagster.resources import default_resources
 
@@ -33,7 +34,7 @@ class GpuTrainingClient(PipesK8sClient):
     """PipesK8sClient that fills in the image, namespace and a GPU pod spec."""
 
     def __init__(self, image: str, namespace: str = "default", gpus: int = 1,
-                 run_claim: str = "sphr-runs", run_dir: str = "runs/demo",
+                 run_claim: str = "sphr-runs", run_dir: str = DEFAULT_RUN_DIR,
                  node_selector: dict | None = None, **kwargs):
         super().__init__(**kwargs)
         self.image, self.namespace, self.gpus = image, namespace, gpus
@@ -66,7 +67,7 @@ def gpu_training_client() -> GpuTrainingClient:
         namespace=os.environ.get("SPHR_K8S_NAMESPACE", "default"),
         gpus=int(os.environ.get("SPHR_K8S_GPUS", 1)),
         run_claim=os.environ.get("SPHR_K8S_RUN_CLAIM", "sphr-runs"),
-        run_dir=os.environ.get("SPHR_RUN_DIR", "runs/demo"),
+        run_dir=os.environ.get("SPHR_RUN_DIR", DEFAULT_RUN_DIR),
         node_selector=json.loads(os.environ.get("SPHR_K8S_NODE_SELECTOR", "{}")),
     )
 

@@ -22,13 +22,16 @@ def test_help_lists_every_stage():
         assert command in out.stdout
 
 
-def test_every_entry_point_defaults_to_one_profile(monkeypatch):
-    """The CLI stages, the Dagster configs and `python -m pipeline run` share one default."""
+def test_every_entry_point_defaults_to_one_profile():
+    """The CLI stages, the Dagster configs and `python -m sphr_dagster run` (without an export)
+    share one default profile; the Dagster configs hold that profile's values."""
     import argparse
 
     import sphr_dagster.__main__ as runner
     from sphr.cli import build_parser
+    from sphr.cohorts.config import CohortConfig as CohortSettings
     from sphr.profiles import DEFAULT_PROFILE
+    from sphr.train.config import TrainConfig
     from sphr_dagster.assets.cohorts import CohortConfig
     from sphr_dagster.assets.training import LossComparisonConfig, TrainingConfig
 
@@ -37,11 +40,11 @@ def test_every_entry_point_defaults_to_one_profile(monkeypatch):
     defaults = {name: stages.choices[name].get_default("profile")
                 for name in ("cohorts", "train")}
     defaults["evaluate --loss-profile"] = stages.choices["evaluate"].get_default("loss_profile")
-    defaults["dagster cohorts"] = CohortConfig().profile
-    defaults["dagster training"] = TrainingConfig().profile
-    defaults["dagster loss comparison"] = LossComparisonConfig().profile
-    seen = {}
-    monkeypatch.setattr(runner, "run", lambda args: seen.setdefault("profile", args.profile) and 0)
-    runner.main(["run"])
-    defaults["python -m pipeline run"] = seen["profile"]
+    run = runner.build_parser().parse_args(["run"])
+    defaults["python -m sphr_dagster run"] = runner.settings_from_args(run).profile
     assert set(defaults.values()) == {DEFAULT_PROFILE}, defaults
+    # the profiles differ in these, so the configs' defaults say which profile they hold
+    cohort, train = CohortSettings.profile(DEFAULT_PROFILE), TrainConfig.profile(DEFAULT_PROFILE)
+    assert CohortConfig().n_triplets == cohort.n_triplets
+    assert TrainingConfig().epochs == LossComparisonConfig().epochs == train.epochs
+    assert TrainingConfig().patience == LossComparisonConfig().patience == train.patience

@@ -9,6 +9,7 @@ from the library's dataclass.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 
 import pytest
@@ -103,34 +104,98 @@ def test_no_option_spells_out_its_default(stage):
     assert not literal, f"{path}: defaults spelt out, read them from the library: {literal}"
 
 
+def _dagster_configs() -> list[tuple[type, str, tuple[str, ...]]]:
+    """(the asset's Config class, its stage, the stage keys it leaves out)."""
+    from sphr_dagster.assets import (
+        baselines,
+        cohorts,
+        evaluation,
+        ingest,
+        retrieval,
+        risk,
+        training,
+    )
+
+    return [(ingest.IngestConfig, "ingest", ()), (cohorts.CohortConfig, "cohorts", ()),
+            (training.TrainingConfig, "train", ("comparison_losses",)),
+            (training.LossComparisonConfig, "train", ("loss", "comparison_losses")),
+            (baselines.BaselinesConfig, "baselines", ()),
+            (evaluation.EvaluationConfig, "evaluate", ()), (risk.RiskSettings, "risk", ()),
+            (retrieval.RetrievalSettings, "retrieval", ())]
+
+
+@pytest.mark.parametrize("config_class,stage,left_out", _dagster_configs(),
+                         ids=[c.__name__ for c, _, _ in _dagster_configs()])
+def test_dagster_configs_hold_every_library_field_and_default(config_class, stage, left_out):
+    """Every field of the stage's library dataclass (less the ones the run sets: the device,
+    the partition's sex) is a field of the asset's Config, with the default profile's value as
+    its default: a launch from the UI without config runs the library's defaults."""
+    import dataclasses
+
+    from sphr import settings as lib
+
+    spec = lib.STAGES[stage]
+    cls = lib.stage_class(stage)
+    base = lib.stage_defaults(stage, DEFAULT_PROFILE)
+    wanted = [f.name for f in dataclasses.fields(cls) if f.name not in spec.runtime + left_out]
+    fields = config_class.model_fields
+    missing = [k for k in wanted if k not in fields]
+    assert not missing, f"{config_class.__name__} lacks {cls.__name__} fields {missing}"
+    instance = config_class()
+    got = {k: lib.plain(getattr(instance, k).model_dump() if hasattr(getattr(instance, k),
+                                                                     "model_dump")
+                        else getattr(instance, k)) for k in wanted}
+    assert got == {k: lib.plain(base[k]) for k in wanted}
+    # and the Config builds the library's dataclass back, equal to the profile's
+    assert lib.library_config(stage, instance.model_dump()) == \
+        lib.library_config(stage, base)
+
+
 def test_dagster_configs_defaults_are_the_librarys():
-    from sphr_dagster.assets.baselines import BaselinesConfig as BaselinesRun
+    from sphr.evaluate.protocol import EvalConfig
+    from sphr.train.config import TrainConfig
     from sphr_dagster.assets.cohorts import CohortConfig as CohortRun
+    from sphr_dagster.assets.evaluation import EvaluationConfig
     from sphr_dagster.assets.retrieval import RetrievalSettings
-    from sphr_dagster.assets.risk import RiskSettings
+    from sphr_dagster.assets.training import TrainingConfig
     from sphr_dagster.resources import DataSource
 
-    cohort = CohortRun()
-    assert {k: getattr(cohort, k) for k in ("profile", "seed", "bfh_fold", "n_triplets",
-                                            "completeness", "augment", "calibration_size")} == {
-        "profile": DEFAULT_PROFILE, "seed": COHORT.seed,
-        "bfh_fold": COHORT.augment_fold["bona_fide_healthy"], "n_triplets": None,
-        "completeness": COHORT.completeness, "augment": COHORT.augment,
-        "calibration_size": COHORT.calibration_size}
-    base = BaselinesRun()
-    assert (base.representations, base.seed, base.deep_patient_epochs, base.diffmap_landmarks) \
-        == (list(BASE.representations), BASE.seed, BASE.deep_patient_epochs, BASE.diffmap_landmarks)
-    risk = RiskSettings()
-    assert (risk.methods, risk.modes, risk.n_bootstrap) == \
-        (list(RISK.methods), list(RISK.modes), RISK.n_bootstrap)
+    # the profile-dependent ones hold the default profile's values
+    assert CohortRun().n_triplets == CohortConfig.profile(DEFAULT_PROFILE).n_triplets
+    assert TrainingConfig().epochs == TrainConfig.profile(DEFAULT_PROFILE).epochs
+    # seeds, classifiers and the NN for EHR's epochs: the library's, not restated
+    evaluation, library = EvaluationConfig(), EvalConfig()
+    assert (evaluation.seed, evaluation.classifiers, evaluation.nn.epochs) == \
+        (library.seed, list(library.classifiers), library.nn.epochs)
+    assert TrainingConfig().seed == TrainConfig().seed
     # the pipeline's comparison is its own (the quick budget, one seed), also from the library
     retrieval = RetrievalSettings()
     assert (retrieval.losses, retrieval.seeds, retrieval.profile) == \
         (list(PIPELINE_COMPARISON.losses), list(PIPELINE_COMPARISON.seeds),
          PIPELINE_COMPARISON.profile)
     source = DataSource()
-    assert (source.synthetic_participants, source.synthetic_seed, source.synthetic_world) == \
-        (SYNTH.participants, SYNTH.seed, SYNTH.world)
+    assert {k: getattr(source, f"synthetic_{k}") for k in vars(SYNTH)} == vars(SYNTH)
+
+
+@dataclasses.dataclass
+class _RiskWithANewField(RiskConfig):
+    #: a field the library gains after the Dagster code was written
+    new_threshold: float = 0.25
+
+
+def test_a_new_library_field_reaches_the_dagster_config(monkeypatch):
+    """The Config classes are generated from the dataclass: a field added to RiskConfig shows
+    up in the launchpad, with its default, and reaches the library, with no Dagster edit."""
+    from sphr import settings as lib
+    from sphr_dagster.config import library_config, stage_config
+
+    monkeypatch.setitem(lib.STAGES, "risk", dataclasses.replace(
+        lib.STAGES["risk"], config=f"{__name__}:_RiskWithANewField"))
+    config_class = stage_config("risk", "RiskSettings", "test")
+    field = config_class.model_fields["new_threshold"]
+    assert field.default == 0.25 and "after the Dagster code" in field.description
+    built = library_config("risk", config_class(new_threshold=0.5), device="cpu")
+    assert isinstance(built, _RiskWithANewField) and built.new_threshold == 0.5
 
 
 def _default(func, name: str):

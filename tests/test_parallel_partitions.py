@@ -10,30 +10,41 @@ import pandas as pd
 import pytest
 import torch
 
-from sphr_dagster.definitions import PER_SEX_GROUPS
-from sphr_dagster.runner import materialize_groups, materialize_partitions
+from sphr.settings import resolve
+from sphr_dagster.definitions import INGEST, PER_SEX
+from sphr_dagster.runner import materialize_partitions, materialize_selection
 
-SMALL = {"ops": {
-    "cohorts": {"config": {"n_triplets": 3000}},
-    "sphr_training": {"config": {"epochs": 2, "batch_size": 512}},
-    "baselines__representations": {"config": {"deep_patient_epochs": 2}},
-    "train__loss_comparison": {"config": {"losses": ["triplet", "nplb"]}},
-    "evaluate__tables": {"config": {"splits": 2, "nn_epochs": 3, "classifiers": ["knn", "lda"],
-                                    "losses": ["triplet", "nplb"]}},
-    "risk__risk_groups": {"config": {"n_bootstrap": 20}},
-}}
+SMALL = """
+[cohorts]
+n_triplets = 3000
+[train]
+epochs = 2
+batch_size = 512
+comparison_losses = ["triplet", "nplb"]
+[baselines]
+deep_patient_epochs = 2
+[evaluate]
+n_splits = 2
+classifiers = ["knn", "lda"]
+[evaluate.nn]
+epochs = 3
+[risk]
+n_bootstrap = 20
+"""
 
 
 def _run(root: Path, export: Path, monkeypatch, workers: int) -> Path:
     run = root / "run"
     monkeypatch.setenv("DAGSTER_HOME", str(root / "home"))
     (root / "home").mkdir(parents=True)
-    monkeypatch.setenv("SPHR_RUN_DIR", str(run))
-    monkeypatch.setenv("SPHR_EXPORT", str(export))
-    assert materialize_groups(("ingest",)).success
+    (root / "small.toml").write_text(SMALL)
+    # the settings reach the spawned workers as an argument, not through the environment
+    settings = resolve(root / "small.toml", export=str(export), run_dir=str(run),
+                       profile="demo", losses=True)
+    assert materialize_selection(INGEST, None, settings).success
     # both modes in fresh one-thread processes, so only the scheduling differs
-    results = materialize_partitions(PER_SEX_GROUPS, ["female", "male"], workers=workers,
-                                     threads=1, spawn=True, run_config=SMALL)
+    results = materialize_partitions(PER_SEX, ["female", "male"], settings, workers=workers,
+                                     threads=1, spawn=True)
     assert [r.success for r in results] == [True, True]
     return run
 

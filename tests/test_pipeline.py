@@ -29,31 +29,42 @@ def test_definitions_load_and_validate():
 
 
 @pytest.mark.parametrize("profile", ["demo", "paper"])
-def test_runner_config_names_real_ops(profile):
-    """`python -m pipeline run` passes config by op name: a renamed op must not drop it silently."""
-    from sphr_dagster.__main__ import _run_config
+@pytest.mark.parametrize("losses", [True, False])
+def test_run_config_names_real_ops(profile, losses):
+    """`python -m sphr_dagster run` keys each asset's config by the op Dagster gives it; every
+    configured asset gets one, and a selection's config names only its own ops."""
+    from sphr.settings import resolve
+    from sphr_dagster.definitions import INGEST, PER_SEX
+    from sphr_dagster.run_config import op_configs, run_config
 
+    settings = resolve(profile=profile, losses=losses)
     ops = {a.op.name for a in ASSETS if isinstance(a, dg.AssetsDefinition)}
-    assert set(_run_config(profile)["ops"]) <= ops
-    assert set(_run_config(profile, losses=False)["ops"]) <= ops
+    every = run_config(settings)["ops"]
+    assert set(every) <= ops
+    assert set(every) == {a.op.name for a in op_configs(settings)}
+    per_sex = run_config(settings, PER_SEX)["ops"]
+    assert "ingest" not in per_sex and "evaluate__report" not in per_sex
+    assert set(run_config(settings, INGEST)["ops"]) == {"ingest"}
 
 
 def test_no_losses_skips_the_comparison_asset():
-    """`python -m pipeline run --no-losses`: no train/loss_comparison, no loss table; the
+    """`python -m sphr_dagster run --no-losses`: no train/loss_comparison, no loss table; the
     evaluation reads the comparison, it never trains one."""
-    from sphr_dagster.__main__ import LOSS_COMPARISON, _run_config
-    from sphr_dagster.definitions import PER_SEX_GROUPS
-    from sphr_dagster.runner import group_selection
+    from sphr.settings import resolve
+    from sphr_dagster.assets import evaluation, training
+    from sphr_dagster.definitions import LOSS_COMPARISON, PER_SEX
+    from sphr_dagster.run_config import op_configs
 
     graph = defs.resolve_asset_graph()
-    every = {k.to_user_string() for k in group_selection(PER_SEX_GROUPS).resolve(graph)}
-    skipped = {k.to_user_string() for k in
-               group_selection(PER_SEX_GROUPS, (LOSS_COMPARISON,)).resolve(graph)}
-    assert every - skipped == {LOSS_COMPARISON}
-    assert _run_config("demo", losses=False)["ops"]["evaluate__tables"]["config"]["losses"] == []
+    every = {k.to_user_string() for k in PER_SEX.resolve(graph)}
+    skipped = {k.to_user_string() for k in (PER_SEX - LOSS_COMPARISON).resolve(graph)}
+    assert every - skipped == {"train/loss_comparison"}
+    configs = op_configs(resolve(losses=False))
+    assert configs[evaluation.evaluation_tables].losses == []
+    assert configs[training.loss_comparison].losses  # the asset's own list is kept
     tables = graph.get(dg.AssetKey(["evaluate", "tables"]))
-    assert dg.AssetKey.from_user_string(LOSS_COMPARISON) in tables.parent_keys
-    assert graph.get(dg.AssetKey.from_user_string(LOSS_COMPARISON)).group_name == "training"
+    assert training.loss_comparison.key in tables.parent_keys
+    assert graph.get(training.loss_comparison.key).group_name == "training"
 
 
 def test_schedules_target_risk_refresh_and_retrain():
@@ -136,9 +147,7 @@ def test_sensor_without_folder_skips(tmp_path):
 
 
 def _resources(run_dir, export):
-    res = default_resources(str(run_dir))
-    res["data_source"] = DataSource(export_path=str(export))
-    return res
+    return default_resources(str(run_dir), export=str(export), environment=False)
 
 
 def test_broken_export_blocks_downstream(tmp_path, synthetic_cohort):
@@ -175,21 +184,21 @@ def test_library_never_imports_dagster():
 @pytest.mark.slow
 def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
     """Export -> evaluation tables for women, small settings; every check passes."""
+    from sphr.settings import resolve
+    from sphr_dagster.definitions import INGEST, PER_SEX
+    from sphr_dagster.run_config import run_config
+
     res = _resources(tmp_path / "run", ukb_export)
-    run_config = {"ops": {
-        "cohorts": {"config": {"n_triplets": 4000}},
-        "sphr_training": {"config": {"epochs": 3, "batch_size": 512}},
-        "baselines__representations": {"config": {"deep_patient_epochs": 2}},
-        "train__loss_comparison": {"config": {"losses": ["triplet", "nplb"]}},
-        "evaluate__tables": {"config": {"splits": 2, "nn_epochs": 5,
-                                         "losses": ["triplet", "nplb"]}},
-    }}
-    ingest = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups("ingest"),
-                            resources=res)
+    (tmp_path / "small.toml").write_text(
+        '[cohorts]\nn_triplets = 4000\n[train]\nepochs = 3\nbatch_size = 512\n'
+        'comparison_losses = ["triplet", "nplb"]\n[baselines]\ndeep_patient_epochs = 2\n'
+        '[evaluate]\nn_splits = 2\n[evaluate.nn]\nepochs = 5\n')
+    settings = resolve(tmp_path / "small.toml")
+    ingest = dg.materialize([*ASSETS, *CHECKS], selection=INGEST, resources=res,
+                            run_config=run_config(settings, INGEST))
     assert ingest.success
-    result = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups(
-        "cohorts", "training", "baselines", "evaluation", "risk"), partition_key="female",
-        resources=res, run_config=run_config)
+    result = dg.materialize([*ASSETS, *CHECKS], selection=PER_SEX, partition_key="female",
+                            resources=res, run_config=run_config(settings, PER_SEX))
     assert result.success
     evaluations = result.get_asset_check_evaluations()
     assert {(e.asset_key.path[0], e.check_name) for e in evaluations} == {

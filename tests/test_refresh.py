@@ -108,9 +108,7 @@ def exports(tmp_path_factory, synthetic_cohort):
 
 
 def _resources(run, export):
-    res = default_resources(str(run))
-    res["data_source"] = DataSource(export_path=str(export))
-    return res
+    return default_resources(str(run), export=str(export), environment=False)
 
 
 def _refresh(run, export):

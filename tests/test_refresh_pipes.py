@@ -20,14 +20,16 @@ def test_pipes_entry_never_imports_dagster():
 
 @pytest.mark.parametrize("launcher", ["pipes"])
 def test_training_through_pipes_reports_loss_curve(tmp_path, cohorts_dir, launcher):
+    from sphr_dagster.assets.training import sphr_training
+
     run = tmp_path / "run"
     (run / "cohorts").mkdir(parents=True)
     (run / "cohorts" / "female").symlink_to(cohorts_dir / "female")
     result = dg.materialize(
         [*ASSETS, *CHECKS], selection=dg.AssetSelection.assets(["train", "sphr_model"],
                                                              ["train", "embeddings"]),
-        partition_key="female", resources=default_resources(str(run)),
-        run_config={"ops": {"sphr_training": {"config": {
+        partition_key="female", resources=default_resources(str(run), environment=False),
+        run_config={"ops": {sphr_training.op.name: {"config": {
             "epochs": 2, "batch_size": 512, "launcher": launcher}}}})
     assert result.success
     meta = next(e.materialization.metadata for e in result.get_asset_materialization_events()

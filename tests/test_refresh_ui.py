@@ -11,6 +11,7 @@ from test_risk_real_sphr import trained_risk_run
 from test_ui_browser import (
     CHROMEDRIVER,
     CHROMIUM,
+    LOCATION,
     ROOT,
     SHOTS,
     _button,
@@ -97,7 +98,7 @@ def test_ui_shows_export_version_and_stale_marker(fitted_ui):
         driver.save_screenshot(str(SHOTS / "dagster_export_version.png"))
         # refresh/baseline was built from the previous version: stale (Dagster: "Unsynced")
         stale = {}
-        for page in ("assets/refresh/baseline", "locations/sphr/"
+        for page in ("assets/refresh/baseline", f"locations/{LOCATION}/"
                      "asset-groups/refresh"):
             driver.get(f"{url}/{page}")
             try:
@@ -116,7 +117,7 @@ def test_ui_shows_export_version_and_stale_marker(fitted_ui):
 
         instance = DagsterInstance.from_config(str(home))
         before = {r.run_id for r in instance.get_runs()}
-        driver.get(f"{url}/locations/sphr/jobs/risk_refresh")
+        driver.get(f"{url}/locations/{LOCATION}/jobs/risk_refresh")
         launch = _wait_for(lambda: _button(driver, "Materialize all"), 60,
                            "the job's Materialize all button")
         driver.save_screenshot(str(SHOTS / "dagster_risk_refresh_job.png"))

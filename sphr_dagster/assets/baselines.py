@@ -3,23 +3,17 @@
 import dagster as dg
 
 from sphr import layout
-from sphr.baselines.config import BaselinesConfig as Settings
+from sphr.settings import RunSettings
 from sphr_dagster import metadata as md
+from sphr_dagster.config import from_settings, library_config, stage_config
 from sphr_dagster.partitions import sex_partitions
 from sphr_dagster.resources import Compute, RunStorage
 
-#: the library's defaults, which this asset's run configuration takes as its own
-_DEFAULTS = Settings()
-
-
-class BaselinesConfig(dg.Config):
-    """Which representations to fit, with what seed (DeepPatient epochs per layer, DiffMap
-    landmarks). Defaults are the library's (``sphr.baselines.config.BaselinesConfig``)."""
-
-    representations: list[str] = list(_DEFAULTS.representations)
-    seed: int = _DEFAULTS.seed
-    deep_patient_epochs: int = _DEFAULTS.deep_patient_epochs
-    diffmap_landmarks: int = _DEFAULTS.diffmap_landmarks
+BaselinesConfig = stage_config(
+    "baselines", "BaselinesConfig", "Which representations to fit, with what seed "
+    "(DeepPatient epochs per layer, DiffMap landmarks): every field of the library's "
+    "``sphr.baselines.config.BaselinesConfig`` (the device is the compute resource's).",
+    module=__name__)
 
 
 @dg.asset(key=["baselines", "representations"], group_name="baselines",
@@ -38,14 +32,16 @@ def baseline_representations(context: dg.AssetExecutionContext, config: Baseline
     from sphr.baselines.pipeline import run_baselines
 
     sex = context.partition_key
-    params = {"deep_patient": {"epochs": config.deep_patient_epochs},
-              "diffmap": {"n_landmarks": config.diffmap_landmarks}}
+    settings = library_config("baselines", config, device=compute.device)
+    params = {"deep_patient": {"epochs": settings.deep_patient_epochs},
+              "diffmap": {"n_landmarks": settings.diffmap_landmarks}}
     out = layout.baselines_dir(storage.run, sex)
-    report = run_baselines(layout.cohort_dir(storage.run, sex), out, config.representations,
-                           seed=config.seed, device=compute.device, params=params)
+    report = run_baselines(layout.cohort_dir(storage.run, sex), out, settings.representations,
+                           seed=settings.seed, device=settings.device, params=params,
+                           use_augmented=settings.use_augmented)
     reps = report["representations"]
     bad = {}
-    for name in config.representations:
+    for name in settings.representations:
         for part in ("train", "test"):
             _, Z = read_embeddings(out / name / f"embeddings_{part}.parquet")
             bad[f"{name}/{part}"] = int((~np.isfinite(Z)).any(axis=1).sum())
@@ -54,7 +50,12 @@ def baseline_representations(context: dg.AssetExecutionContext, config: Baseline
                             for n, r in reps.items()}).T
     yield dg.MaterializeResult(metadata={
         "path": md.path(out), "representations": md.table(timings),
-        "fitted_on": reps[config.representations[0]]["fitted_on"],
+        "fitted_on": reps[settings.representations[0]]["fitted_on"],
     })
     yield dg.AssetCheckResult(passed=not any(bad.values()), severity=dg.AssetCheckSeverity.ERROR,
                               metadata={"rows_not_finite": dg.MetadataValue.json(bad)})
+
+
+def configs(settings: RunSettings) -> dict[dg.AssetsDefinition, dg.Config]:
+    """This module's assets' run config for a run's settings."""
+    return {baseline_representations: from_settings(BaselinesConfig, settings.stages["baselines"])}

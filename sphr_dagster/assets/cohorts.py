@@ -5,32 +5,19 @@ import numpy as np
 import pandas as pd
 
 from sphr import layout
-from sphr.cohorts.config import CohortConfig as Settings
-from sphr.profiles import DEFAULT_PROFILE
+from sphr.settings import RunSettings
 from sphr_dagster import metadata as md
+from sphr_dagster.config import from_settings, library_config, stage_config
 from sphr_dagster.partitions import sex_partitions
 from sphr_dagster.resources import RunStorage
-
-#: the library's defaults, which this asset's run configuration takes as its own
-_DEFAULTS = Settings()
 
 #: plausible BFH share of a sex's cohort: the paper has ~5-6%; outside this, suspect units
 BFH_SHARE_BOUNDS = (0.005, 0.30)
 
-
-class CohortConfig(dg.Config):
-    """Run configuration of the cohort step (defaults: the demo profile). Defaults are the
-    library's (``sphr.cohorts.config.CohortConfig``)."""
-
-    profile: str = DEFAULT_PROFILE
-    seed: int = _DEFAULTS.seed
-    bfh_fold: int = _DEFAULTS.augment_fold["bona_fide_healthy"]
-    #: None: the profile's
-    n_triplets: int | None = None
-    completeness: float = _DEFAULTS.completeness
-    #: ``independent`` (the paper's Algorithm 1) or ``copula`` (joint draws)
-    augment: str = _DEFAULTS.augment
-    calibration_size: float = _DEFAULTS.calibration_size
+CohortConfig = stage_config(
+    "cohorts", "CohortConfig", "Run configuration of the cohort step: every field of the "
+    "library's ``sphr.cohorts.config.CohortConfig`` (the sex comes from the partition); "
+    "defaults: the default profile's.", module=__name__)
 
 
 def _spec(name: str, description: str) -> dg.AssetSpec:
@@ -64,12 +51,7 @@ def cohorts(context: dg.AssetExecutionContext, config: CohortConfig, storage: Ru
     from sphr.io import staged_outputs
 
     sex = context.partition_key
-    overrides = {"seed": config.seed, "completeness": config.completeness, "sexes": (sex,),
-                 "augment_fold": {"bona_fide_healthy": config.bfh_fold},
-                 "augment": config.augment, "calibration_size": config.calibration_size}
-    if config.n_triplets is not None:
-        overrides["n_triplets"] = config.n_triplets
-    settings = Settings.profile(config.profile, **overrides)
+    settings = library_config("cohorts", config, sexes=(sex,))
     built, report = build_cohorts(baseline, settings)
     cohort = built[sex]
     out = layout.cohort_dir(storage.run, sex)
@@ -122,3 +104,8 @@ def cohorts(context: dg.AssetExecutionContext, config: CohortConfig, storage: Ru
                   "calibration_participants_in_training": int(calib_overlap),
                   "augmented_rows_in_test": aug_in_test,
                   "calibration_rows": len(cohort.calibration)})
+
+
+def configs(settings: RunSettings) -> dict[dg.AssetsDefinition, dg.Config]:
+    """This module's assets' run config for a run's settings."""
+    return {cohorts: from_settings(CohortConfig, settings.stages["cohorts"])}

@@ -3,24 +3,19 @@
 import dagster as dg
 
 from sphr import layout
-from sphr.evaluate.names import XGB_METHODS
-from sphr.train.config import COMPARISON_LOSSES
+from sphr.settings import RunSettings, stage_defaults
 from sphr_dagster import metadata as md
+from sphr_dagster.config import from_settings, library_config, stage_config
 from sphr_dagster.partitions import sex_partitions
 from sphr_dagster.resources import Compute, RunStorage
 
-
-class EvaluationConfig(dg.Config):
-    """The paper's protocol (5 splits, 4 classifiers) and which losses the loss table shows."""
-
-    splits: int = 5
-    seed: int = 0
-    classifiers: list[str] = ["knn", "lda", "nn_ehr", "xgboost"]
-    #: the loss table's losses, read from train/loss_comparison (empty: no loss table)
-    losses: list[str] = list(COMPARISON_LOSSES)
-    nn_epochs: int = 100
-    #: XGBoost's tree method on the CPU: auto (the paper's exact) or hist (UK Biobank size)
-    xgboost_method: str = XGB_METHODS[0]
+EvaluationConfig = stage_config(
+    "evaluate", "EvaluationConfig", "The paper's protocol (5 splits, 4 classifiers): every "
+    "field of the library's ``sphr.evaluate.protocol.EvalConfig`` (the device is the compute "
+    "resource's), and which losses the loss table shows.", module=__name__, extra={
+        "losses": (list[str], list(stage_defaults("train")["comparison_losses"]),
+                   "the loss table's losses, read from train/loss_comparison (empty: no loss "
+                   "table)")})
 
 
 @dg.asset(key=["evaluate", "tables"], group_name="evaluation", partitions_def=sex_partitions,
@@ -32,20 +27,13 @@ class EvaluationConfig(dg.Config):
           "folders, writes only evaluate/<sex>/.")
 def evaluation_tables(context: dg.AssetExecutionContext, config: EvaluationConfig,
                       storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
-    import dataclasses
-
-    from sphr.evaluate.classifiers import NN_EHR_CONFIG
     from sphr.evaluate.pipeline import run_evaluate
-    from sphr.evaluate.protocol import EvalConfig
 
     sex = context.partition_key
     out = layout.evaluate_dir(storage.run)
-    eval_config = EvalConfig(n_splits=config.splits, seed=config.seed,
-                             classifiers=tuple(config.classifiers), device=compute.device,
-                             nn=dataclasses.replace(NN_EHR_CONFIG, epochs=config.nn_epochs),
-                             xgboost_method=config.xgboost_method)
+    eval_config = library_config("evaluate", config, device=compute.device)
     summary = run_evaluate(storage.run, out, sexes=[sex], eval_config=eval_config,
-                           losses=config.losses, seed=config.seed, device=compute.device,
+                           losses=config.losses, seed=eval_config.seed, device=compute.device,
                            combine=False)
     sex_dir = out / sex
     meta = {
@@ -79,3 +67,11 @@ def evaluation_report(storage: RunStorage) -> dg.MaterializeResult:
     if pdf is not None:
         meta["report_pdf"] = md.path(pdf)
     return dg.MaterializeResult(metadata=meta)
+
+
+def configs(settings: RunSettings) -> dict[dg.AssetsDefinition, dg.Config]:
+    """This module's assets' run config for a run's settings: the loss table shows the
+    comparison's losses when the run trains them, none otherwise."""
+    losses = list(settings.stages["train"]["comparison_losses"]) if settings.losses else []
+    return {evaluation_tables: from_settings(EvaluationConfig, settings.stages["evaluate"],
+                                             losses=losses)}

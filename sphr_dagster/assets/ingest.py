@@ -4,8 +4,15 @@ import dagster as dg
 import pandas as pd
 
 from sphr import layout
+from sphr.settings import RunSettings
 from sphr_dagster import metadata as md
+from sphr_dagster.config import from_settings, library_config, stage_config
 from sphr_dagster.resources import DataSource, RunStorage
+
+IngestConfig = stage_config(
+    "ingest", "IngestConfig", "The outcome table's overrides and each source's censoring "
+    "date (``sphr ingest --outcomes``, docs/OUTCOMES.md); defaults: the library's "
+    "(``sphr.settings.IngestSettings``).", module=__name__)
 
 
 def export_version(data_source: DataSource, storage: RunStorage) -> tuple[str, dict]:
@@ -14,8 +21,7 @@ def export_version(data_source: DataSource, storage: RunStorage) -> tuple[str, d
     from sphr.data.fingerprint import fingerprint
 
     if data_source.synthetic:
-        version = (f"synthetic-{data_source.synthetic_world}-"
-                   f"{data_source.synthetic_participants}-{data_source.synthetic_seed}")
+        version = data_source.synthetic_version()
         return version, {"data_version": version, "source": "synthetic"}
     path = data_source.export_file(storage.run)
     if not path.is_file():
@@ -61,11 +67,13 @@ def ukb_export(context: dg.AssetExecutionContext, data_source: DataSource,
         from sphr.data.export import write_export
         from sphr.data.synth import generate_cohort
 
-        context.log.info(f"generating {data_source.synthetic_participants} synthetic participants "
-                         f"({data_source.synthetic_world} world)")
-        cohort = generate_cohort(data_source.synthetic_participants, data_source.synthetic_seed,
-                                 world=data_source.synthetic_world)
-        write_export(cohort, path, "ukbconv", seed=data_source.synthetic_seed)
+        synth = data_source.synth_config()
+        context.log.info(f"generating {synth.participants} synthetic participants "
+                         f"({synth.world} world)")
+        cohort = generate_cohort(synth.participants, synth.seed, world=synth.world,
+                                 linked=synth.linked)
+        write_export(cohort, path, synth.format, decoys=synth.decoys, seed=synth.seed,
+                     linked=synth.linked)
     layout_ = inspect_export(path)
     from sphr.data.fingerprint import fingerprint
 
@@ -96,12 +104,15 @@ def ukb_export(context: dg.AssetExecutionContext, data_source: DataSource,
                                 "prevalent); only when the export has the linked fields."),
     },
 )
-def ingest(context: dg.AssetExecutionContext, data_source: DataSource, storage: RunStorage):
+def ingest(context: dg.AssetExecutionContext, config: IngestConfig, data_source: DataSource,
+           storage: RunStorage):
     from sphr.data.ingest import ingest as read_export
     from sphr.io import write_json
 
     path = data_source.export_file(storage.run)
-    result = read_export(path)
+    settings = library_config("ingest", config)
+    result = read_export(path, drop_truncated_last_row=settings.drop_truncated_last_row,
+                         outcome_config=settings.outcome_config())
     report = result.report
     write_json(report, layout.ingest_dir(storage.run) / "ingest_report.json")
     for warning in report["warnings"]:
@@ -130,3 +141,8 @@ def ingest(context: dg.AssetExecutionContext, data_source: DataSource, storage: 
         })
     elif stale.exists():  # an earlier export had linked fields, this one has none
         stale.unlink()
+
+
+def configs(settings: RunSettings) -> dict[dg.AssetsDefinition, dg.Config]:
+    """This module's assets' run config for a run's settings."""
+    return {ingest: from_settings(IngestConfig, settings.stages["ingest"])}

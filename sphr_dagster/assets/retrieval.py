@@ -5,27 +5,21 @@ import os
 import dagster as dg
 
 from sphr import layout
-from sphr.retrieval.profiles import PIPELINE_COMPARISON as _DEFAULTS
+from sphr.settings import RunSettings
 from sphr_dagster import metadata as md
+from sphr_dagster.config import from_settings, library_config, stage_config
 from sphr_dagster.resources import Compute, RunStorage
 
 #: embedded datasets; SPHR_RETRIEVAL_MANIFEST adds the user's own image manifest
 DATASETS = ("digits", "forensic")
 
-
-class RetrievalSettings(dg.Config):
-    """Losses, seeds and run profile (`quick` for the default pipeline; `demo`, `paper`).
-    Defaults are the library's (``sphr.retrieval.profiles.PIPELINE_COMPARISON``).
-
-    `quick` and `demo` scale the Linear / DAMS margin steps to their epochs, warm AutoMargin up,
-    pick the best epoch on held-out training subjects and train OCAM's S-bit heads (see
-    docs/RETRIEVAL.md); `paper` keeps the papers' per-epoch values.
-    """
-
-    #: empty: the library's default losses too
-    losses: list[str] = list(_DEFAULTS.losses)
-    seeds: list[int] = list(_DEFAULTS.seeds)
-    profile: str = _DEFAULTS.profile
+RetrievalSettings = stage_config(
+    "retrieval", "RetrievalSettings", "Losses, seeds and run profile (`quick` for the default "
+    "pipeline; `demo`, `paper`): the fields of the library's "
+    "``sphr.retrieval.profiles.ComparisonConfig``, defaults ``PIPELINE_COMPARISON``'s. `quick` "
+    "and `demo` scale the Linear / DAMS margin steps to their epochs, warm AutoMargin up, pick "
+    "the best epoch on held-out training subjects and train OCAM's S-bit heads (see "
+    "docs/RETRIEVAL.md); `paper` keeps the papers' per-epoch values.", module=__name__)
 
 
 def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
@@ -38,12 +32,12 @@ def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
         from sphr.retrieval import run_comparison
 
         out = layout.retrieval_dir(storage.run, dataset)
-        result = run_comparison(source, list(config.losses or _DEFAULTS.losses),
-                                seeds=list(config.seeds), out_dir=out, device=compute.device,
-                                profile=config.profile)
+        settings = library_config("retrieval", config, device=compute.device)
+        result = run_comparison(source, list(settings.losses), seeds=list(settings.seeds),
+                                out_dir=out, device=settings.device, profile=settings.profile)
         meta = {"path": md.path(out / "comparison.md"),
                 "comparison": dg.MetadataValue.md(result.markdown),
-                "seeds": len(config.seeds), "profile": config.profile}
+                "seeds": len(settings.seeds), "profile": settings.profile}
         ps = result.per_seed
         flagged = sorted(set(ps[(ps["metric"] == "collapse") & (ps["value"] > 0)]["loss"]))
         meta["collapsed_losses"] = ", ".join(flagged) if flagged else "none"
@@ -60,3 +54,9 @@ def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
 retrieval_assets = [_comparison_asset(d, d) for d in DATASETS]
 if os.environ.get("SPHR_RETRIEVAL_MANIFEST"):
     retrieval_assets.append(_comparison_asset("manifest", os.environ["SPHR_RETRIEVAL_MANIFEST"]))
+
+
+def configs(settings: RunSettings) -> dict[dg.AssetsDefinition, dg.Config]:
+    """This module's assets' run config for a run's settings."""
+    config = from_settings(RetrievalSettings, settings.stages["retrieval"])
+    return dict.fromkeys(retrieval_assets, config)

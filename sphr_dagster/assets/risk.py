@@ -3,26 +3,20 @@
 import dagster as dg
 
 from sphr import layout
-from sphr.risk.config import RiskConfig
+from sphr.settings import RunSettings
 from sphr_dagster import metadata as md
+from sphr_dagster.config import from_settings, library_config, stage_config
 from sphr_dagster.partitions import sex_partitions
 from sphr_dagster.resources import Compute, RunStorage
 
-_DEFAULTS = RiskConfig()
+RiskSettings = stage_config(
+    "risk", "RiskSettings", "Methods and interval modes of the health score, bootstrap of "
+    "the discrimination CIs, ...: every field of the library's ``sphr.risk.config.RiskConfig`` "
+    "(the device is the compute resource's, the sexes the partition's).", module=__name__)
 
 
-class RiskSettings(dg.Config):
-    """Methods and interval modes of the health score; bootstrap of the discrimination CIs.
-    Defaults are the library's (``sphr.risk.pipeline.RiskConfig``)."""
-
-    methods: list[str] = list(_DEFAULTS.methods)
-    modes: list[str] = list(_DEFAULTS.modes)
-    n_bootstrap: int = _DEFAULTS.n_bootstrap
-
-
-def _config(settings: RiskSettings, device: str, sexes: tuple[str, ...]) -> RiskConfig:
-    return RiskConfig(methods=tuple(settings.methods), modes=tuple(settings.modes),
-                      n_bootstrap=settings.n_bootstrap, device=device, sexes=sexes)
+def _config(settings: dg.Config, device: str, sexes: tuple[str, ...]):
+    return library_config("risk", settings, device=device, sexes=sexes)
 
 
 @dg.asset(key=["risk", "risk_groups"], group_name="risk", partitions_def=sex_partitions,
@@ -82,3 +76,9 @@ def risk_report(context: dg.AssetExecutionContext, config: RiskSettings, storage
         meta["summary_figure"] = md.image((out / "report_summary.png").read_bytes(),
                                           "does Higher Risk develop more new disease?")
     return dg.MaterializeResult(metadata=meta)
+
+
+def configs(settings: RunSettings) -> dict[dg.AssetsDefinition, dg.Config]:
+    """This module's assets' run config for a run's settings."""
+    risk = from_settings(RiskSettings, settings.stages["risk"])
+    return {risk_groups: risk, risk_report: risk}

@@ -5,25 +5,30 @@ import dagster as dg
 import numpy as np
 
 from sphr import layout
-from sphr.profiles import DEFAULT_PROFILE
-from sphr.train.config import COMPARISON_LOSSES
+from sphr.profiles import DEFAULT_PROFILE, PROFILES
+from sphr.settings import RunSettings, stage_defaults, stage_docs
 from sphr_dagster import metadata as md
+from sphr_dagster.config import PROFILE_TAG, from_settings, library_config, stage_config
 from sphr_dagster.partitions import sex_partitions
 from sphr_dagster.resources import Compute, RunStorage
 
+#: the keys of [train] that are not TrainConfig's: the comparison's loss list
+_COMPARISON_KEYS = ("comparison_losses",)
 
-class TrainingConfig(dg.Config):
-    """Run configuration of SPHR training (defaults: the demo profile; `paper` = 1000 epochs)."""
+TrainingConfig = stage_config(
+    "train", "TrainingConfig", "Run configuration of SPHR training: every field of the "
+    "library's ``sphr.train.config.TrainConfig`` (the device is the compute resource's); "
+    "defaults: the default profile's.", drop=_COMPARISON_KEYS, module=__name__, extra={
+        "launcher": (str, "pipes", "pipes: `python -m sphr.train.pipes_entry` launched by the "
+                     "pipes_client resource (a subprocess by default; PipesK8sClient for a GPU "
+                     "node, README); in_process: sphr.train.run_train in the step's own process")})
 
-    profile: str = DEFAULT_PROFILE
-    loss: str = "nplb"
-    seed: int = 0
-    epochs: int | None = None
-    batch_size: int | None = None
-    #: "pipes": `python -m sphr.train.pipes_entry` launched by the pipes_client resource (a
-    #: subprocess by default; PipesK8sClient for a GPU node, README); "in_process": call
-    #: sphr.train.run_train in the step's own process
-    launcher: str = "pipes"
+
+def profile_label(context: dg.AssetExecutionContext) -> str:
+    """The profile the run's settings came from (the run tag), for the reports; a launch
+    without the tag ran the Config's defaults, the default profile's."""
+    profile = context.run.tags.get(PROFILE_TAG, DEFAULT_PROFILE)
+    return profile if profile in PROFILES else DEFAULT_PROFILE
 
 
 @dg.multi_asset(
@@ -43,7 +48,6 @@ class TrainingConfig(dg.Config):
 def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
                   storage: RunStorage, compute: Compute,
                   pipes_client: dg.PipesSubprocessClient):
-    import dataclasses
     import sys
 
     import pandas as pd
@@ -51,28 +55,26 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
     from sphr.artifacts import read_embeddings
     from sphr.evaluate.plots import representation_scatter
     from sphr.io import read_json
-    from sphr.train import TrainConfig, run_train
+    from sphr.train import run_train
 
     sex = context.partition_key
-    overrides = {"loss": config.loss, "seed": config.seed, "device": compute.device}
-    if config.epochs is not None:
-        overrides["epochs"] = config.epochs
-    if config.batch_size is not None:
-        overrides["batch_size"] = config.batch_size
-    out = layout.train_dir(storage.run, sex, config.loss)
+    settings = library_config("train", config, device=compute.device)
+    profile = profile_label(context)
+    out = layout.train_dir(storage.run, sex, settings.loss)
     reported = {}
     if config.launcher == "pipes":
         # the training side needs only sphr and dagster-pipes; it reports the loss curve and
-        # metrics back as materialization metadata
+        # metrics back as materialization metadata. Every setting goes as an override, so
+        # the profile there only names them.
         command = [sys.executable, "-m", "sphr.train.pipes_entry",
                    str(layout.cohort_dir(storage.run, sex)), str(out)]
+        overrides = {k: v for k, v in settings.to_dict().items() if k != "threads"}
         results = pipes_client.run(context=context, command=command,
-                                   extras={"profile": config.profile, "overrides": overrides}
+                                   extras={"profile": profile, "overrides": overrides}
                                    ).get_results()
         reported = {k: v for r in results if r.asset_key == dg.AssetKey(["train", "sphr_model"])
                     for k, v in (r.metadata or {}).items()}
     elif config.launcher == "in_process":
-        settings = dataclasses.replace(TrainConfig.profile(config.profile), **overrides)
         run_train(layout.cohort_dir(storage.run, sex), out, settings)
     else:
         raise ValueError(f"launcher {config.launcher!r}: choose pipes or in_process")
@@ -83,7 +85,7 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
     _, Z_train = read_embeddings(out / "embeddings_train.parquet")
     curve_png = (out / "loss_curve.png").read_bytes() if (out / "loss_curve.png").exists() else None
     model_meta = {
-        "path": md.path(out / "model.pt"), "profile": config.profile, "loss": config.loss,
+        "path": md.path(out / "model.pt"), "profile": profile, "loss": settings.loss,
         "epochs": len(curve), "final_loss": float(curve["loss"].iloc[-1]),
         "train_report": dg.MetadataValue.json(report),
     }
@@ -96,7 +98,7 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
         "path": md.path(out / "embeddings_test.parquet"), "test_rows": len(Z),
         "train_rows": len(Z_train), "width": int(Z.shape[1]),
         "test_embedding": md.image(representation_scatter(
-            "sphr", Z, meta["label"].to_numpy(np.int64), seed=config.seed), "SPHR embedding"),
+            "sphr", Z, meta["label"].to_numpy(np.int64), seed=settings.seed), "SPHR embedding"),
     })
     bad = int((~np.isfinite(Z)).any(axis=1).sum() + (~np.isfinite(Z_train)).any(axis=1).sum())
     yield dg.AssetCheckResult(check_name="embedding_finite", asset_key=["train", "embeddings"],
@@ -104,14 +106,13 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
                               metadata={"rows_not_finite": bad})
 
 
-class LossComparisonConfig(dg.Config):
-    """The loss comparison (Table 3 / A2): which losses, trained together with one profile."""
-
-    losses: list[str] = list(COMPARISON_LOSSES)
-    profile: str = DEFAULT_PROFILE
-    seed: int = 0
-    epochs: int | None = None
-    batch_size: int | None = None
+LossComparisonConfig = stage_config(
+    "train", "LossComparisonConfig", "The loss comparison (Table 3 / A2): which losses, "
+    "trained together with the same settings (those of ``sphr.train.config.TrainConfig``, as "
+    "for train/sphr_model, which it copies NPLB from when they match); defaults: the default "
+    "profile's.", drop=("loss", *_COMPARISON_KEYS), module=__name__, extra={
+        "losses": (list[str], list(stage_defaults("train")["comparison_losses"]),
+                   stage_docs("train")["comparison_losses"])})
 
 
 @dg.asset(key=["train", "loss_comparison"], group_name="training", partitions_def=sex_partitions,
@@ -125,16 +126,27 @@ def loss_comparison(context: dg.AssetExecutionContext, config: LossComparisonCon
     from sphr.train.comparison import train_loss_comparison
 
     sex = context.partition_key
-    overrides = {k: v for k, v in (("epochs", config.epochs), ("batch_size", config.batch_size))
-                 if v is not None}
+    settings = library_config("train", config, device=compute.device)
+    profile = profile_label(context)
+    # every setting but the loss and the run's own fields, so the profile only names them
+    overrides = {k: v for k, v in settings.to_dict().items()
+                 if k not in ("loss", "seed", "device", "threads")}
     out = layout.comparison_dir(storage.run, sex)
     report = train_loss_comparison(layout.cohort_dir(storage.run, sex), out, config.losses,
-                                   profile=config.profile, seed=config.seed,
+                                   profile=profile, seed=settings.seed,
                                    device=compute.device, overrides=overrides)
     return dg.MaterializeResult(metadata={
-        "path": md.path(out), "losses": ", ".join(config.losses), "profile": config.profile,
+        "path": md.path(out), "losses": ", ".join(config.losses), "profile": profile,
         "trained": ", ".join(report["trained"]) or "none",
         "reused": ", ".join(report["reused"] + report["from_training_stage"]) or "none",
         "train_s": report.get("train_s", 0.0),
         "comparison_report": dg.MetadataValue.json(report),
     })
+
+
+def configs(settings: RunSettings) -> dict[dg.AssetsDefinition, dg.Config]:
+    """This module's assets' run config for a run's settings."""
+    train = settings.stages["train"]
+    return {sphr_training: from_settings(TrainingConfig, train),
+            loss_comparison: from_settings(LossComparisonConfig, train,
+                                           losses=list(train["comparison_losses"]))}
