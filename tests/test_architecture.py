@@ -9,13 +9,16 @@
 Imports are read with ``ast``: module-level and function-level ``import`` / ``from``
 statements (relative ones resolved), ``importlib.import_module("...")`` string literals, and
 string constants naming a ``sphr`` module (the lazy ``_LAZY`` maps of package
-``__init__`` files). ``sphr.cli`` (the entry point that registers every stage's command)
-and ``sphr/__init__.py`` are outside the stages.
+``__init__`` files). ``sphr.cli`` (the entry point that registers every stage's command),
+``sphr.settings`` (a run's settings, every stage's) and ``sphr/__init__.py`` are outside the
+stages. The Dagster package ``sphr_dagster`` has layers of its own (``DAGSTER_LAYERS``), and
+``sphr`` never imports Dagster.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -33,7 +36,9 @@ RANK: dict[str, int] = {"shared": -1, "ingest": 0, "cohorts": 1, "train": 2, "em
                         "evaluate": 4, "risk": 4, "report": 5}
 SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.errors", "sphr.labels",
                            "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles")
-OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli")
+#: outside the stage order: the CLI registers every stage's command, and the run's settings
+#: (sphr.settings) read every stage's config class
+OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli", "sphr.settings")
 #: what the retrieval branch may import besides the shared modules
 RETRIEVAL_MAY_IMPORT: tuple[str, ...] = ("sphr.losses", "sphr.models")
 
@@ -67,11 +72,13 @@ def _resolve(name: str) -> str | None:
     return None
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every sphr module ``path`` imports, anywhere in the file."""
+def imported_names(path: Path, known: Mapping[str, Path] | None = None) -> set[str]:
+    """Every dotted name ``path`` imports, anywhere in the file (relative imports resolved);
+    string constants that name a module of ``known`` count too."""
     tree = ast.parse(path.read_text(), filename=str(path))
     me = _module_name(path)
     package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    known = MODULES if known is None else known
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -85,10 +92,16 @@ def imports_of(path: Path) -> set[str]:
             names.add(module)
             names.update(f"{module}.{a.name}" for a in node.names)
         elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
-              and node.value in MODULES):
+              and node.value in known):
             # importlib.import_module("sphr.x") and the lazy {"name": "sphr.x.y"} maps
             names.add(node.value)
-    found = {_resolve(n) for n in names if n == "sphr" or n.startswith("sphr.")}
+    return names
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every sphr module ``path`` imports, anywhere in the file."""
+    me = _module_name(path)
+    found = {_resolve(n) for n in imported_names(path) if n == "sphr" or n.startswith("sphr.")}
     return {m for m in found if m and m != me}
 
 
@@ -180,3 +193,91 @@ def test_the_parser_sees_function_level_and_importlib_imports(tmp_path, monkeypa
         monkeypatch.setitem(MODULES, name, tmp_path / "unused.py")
     monkeypatch.setattr(f"{__name__}.SPHR", tmp_path / "sphr")
     assert imports_of(pkg / "x.py") == {"sphr.train.run", "sphr.risk.score"}
+
+
+# ----------------------------------------------------------------------------- the Dagster package
+DAGSTER = SPHR.parent / "sphr_dagster"
+#: layers of the Dagster package, lowest first; a module imports only its own layer and lower
+#: ones, so imports run one way: resources and helpers <- assets <- definitions <- entry points
+DAGSTER_LAYERS: dict[str, int] = {
+    "sphr_dagster": 0, "sphr_dagster.config": 0, "sphr_dagster.resources": 0,
+    "sphr_dagster.metadata": 0, "sphr_dagster.partitions": 0, "sphr_dagster.io_manager": 0,
+    "sphr_dagster.home": 0,
+    "sphr_dagster.assets": 1, "sphr_dagster.checks": 1, "sphr_dagster.automation": 1,
+    "sphr_dagster.definitions": 2,
+    "sphr_dagster.run_config": 3, "sphr_dagster.runner": 3, "sphr_dagster.k8s": 3,
+    "sphr_dagster.__main__": 3,
+}
+DAGSTER_MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(DAGSTER.rglob("*.py"))}
+
+
+def dagster_layer(module: str, layers: Mapping[str, int] = DAGSTER_LAYERS) -> int:
+    """The layer of a module of the package (a package's layer covers its modules)."""
+    name = module
+    while name:
+        if name in layers:
+            return layers[name]
+        name = name.rpartition(".")[0]
+    raise AssertionError(f"{module} has no layer: add it to DAGSTER_LAYERS in "
+                         "tests/test_architecture.py and to docs/ARCHITECTURE.md")
+
+
+def dagster_violations(modules: Mapping[str, Path],
+                       layers: Mapping[str, int] = DAGSTER_LAYERS) -> set[tuple[str, str]]:
+    """(module, what it imports) for every import from a lower layer to a higher one."""
+    bad = set()
+    for src, path in modules.items():
+        for name in imported_names(path, modules):
+            if name.split(".")[0] != "sphr_dagster":
+                continue
+            dst = name
+            while dst not in modules and "." in dst:  # a name in a module -> the module
+                dst = dst.rpartition(".")[0]
+            if dst in modules and dst != src and dagster_layer(dst, layers) > \
+                    dagster_layer(src, layers):
+                bad.add((src, dst))
+    return bad
+
+
+def test_every_dagster_module_has_a_layer():
+    for module in DAGSTER_MODULES:
+        dagster_layer(module)
+
+
+def test_dagster_imports_run_one_way():
+    """Resources, metadata, partitions, IO manager and config never import the assets or the
+    definitions (function-level imports included); the assets never import the definitions."""
+    bad = sorted(dagster_violations(DAGSTER_MODULES))
+    assert not bad, ("imports against the Dagster package's layers (docs/ARCHITECTURE.md):\n"
+                     + "\n".join(f"  {a} imports {b}" for a, b in bad))
+
+
+def test_the_dagster_rule_sees_function_level_imports(tmp_path, monkeypatch):
+    pkg = tmp_path / "sphr_dagster"
+    (pkg / "assets").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "assets" / "__init__.py").write_text("")
+    (pkg / "assets" / "cohorts.py").write_text("from sphr_dagster.resources import RunStorage\n")
+    (pkg / "definitions.py").write_text("from sphr_dagster.assets import cohorts\n")
+    (pkg / "resources.py").write_text(
+        "def default_resources():\n    from sphr_dagster.definitions import defs\n"
+        "    from .assets.cohorts import CohortConfig\n    return defs, CohortConfig\n")
+    monkeypatch.setattr(f"{__name__}.SPHR", tmp_path / "sphr")
+    modules = {_module_name(p): p for p in sorted(pkg.rglob("*.py"))}
+    assert dagster_violations(modules) == {
+        ("sphr_dagster.resources", "sphr_dagster.definitions"),
+        ("sphr_dagster.resources", "sphr_dagster.assets.cohorts")}
+
+
+#: the one Dagster distribution the library may use: the dependency-free Pipes protocol
+#: (sphr.train.pipes_entry, the training step's far side)
+LIBRARY_MAY_IMPORT_DAGSTER: tuple[str, ...] = ("dagster_pipes",)
+
+
+def test_the_library_never_imports_dagster():
+    """Read from the source, function-level imports included (test_pipeline.py checks the
+    same by importing every module)."""
+    bad = sorted((src, name) for src, path in MODULES.items() for name in imported_names(path)
+                 if (name.split(".")[0] == "dagster" or name.startswith("dagster_"))
+                 and name.split(".")[0] not in LIBRARY_MAY_IMPORT_DAGSTER)
+    assert not bad, f"sphr/ imports Dagster: {bad}"
