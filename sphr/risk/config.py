@@ -23,9 +23,14 @@ MARKER_SPACE_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis",
                                          "homeostatic_dysregulation", "p0_euclidean")
 #: every method: the distance methods, then the scores researchers already use
 ALL_METHODS: tuple[str, ...] = (*METHODS, *SCORE_METHODS)
-#: what ``sphr risk`` computes unless told otherwise: every method but the SPHR variants
-#: (options, docs/METHODS.md "SPHR variants aimed at risk")
-DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in ALL_METHODS if m not in SPHR_VARIANTS)
+#: the SPHR risk score the project ships: SPHR's embedding joined with the markers, the one
+#: variant that beat the paper's distance for both fold seeds on the development set
+#: (docs/METHODS.md "SPHR variants aimed at risk", docs/SPHR_RISK.md)
+SHIPPED_SPHR = "sphr_joint"
+#: what ``sphr risk`` computes unless told otherwise: every method, the shipped SPHR score
+#: beside the paper's, but the variants that did not win (options)
+DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in ALL_METHODS
+                                         if m not in SPHR_VARIANTS or m == SHIPPED_SPHR)
 #: methods that need a model file from an earlier stage or an optional input; skipped with
 #: a log line (and listed in the report) when it is missing
 OPTIONAL_METHODS: tuple[str, ...] = ("deep_patient", "sphr", *SPHR_VARIANTS, "phenoage",

@@ -82,6 +82,7 @@ def is_reference(method: str) -> bool:
 COLORS = GROUP_COLORS
 #: figure labels: short enough for a panel, the tables keep the full names
 SHORT: dict[str, str] = {"mahalanobis": "Mahalanobis", "supervised_xgboost": "Supervised ceiling",
+                         "sphr_joint": "SPHR + markers",
                          "phenoage": "PhenoAge accel.", "homeostatic_dysregulation":
                          "Homeostatic dysreg."}
 #: the outcome of the summary ("any" new diagnosis)
@@ -211,9 +212,10 @@ def _share_sentence(sex: str, rows: pd.DataFrame) -> str | None:
             f"{people['age_years'].max():.0f}): {_span(frac[NORMAL])} Normal, "
             f"{_span(frac[LOWER_RISK])} Lower Risk, {_span(frac[HIGHER_RISK])} Higher Risk "
             "across methods")
-    if "sphr" in frac.index:
-        s = frac.loc["sphr"]
-        text += (f" (SPHR {100 * s[NORMAL]:.0f} / {100 * s[LOWER_RISK]:.0f} / "
+    shipped = next((m for m in ("sphr_joint", "sphr") if m in frac.index), None)
+    if shipped:
+        s = frac.loc[shipped]
+        text += (f" ({_short(shipped)} {100 * s[NORMAL]:.0f} / {100 * s[LOWER_RISK]:.0f} / "
                  f"{100 * s[HIGHER_RISK]:.0f}%)")
     return text + "."
 

@@ -44,7 +44,8 @@ from sphr.cohorts.ranges import P0_RANGES
 from sphr.errors import ConfigError, InputError
 
 #: SPHR variants aimed at risk (docs/METHODS.md, "SPHR variants aimed at risk"): the same
-#: network, another reference or a joint space; options, not run by default
+#: network, another reference or a joint space (``sphr_joint`` is computed by default:
+#: :data:`sphr.risk.config.SHIPPED_SPHR`)
 SPHR_VARIANTS: tuple[str, ...] = ("sphr_age_line", "sphr_young", "sphr_joint")
 #: the distance methods (a space G and a reference per age group)
 METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
@@ -58,7 +59,7 @@ DISPLAY: dict[str, str] = {
     "p0_euclidean": "P0 (Euclidean)", "deep_patient": "DeepPatient", "sphr": "SPHR",
     "phenoage": "PhenoAge acceleration", "supervised_xgboost": "Supervised XGBoost (uses outcome)",
     "age": "Age alone", "sphr_age_line": "SPHR, age-line reference",
-    "sphr_young": "SPHR, young reference", "sphr_joint": "SPHR + markers",
+    "sphr_young": "SPHR, young reference", "sphr_joint": "SPHR + markers (shipped)",
 }
 P0_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(r.marker for r in P0_RANGES))
 
