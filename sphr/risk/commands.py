@@ -50,6 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=defaults.seed, help="default: %(default)s")
     p.add_argument("--device", default=defaults.device,
                    help="torch device for the deep methods (default: %(default)s)")
+    p.add_argument("--distance-space", choices=("marker", "quantile"),
+                   default=defaults.distance_space,
+                   help="input of the raw, Mahalanobis, homeostatic-dysregulation and P0 "
+                   "distances: marker (log-robust, linear beyond the fit) or quantile (the "
+                   "cohort's normalized features); default %(default)s (docs/METHODS.md)")
     p.add_argument("--png", action="store_true",
                    help="also render report.html to report.png with headless Chromium")
     p.set_defaults(func=_risk)
@@ -76,7 +81,7 @@ def config_from_args(args: argparse.Namespace) -> RiskConfig:
 
     return RiskConfig(methods=tuple(args.methods), modes=tuple(args.modes),
                       min_group_size=args.min_group_size, n_bootstrap=args.bootstrap,
-                      seed=args.seed, device=args.device)
+                      seed=args.seed, device=args.device, distance_space=args.distance_space)
 
 
 def _risk(args: argparse.Namespace) -> int:
@@ -88,6 +93,9 @@ def _risk(args: argparse.Namespace) -> int:
           f"{', '.join(summary['methods'])}; modes {', '.join(summary['modes'])})")
     for what, why in summary["skipped"].items():
         print(f"skipped {what}: {why}")
+    for what, v in summary.get("unscored", {}).items():
+        if what not in summary["skipped"]:
+            print(f"not scored {what}: {v['n']} of {v['of']} ({v['reason']})")
     if args.png:
         from sphr.risk.report import render_png
 
@@ -105,5 +113,7 @@ def _score(args: argparse.Namespace) -> int:
     for sex, r in report["sexes"].items():
         print(f"{sex}: scored {r['scored']} of {r['participants']} "
               f"({r['left_out_missing_values']} left out for missing values)")
+        for method, n in r.get("not_scored", {}).items():
+            print(f"  {method}: {n} of them not scored (inputs missing)")
     print(f"wrote {args.out}/risk_groups.parquet ({report['rows']} rows)")
     return 0
