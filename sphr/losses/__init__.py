@@ -1,7 +1,10 @@
 """SPHR's losses behind one call: ``loss(anchor, positive, negative, labels=None) -> scalar``.
 
 ``LOSSES`` names them as the evaluation tables do (``sphr.evaluate.paper.LOSSES``);
-:func:`build_loss` makes one from its name and parameters.
+:func:`build_loss` makes one from its name and parameters. Each takes ``distance=`` and
+``reducer=`` (a pytorch-metric-learning distance and reducer, or :class:`Euclidean` /
+:class:`Mean`, the paper's and the defaults): a loss is a distance, a reducer and a
+per-triplet formula, composed (:mod:`sphr.losses.base`, docs/METHODS.md#losses).
 """
 
 from __future__ import annotations
@@ -10,10 +13,19 @@ import inspect
 from typing import Any
 
 from sphr.errors import ConfigError
-from sphr.losses.base import TripletObjective, distance, pairwise_distances
+from sphr.losses.base import TripletObjective
+from sphr.losses.distances import Euclidean, distance, gram_distances, pairwise_distances
 from sphr.losses.mdr import MDR
 from sphr.losses.pml import InfoNCE, LiftedStruct, NPair
-from sphr.losses.triplet import NPLB, DistanceSwap, Triplet, nplb_per_triplet, nplb_power
+from sphr.losses.reducers import Mean, TensorReducer
+from sphr.losses.triplet import (
+    NPLB,
+    DistanceSwap,
+    Triplet,
+    nplb_per_triplet,
+    nplb_power,
+    triplet_hinge,
+)
 
 #: in the paper's column order (Table 3 / A2)
 LOSSES: dict[str, type[TripletObjective]] = {
@@ -49,6 +61,7 @@ def build_loss(name: str, **params: Any) -> TripletObjective:
     return cls(**params)
 
 
-__all__ = ["LOSSES", "MDR", "NPLB", "DistanceSwap", "InfoNCE", "LiftedStruct", "NPair", "Triplet",
-           "TripletObjective", "build_loss", "distance", "loss_parameters", "nplb_per_triplet", "nplb_power",
-           "pairwise_distances"]
+__all__ = ["LOSSES", "MDR", "NPLB", "DistanceSwap", "Euclidean", "InfoNCE", "LiftedStruct", "Mean",
+           "NPair", "TensorReducer", "Triplet", "TripletObjective", "build_loss", "distance",
+           "gram_distances", "loss_parameters", "nplb_per_triplet", "nplb_power", "pairwise_distances",
+           "triplet_hinge"]

@@ -9,7 +9,6 @@ names to configured instances.
 """
 
 from sphr.retrieval.losses.base import (
-    BatchStats,
     EuclideanDistance,
     RetrievalLoss,
     all_pair_indices,
@@ -47,6 +46,7 @@ from sphr.retrieval.losses.schedulers import (
     LinearMargin,
     MarginScheduler,
 )
+from sphr.retrieval.losses.stats import BatchStats
 from sphr.retrieval.losses.triplet import AdaTripletLoss, TripletLoss
 
 __all__ = [

@@ -24,8 +24,7 @@ hinge ``[margin - delta]_+``; miners and margin schedulers look at the same
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -34,9 +33,9 @@ from pytorch_metric_learning.losses import BaseMetricLossFunction
 from pytorch_metric_learning.reducers import AvgNonZeroReducer, BaseReducer, MeanReducer, SumReducer
 
 from sphr.errors import ConfigError
-
-if TYPE_CHECKING:
-    from sphr.retrieval.losses.schedulers import MarginScheduler
+from sphr.losses.distances import gram_distances
+from sphr.retrieval.losses.schedulers import MarginScheduler
+from sphr.retrieval.losses.stats import BatchStats
 
 Geometry = Literal["cosine", "euclidean"]
 TripletSelection = Literal["all", "semihard", "hard", "violating", "easy"]
@@ -45,10 +44,6 @@ Reduction = Literal["mean", "nonzero", "sum"]
 GEOMETRIES: tuple[str, ...] = ("cosine", "euclidean")
 SELECTIONS: tuple[str, ...] = ("all", "semihard", "hard", "violating", "easy")
 REDUCTIONS: tuple[str, ...] = ("mean", "nonzero", "sum")
-
-#: squared distances below this are clamped: sqrt has an infinite slope at 0,
-#: and clamp's zero gradient there keeps identical embeddings from giving NaN
-_DIST_EPS = 1e-12
 
 Triplets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -65,10 +60,9 @@ def pairwise_similarity(embeddings: torch.Tensor) -> torch.Tensor:
 
 
 def pairwise_euclidean(embeddings: torch.Tensor) -> torch.Tensor:
-    """Euclidean distances ``(N, N)`` through the Gram matrix (one matmul, no (N, N, D) tensor)."""
-    sq = (embeddings * embeddings).sum(1)
-    d2 = sq[:, None] + sq[None, :] - 2.0 * (embeddings @ embeddings.T)
-    return torch.sqrt(torch.clamp(d2, min=_DIST_EPS))
+    """Euclidean distances ``(N, N)`` through the Gram matrix (one matmul, no (N, N, D) tensor),
+    squared distances clamped at 1e-12: the tabular losses' :func:`sphr.losses.gram_distances`."""
+    return gram_distances(embeddings)
 
 
 class EuclideanDistance(LpDistance):
@@ -77,18 +71,14 @@ class EuclideanDistance(LpDistance):
     ``torch.cdist`` (what ``LpDistance`` uses) has no clamp: identical
     embeddings (a collapsed batch) give a NaN gradient through the square
     root. Here squared distances are clamped at 1e-12 first, as the retrieval
-    losses always did.
+    losses always did (:func:`sphr.losses.gram_distances`, the tabular losses' matrix).
     """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(p=2, **kwargs)
 
     def compute_mat(self, query_emb: torch.Tensor, ref_emb: torch.Tensor | None) -> torch.Tensor:
-        if ref_emb is None or ref_emb is query_emb:
-            return pairwise_euclidean(query_emb)
-        sq_q, sq_r = (query_emb * query_emb).sum(1), (ref_emb * ref_emb).sum(1)
-        d2 = sq_q[:, None] + sq_r[None, :] - 2.0 * (query_emb @ ref_emb.T)
-        return torch.sqrt(torch.clamp(d2, min=_DIST_EPS))
+        return gram_distances(query_emb, ref_emb)
 
 
 def distance_for(geometry: str) -> BaseDistance:
@@ -185,19 +175,6 @@ def in_batch(embeddings: torch.Tensor, ref_emb: torch.Tensor | None, who: str) -
     """The retrieval losses and miners work inside one batch: no separate reference set."""
     if ref_emb is not None and ref_emb is not embeddings:
         raise ConfigError(f"{who} works within one batch; ref_emb / ref_labels are not supported")
-
-
-@dataclass
-class BatchStats:
-    """Detached statistics of one batch, handed to a margin scheduler before the loss is computed.
-
-    ``effective_margins``: delta of every in-batch triplet (not only the mined
-    ones), in the loss's distance, swap applied when the loss swaps.
-    ``negative_similarities``: cosine similarity of the de-duplicated negative pairs.
-    """
-
-    effective_margins: torch.Tensor
-    negative_similarities: torch.Tensor
 
 
 def batch_stats(embeddings: torch.Tensor, labels: torch.Tensor, delta_all: torch.Tensor,

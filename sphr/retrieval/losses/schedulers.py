@@ -5,7 +5,7 @@ AutoMargin from the AdaTriplet paper):
 
 * ``observe(stats)`` once per batch, before the loss is computed, with the
   detached effective margins of *all* in-batch triplets and the similarities
-  of the de-duplicated negative pairs (:class:`~sphr.retrieval.losses.base.BatchStats`);
+  of the de-duplicated negative pairs (:class:`~sphr.retrieval.losses.stats.BatchStats`);
 * ``current()`` the margins in force (``{"margin": ...}``, AutoMargin also
   ``"beta"``);
 * ``step_epoch()`` once at the end of each epoch: records the epoch in
@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from sphr.errors import ConfigError
-from sphr.retrieval.losses.base import BatchStats
+from sphr.retrieval.losses.stats import BatchStats
 
 
 class MarginScheduler:
