@@ -168,7 +168,7 @@ def c_indices(frame: pd.DataFrame, scores: list[str], n_bootstrap: int, seed: in
               ) -> tuple[dict, dict, dict]:
     """Per sex and score: [C, low, high], n scored, and the bootstrap draws (for paired
     differences); one stream of resamples per sex, shared by every score."""
-    from sphr.risk.discrimination import c_index_weighted, resample_counts
+    from sphr.survival import c_index_weighted, resample_counts
 
     out, n_scored, draws = {}, {}, {}
     for k, sex in enumerate(SEXES):

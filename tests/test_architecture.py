@@ -35,7 +35,8 @@ STAGES: dict[str, str] = {
 RANK: dict[str, int] = {"shared": -1, "ingest": 0, "cohorts": 1, "train": 2, "embed": 3,
                         "evaluate": 4, "risk": 4, "report": 5}
 SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.errors", "sphr.labels",
-                           "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles")
+                           "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles",
+                           "sphr.survival")
 #: outside the stage order: the CLI registers every stage's command, and the run's settings
 #: (sphr.settings) read every stage's config class
 OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli", "sphr.settings")

@@ -13,6 +13,7 @@ from sphr.errors import InputError
 from sphr.labels import SEXES
 from sphr.risk import nhanes as N
 from sphr.risk.phenoage import MARKERS
+from sphr.survival import c_index_weighted
 
 
 @pytest.fixture(scope="module")
@@ -147,18 +148,18 @@ def test_scores_of_a_person_do_not_depend_on_other_non_fit_people(people, roles)
     pd.testing.assert_frame_equal(scores.iloc[others], rescored.iloc[others])
 
 
-def test_weighted_concordance_equals_lifelines_on_a_resample(people):
+def test_c_index_weighted_equals_lifelines_on_a_multinomial_resample(people):
     rng = np.random.default_rng(3)
     sub = people.sample(400, random_state=0).reset_index(drop=True)
     t, e = sub["time_years"].to_numpy(), sub["event"].to_numpy()
     score = np.round(sub["age"].to_numpy() / 5)  # coarse, so score ties occur
     counts = rng.multinomial(len(sub), np.full(len(sub), 1 / len(sub)), size=3)
-    got = N.weighted_concordance(t, e, score, counts)
+    got = c_index_weighted(t, e, score, counts)
     for b in range(3):
         idx = np.repeat(np.arange(len(sub)), counts[b])
         expected = concordance_index(t[idx], -score[idx], e[idx])
         assert got[b] == pytest.approx(expected, abs=1e-6)
-    ones = N.weighted_concordance(t, e, score, np.ones((1, len(sub))))[0]
+    ones = c_index_weighted(t, e, score, np.ones((1, len(sub))))[0]
     assert ones == pytest.approx(concordance_index(t, -score, e), abs=1e-6)
 
 

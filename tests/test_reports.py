@@ -136,7 +136,7 @@ def test_risk_report_reads_summary_first(risk_report):
 
 
 def test_cumulative_new_diagnosis_follows_the_visits(risk_inputs):
-    from sphr.risk.report import cumulative_new_diagnosis
+    from sphr.risk.curves import cumulative_new_diagnosis
 
     curves = cumulative_new_diagnosis(risk_inputs["rows"], risk_inputs["followup"])
     assert set(curves.columns) >= {"sex", "method", "outcome", "group", "time_years", "cum_inc",
@@ -264,7 +264,8 @@ def test_no_chromium_skips_the_pdf_with_one_log_line(tmp_path, monkeypatch, capl
 
 def test_linked_cumulative_incidence_becomes_the_central_figure(tmp_path, risk_inputs):
     """``linked`` (sphr.risk.linked's frames): its curves come first, the forest after."""
-    from sphr.risk.report import cumulative_new_diagnosis, write_report
+    from sphr.risk.curves import cumulative_new_diagnosis
+    from sphr.risk.report import write_report
 
     inp = risk_inputs
     curves = cumulative_new_diagnosis(inp["rows"], inp["followup"])

@@ -14,9 +14,10 @@ from sphr.risk.calibration import (
     conformal_rank,
     upper_bound,
 )
-from sphr.risk.discrimination import auroc, auroc_rows, c_index, discrimination, risk_ratio
+from sphr.risk.discrimination import auroc, auroc_rows, discrimination, risk_ratio
 from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.validation import holm
+from sphr.survival import c_index
 
 # ----------------------------------------------------------------------------- conformal bounds
 
@@ -223,7 +224,7 @@ def test_summary_sentences_follow_the_numbers():
 def test_vectorized_bootstrap_c_index_equals_lifelines():
     from lifelines.utils import concordance_index
 
-    from sphr.risk.discrimination import c_index_weighted, resample_counts
+    from sphr.survival import c_index_weighted, resample_counts
 
     rng = np.random.default_rng(5)
     n = 40

@@ -1,4 +1,6 @@
-"""Validation on linked outcomes: C-index, td-AUROC, hazard ratio, cumulative incidence."""
+"""Validation on linked outcomes: C-index, td-AUROC, hazard ratio, cumulative incidence.
+
+The estimators themselves are tested in tests/test_survival.py."""
 
 from __future__ import annotations
 
@@ -6,82 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sphr.risk.linked import (
-    GROUP_COLOURS,
-    auroc_td_weighted,
-    c_index_weighted,
-    cumulative_incidence,
-    hazard_ratio,
-    kaplan_meier,
-    linked_validation,
-    plot_cumulative_incidence,
-    resample_counts,
-)
-
-# six people: events at 1, 3, 4; censored at 2, 5, 6
-T = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
-E = np.array([1, 0, 1, 1, 0, 0], bool)
-S = np.array([0.9, 0.5, 0.3, 0.2, 0.4, 0.1])
-
-
-def test_c_index_by_hand():
-    # comparable pairs start at an event and reach everyone still at risk after it:
-    # t=1 (0.9) beats all 5; t=3 (0.3) beats 0.2 and 0.1, not 0.4; t=4 (0.2) beats 0.1, not 0.4
-    assert c_index_weighted(T, E, S, np.ones(6))[0] == pytest.approx(8 / 10)
-    from lifelines.utils import concordance_index
-
-    assert concordance_index(T, -S, E) == pytest.approx(0.8)
-
-
-def test_td_auroc_by_hand():
-    # horizon 3.5: cases t=1 and t=3, controls t=4, 5, 6. The censoring at t=2 leaves
-    # G(3-) = 4/5, so the case at t=3 weighs 1/G = 1.25; it beats 2 of 3 controls, t=1 all 3
-    auc = auroc_td_weighted(T, E, S, 3.5, np.ones(6))[0]
-    assert auc == pytest.approx((1 * 3 + 1.25 * 2) / ((1 + 1.25) * 3))
-    # without weights it would be 5/6: the weighting is what the test checks
-    assert auc != pytest.approx(5 / 6)
-    # a horizon with no case, or no control, is not estimated
-    assert np.isnan(auroc_td_weighted(T, E, S, 0.5, np.ones(6))[0])
-    assert np.isnan(auroc_td_weighted(T, E, S, 6.0, np.ones(6))[0])
-
-
-def test_weights_are_resamples():
-    """A row of multiplicities gives what lifelines / the unweighted formula give on the
-    resampled rows themselves (ties in time and score included)."""
-    from lifelines.utils import concordance_index
-
-    rng = np.random.default_rng(3)
-    n = 300
-    t = np.round(rng.exponential(5, n), 1)
-    e = rng.random(n) < 0.4
-    s = np.round(rng.standard_normal(n), 1) - 0.2 * t
-    counts = resample_counts(rng, n, 5)
-    c = c_index_weighted(t, e, s, counts)
-    auc = auroc_td_weighted(t, e, s, 4.0, counts)
-    assert c_index_weighted(t, e, s, np.ones(n))[0] == pytest.approx(
-        concordance_index(t, -s, e))
-    for b in range(5):
-        idx = np.repeat(np.arange(n), counts[b].astype(int))
-        assert c[b] == pytest.approx(concordance_index(t[idx], -s[idx], e[idx]))
-        assert auc[b] == pytest.approx(
-            auroc_td_weighted(t[idx], e[idx], s[idx], 4.0, np.ones(idx.size))[0])
-
-
-def test_kaplan_meier_matches_lifelines():
-    from lifelines import KaplanMeierFitter
-
-    rng = np.random.default_rng(5)
-    t = np.round(rng.exponential(8, 400), 1)
-    e = rng.random(400) < 0.5
-    grid = np.arange(0, 10.5, 0.5)
-    est, low, high = kaplan_meier(t, e, grid)
-    fit = KaplanMeierFitter().fit(t, e)
-    surv = fit.survival_function_at_times(grid).to_numpy()
-    ci = fit.confidence_interval_survival_function_
-    k = np.searchsorted(ci.index.to_numpy(), grid, side="right") - 1
-    np.testing.assert_allclose(est, 1 - surv, atol=1e-12)
-    np.testing.assert_allclose(low, 1 - ci.iloc[k, 1].to_numpy(), atol=1e-9)
-    np.testing.assert_allclose(high, 1 - ci.iloc[k, 0].to_numpy(), atol=1e-9)
+from sphr.risk.linked import GROUP_COLOURS, linked_validation, plot_cumulative_incidence
+from sphr.survival import hazard_ratio
 
 
 def _constructed(n=3000, hr=3.0, seed=0):
@@ -265,10 +193,3 @@ def test_plot(validation):
     from sphr.plots import to_png
 
     assert to_png(fig)[:4] == b"\x89PNG"
-
-
-def test_cumulative_incidence_beyond_follow_up_is_nan():
-    est, low, high, name = cumulative_incidence(T, E, np.array([0.0, 3.0, 7.0]))
-    assert name == "kaplan_meier" and np.isnan(est[2]) and est[0] == 0
-    assert est[1] == pytest.approx(1 - (5 / 6) * (3 / 4))
-    assert np.isnan(low[2]) and np.isnan(high[2]) and low[1] < est[1] < high[1]

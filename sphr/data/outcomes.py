@@ -603,6 +603,8 @@ def build_outcomes(baseline: pl.DataFrame, collector: LinkedCollector
     outcome part of the ingest report."""
     import polars as pl
 
+    from sphr.survival import km_cumulative
+
     collector.flush()
     config, plan = collector.config, collector.plan
     present = plan.sources
@@ -707,7 +709,7 @@ def build_outcomes(baseline: pl.DataFrame, collector: LinkedCollector
             "censoring_date": censor.isoformat(), "sources_used": used,
             "sources_missing": [s for s in o.sources if s not in present],
             "first_event_source": {s: first_source.get(o.name, {}).get(s, 0) for s in used},
-            "cumulative_incidence_10y": round(_km_cumulative(
+            "cumulative_incidence_10y": round(km_cumulative(
                 rows["time_years"].to_numpy(), rows["event"].to_numpy().astype(bool), 10.0), 4),
         }
     return out, report
@@ -716,22 +718,6 @@ def build_outcomes(baseline: pl.DataFrame, collector: LinkedCollector
 def _censoring_report(config: OutcomeConfig) -> dict:
     return {s: {"date": c.date.isoformat(), "provider": c.provider, "reference": c.reference}
             for s, c in config.censoring.items()}
-
-
-def _km_cumulative(time, event, horizon: float) -> float:
-    """Kaplan-Meier 1 - S(horizon) (ties: events before censorings); NaN with nobody at risk."""
-    import numpy as np
-
-    time, event = np.asarray(time, float), np.asarray(event, bool)
-    if time.size == 0:
-        return float("nan")
-    order = np.lexsort((~event, time))
-    t, e = time[order], event[order]
-    at_risk = t.size - np.arange(t.size)
-    # one factor per participant with an event; within tied times the product is the same as
-    # the usual (1 - d / n) per distinct time
-    factors = np.where(e & (t <= horizon), 1 - 1 / at_risk, 1.0)
-    return float(1 - np.prod(factors))
 
 
 def no_outcomes_report(config: OutcomeConfig) -> dict:

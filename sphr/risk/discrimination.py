@@ -7,7 +7,8 @@ diagnosis, ``cancer``, ``diabetes``, ``other_serious``; docs/METHODS.md):
 
 * **AUROC** of the continuous age-standardized score for a new diagnosis
   reported at the first repeat visit (instance 1);
-* **Harrell's C-index** (lifelines) for the time to the first visit reporting
+* **Harrell's C-index** (:func:`sphr.survival.c_index`, lifelines; the bootstrap by
+  :func:`sphr.survival.c_index_weighted`) for the time to the first visit reporting
   the diagnosis across instances 1-3, censored at the last visit with a known
   answer (visits are years apart, so event times are interval-censored; the
   C-index treats them as exact, which is what the issue's protocol asks);
@@ -34,6 +35,7 @@ import pandas as pd
 from sphr.risk.config import RiskConfig
 from sphr.risk.intervals import HIGHER_RISK, NORMAL
 from sphr.risk.validation import CONDITIONS, _new_any, holm
+from sphr.survival import c_index, c_index_weighted, resample_counts
 
 OUTCOMES: tuple[str, ...] = ("any", *CONDITIONS)
 REFERENCE_METHOD = "raw_euclidean"
@@ -67,50 +69,6 @@ def auroc(y: np.ndarray, score: np.ndarray) -> float:
     from sklearn.metrics import roc_auc_score
 
     return float(roc_auc_score(np.asarray(y, bool), np.asarray(score, float)))
-
-
-def c_index(time: np.ndarray, event: np.ndarray, score: np.ndarray) -> float:
-    """Harrell's C: a higher score should mean an earlier event (lifelines wants survival-like
-    predictions, so the score is negated)."""
-    from lifelines.utils import concordance_index
-
-    if event.sum() == 0:
-        return float("nan")
-    try:
-        return float(concordance_index(time, -np.asarray(score, float), event))
-    except ZeroDivisionError:  # no comparable pair (e.g. a small resample)
-        return float("nan")
-
-
-def c_index_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray,
-                     weights: np.ndarray) -> np.ndarray:
-    """Harrell's C for each row of multiplicities ``weights`` (R, n), with lifelines' tie rules
-    (i before j is comparable if i had the event and T_i < T_j, or T_i = T_j and j is
-    censored; a score tie counts 0.5); NaN without a comparable pair.
-
-    A bootstrap resample repeats people, so each pair counts w_i w_j times: every resample
-    in one matrix product instead of one lifelines call each (equal to them; tested). Only
-    event rows can start a comparable pair, so the matrices are (events, n).
-    """
-    t, e, s = np.asarray(time, float), np.asarray(event, bool), np.asarray(score, float)
-    w = np.atleast_2d(np.asarray(weights, float))
-    ev = np.flatnonzero(e)
-    if ev.size == 0:
-        return np.full(w.shape[0], np.nan)
-    ti, si = t[ev][:, None], s[ev][:, None]
-    comparable = (ti < t[None, :]) | ((ti == t[None, :]) & ~e[None, :])
-    concordant = np.where(si > s[None, :], 1.0, np.where(si == s[None, :], 0.5, 0.0))
-    num = ((w @ (comparable * concordant).T) * w[:, ev]).sum(axis=1)
-    den = ((w @ comparable.T.astype(float)) * w[:, ev]).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, np.nan)
-
-
-def resample_counts(rng: np.random.Generator, n: int, n_bootstrap: int) -> np.ndarray:
-    """Multiplicities (B, n) of ``n_bootstrap`` participant resamples with replacement."""
-    idx = rng.integers(0, n, size=(n_bootstrap, n))
-    flat = (idx + np.arange(n_bootstrap)[:, None] * n).ravel()
-    return np.bincount(flat, minlength=n_bootstrap * n).reshape(n_bootstrap, n)
 
 
 def risk_ratio(k_h: int, n_h: int, k_n: int, n_n: int) -> tuple[float, float, float]:

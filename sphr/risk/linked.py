@@ -27,12 +27,14 @@ multiplicities w, the C-index is w'(comparable * concordant)w / w'(comparable)w 
 rows only, the censoring distribution is re-estimated for each resample as a weighted
 Kaplan-Meier, so no Python loop runs over resamples. With fewer than ``min_events`` events
 (cases, or controls at a horizon) a metric is not estimated (NaN).
+
+The estimators are :mod:`sphr.survival`'s (one implementation each, shared with the other
+stages); this module chooses the populations and builds the tables.
 """
 
 from __future__ import annotations
 
 import contextlib
-import warnings
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 
@@ -41,15 +43,21 @@ import pandas as pd
 
 from sphr.errors import InputError
 from sphr.risk.config import RiskConfig
-from sphr.risk.discrimination import c_index_weighted, resample_counts
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_RISK, NORMAL
+from sphr.survival import (
+    CensoringKM,
+    auroc_td_weighted,
+    c_index_weighted,
+    cumulative_incidence,
+    hazard_ratio,
+    resample_counts,
+)
 
 #: consistent group colours in every figure
 GROUP_COLOURS: dict[str, str] = {NORMAL: "#2e8b57", LOWER_RISK: "#f0a30a", HIGHER_RISK: "#d62728"}
 DEFAULT_GRID: tuple[float, ...] = tuple(np.round(np.arange(0.0, 12.01, 0.5), 2))
 SCORE_COLUMNS = ("eid", "sex", "method", "score", "group", "age_years")
 OUTCOME_COLUMNS = ("eid", "outcome", "event", "time_years", "prevalent")
-_Z = 1.959964
 
 
 def _check(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
@@ -59,168 +67,12 @@ def _check(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
                          field=", ".join(missing))
 
 
-# --------------------------------------------------------------------------- censoring
-class _Censoring:
-    """Weighted Kaplan-Meier of the censoring distribution for each row of multiplicities."""
-
-    def __init__(self, time: np.ndarray, event: np.ndarray, weights: np.ndarray) -> None:
-        order = np.argsort(time, kind="stable")
-        t = time[order]
-        self.times, start = np.unique(t, return_index=True)
-        w = weights[:, order]
-        censored = np.add.reduceat(w * ~event[order], start, axis=1)
-        total = np.add.reduceat(w, start, axis=1)
-        at_risk = total[:, ::-1].cumsum(axis=1)[:, ::-1]  # weight with T >= u_k
-        with np.errstate(invalid="ignore", divide="ignore"):
-            factor = np.where(at_risk > 0, 1 - censored / at_risk, 1.0)
-            self.log_g = np.cumsum(np.log(np.maximum(factor, 0.0)), axis=1)  # log G(u_k)
-
-    def before(self, t: np.ndarray) -> np.ndarray:
-        """G(t-) for times ``t`` (R, len(t)): censorings strictly before t."""
-        k = np.searchsorted(self.times, t, side="left") - 1
-        out = np.where(k >= 0, np.exp(self.log_g[:, np.maximum(k, 0)]), 1.0)
-        return out
-
-
-def auroc_td_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray, horizon: float,
-                      weights: np.ndarray, censoring: _Censoring | None = None,
-                      min_events: int = 1) -> np.ndarray:
-    """Cumulative/dynamic AUROC at ``horizon`` with IPCW, for each row of multiplicities."""
-    t, e, s = np.asarray(time, float), np.asarray(event, bool), np.asarray(score, float)
-    w = np.atleast_2d(np.asarray(weights, float))
-    cases = np.flatnonzero(e & (t <= horizon))
-    controls = np.flatnonzero(t > horizon)
-    if cases.size < min_events or controls.size < min_events:
-        return np.full(w.shape[0], np.nan)
-    g = (censoring or _Censoring(t, e, w)).before(t[cases])
-    with np.errstate(divide="ignore"):
-        omega = np.where(g > 0, 1.0 / g, 0.0) * w[:, cases]  # (R, cases)
-    sc, sk = s[cases][:, None], s[controls][None, :]
-    conc = np.where(sc > sk, 1.0, np.where(sc == sk, 0.5, 0.0))  # (cases, controls)
-    num = (omega * (w[:, controls] @ conc.T)).sum(axis=1)
-    den = omega.sum(axis=1) * w[:, controls].sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, np.nan)
-
-
 def _interval(values: np.ndarray) -> tuple[float, float]:
     finite = values[np.isfinite(values)]
     if finite.size < 2:
         return (np.nan, np.nan)
     lo, hi = np.percentile(finite, (2.5, 97.5))
     return float(lo), float(hi)
-
-
-# --------------------------------------------------------------------------- hazard ratio
-def _risk_set_times(frame: pd.DataFrame) -> pd.DataFrame:
-    """The same partial likelihood on fewer distinct times: a censored time moves down to the
-    last event time at or before it (it stays in exactly the same risk sets), and a censoring
-    before the first event, which is in none, goes. Estimates and standard errors are
-    unchanged; lifelines' cost grows with the number of distinct times."""
-    events = np.unique(frame.loc[frame["event"] == 1, "time"].to_numpy())
-    t = frame["time"].to_numpy()
-    k = np.searchsorted(events, t, side="right") - 1
-    keep = (k >= 0) & (t > 0)
-    out = frame.loc[keep].copy()
-    out["time"] = np.where(out["event"] == 1, out["time"], events[k[keep]])
-    return out
-
-
-def hazard_ratio(time: np.ndarray, event: np.ndarray, higher: np.ndarray, age: np.ndarray
-                 ) -> tuple[float, float, float, float]:
-    """(HR, low, high, p) of ``higher`` (1 Higher Risk, 0 Normal) from a Cox model with age."""
-    from lifelines import CoxPHFitter
-    from scipy.stats import norm
-
-    frame = _risk_set_times(pd.DataFrame({
-        "time": np.asarray(time, float), "event": np.asarray(event, int),
-        "higher": np.asarray(higher, float), "age": np.asarray(age, float)}))
-    if frame["age"].std() == 0 or not np.isfinite(frame["age"]).all():
-        frame = frame.drop(columns="age")
-    coef = se = np.nan
-    # lifelines' default Newton step overshoots when the effect is strong (a hazard ratio of
-    # ~7 diverges): retry with shorter steps before giving up
-    for options in (None, {"step_size": 0.5}, {"step_size": 0.2, "max_steps": 200}):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fit = CoxPHFitter().fit(frame, "time", "event", batch_mode=True,
-                                        fit_options=options)
-            # params and standard errors directly: building lifelines' summary table costs
-            # more than the fit; the Wald interval and p below are the summary's
-            coef, se = float(fit.params_["higher"]), float(fit.standard_errors_["higher"])
-            break
-        except Exception:  # ConvergenceError, singular matrices on separation
-            continue
-    if not (np.isfinite(coef) and np.isfinite(se) and se > 0):
-        return (np.nan, np.nan, np.nan, np.nan)
-    p = float(2 * norm.sf(abs(coef / se)))
-    return (float(np.exp(coef)), float(np.exp(coef - _Z * se)), float(np.exp(coef + _Z * se)),
-            p)
-
-
-# --------------------------------------------------------------------------- cumulative incidence
-def _step_at(times: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """A right-continuous step function given at ``times`` (sorted, starting at 0), at ``grid``."""
-    k = np.searchsorted(times, grid, side="right") - 1
-    return values[np.maximum(k, 0)]
-
-
-def kaplan_meier(time: np.ndarray, event: np.ndarray, grid: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Kaplan-Meier 1 - S(t) at ``grid`` with the exponential Greenwood 95% interval (the same
-    estimate and interval as lifelines' KaplanMeierFitter, tested; numpy because the fitter's
-    fixed cost is most of the time of a few hundred small fits)."""
-    t, e = np.asarray(time, float), np.asarray(event, bool)
-    grid = np.asarray(grid, float)
-    times = np.unique(t[e])
-    d = np.searchsorted(np.sort(t[e]), times, side="right") - np.searchsorted(
-        np.sort(t[e]), times, side="left")
-    n = t.size - np.searchsorted(np.sort(t), times, side="left")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        surv = np.cumprod(1 - d / n)
-        green = np.cumsum(d / (n * (n - d)))
-    k = np.searchsorted(times, grid, side="right") - 1
-    s = np.where(k >= 0, surv[np.maximum(k, 0)] if times.size else 1.0, 1.0)
-    g = np.where(k >= 0, green[np.maximum(k, 0)] if times.size else 0.0, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        sigma = np.sqrt(g) / np.abs(np.log(s))
-        s_low = np.where(s < 1, s ** np.exp(_Z * sigma), 1.0)
-        s_high = np.where(s < 1, s ** np.exp(-_Z * sigma), 1.0)
-    # everyone left had the event (S = 0): the interval collapses there, as S itself
-    s_low, s_high = np.where(s > 0, s_low, 0.0), np.where(s > 0, s_high, 0.0)
-    return 1 - s, 1 - s_high, 1 - s_low
-
-
-def cumulative_incidence(time: np.ndarray, event: np.ndarray, grid: np.ndarray, *,
-                         competing: np.ndarray | None = None, seed: int = 0
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-    """(cum_inc, low, high, estimator) at ``grid`` (NaN beyond the last follow-up time).
-
-    Kaplan-Meier 1 - S(t), or Aalen-Johansen when ``competing`` marks participants whose
-    follow-up ended with a competing event (death before the outcome).
-    """
-    t = np.asarray(time, float)
-    e = np.asarray(event, bool)
-    grid = np.asarray(grid, float)
-    beyond = np.where(grid > (t.max() if t.size else -1), np.nan, 0.0)
-    if competing is not None and np.asarray(competing, bool).any() and e.any():
-        from lifelines import AalenJohansenFitter
-
-        code = np.where(e, 1, np.where(np.asarray(competing, bool), 2, 0))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # it jitters tied times (seeded) and says so
-            fit = AalenJohansenFitter(seed=seed).fit(t, code, event_of_interest=1)
-        times = fit.cumulative_density_.index.to_numpy(float)
-        est = _step_at(times, fit.cumulative_density_.iloc[:, 0].to_numpy(), grid)
-        ci = fit.confidence_interval_.to_numpy()
-        ci_t = fit.confidence_interval_.index.to_numpy(float)
-        low = _step_at(ci_t, np.fmin(ci[:, 0], ci[:, 1]), grid)
-        high = _step_at(ci_t, np.fmax(ci[:, 0], ci[:, 1]), grid)
-        return (est + beyond, np.nan_to_num(low) + beyond, np.nan_to_num(high) + beyond,
-                "aalen_johansen")
-    est, low, high = kaplan_meier(t, e, grid)
-    return est + beyond, low + beyond, high + beyond, "kaplan_meier"
 
 
 # --------------------------------------------------------------------------- the tables
@@ -310,7 +162,7 @@ def _validate(scores: pd.DataFrame, outcomes: pd.DataFrame, n_bootstrap: int, se
             if deaths is not None and name != "death":
                 dt = deaths.reindex(eids).to_numpy(float)
                 competing = ~E & np.isfinite(dt) & (dt <= T + 1e-9)
-            cache: dict[bytes, _Censoring] = {}
+            cache: dict[bytes, CensoringKM] = {}
             for j, method in enumerate(methods):
                 if not evaluated_on(method, name):
                     continue
@@ -327,7 +179,7 @@ def _validate(scores: pd.DataFrame, outcomes: pd.DataFrame, n_bootstrap: int, se
                     np.nan, np.nan)
                 key = ok.tobytes()
                 if enough and key not in cache:
-                    cache[key] = _Censoring(t, e, w)
+                    cache[key] = CensoringKM(t, e, w)
                 for h in horizons:
                     col = _horizon_name(h)
                     auc = (auroc_td_weighted(t, e, sc, h, w, cache[key], min_events)

@@ -66,6 +66,7 @@ from sphr.labels import SEXES
 from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL, calibrated_groups, upper_bound
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.phenoage import MARKERS, phenoage, phenoage_acceleration
+from sphr.survival import c_index, c_index_weighted, cox_wald, km_curve
 
 #: the columns the vendored file must have
 NHANES_COLUMNS: tuple[str, ...] = (
@@ -317,70 +318,24 @@ def _beyond_fit_share(people: pd.DataFrame, fits: dict[str, SexReference],
     return float(outside[rows].mean())
 
 
-def comparable_pairs(time_: np.ndarray, event: np.ndarray) -> np.ndarray:
-    """Harrell's comparable pairs as lifelines counts them: (i, j) with i dying first.
-
-    i died and j outlived i, or j was censored at the very time i died.
-    """
-    t = np.asarray(time_, np.float64)
-    e = np.asarray(event).astype(bool)
-    return e[:, None] & ((t[:, None] < t[None, :]) | ((t[:, None] == t[None, :]) & ~e[None, :]))
-
-
-def _weighted_pair_sums(matrix: np.ndarray, W: np.ndarray, chunk: int) -> np.ndarray:
-    """w' M w for each row w of W, in chunks so the (chunk, n) products stay small."""
-    out = np.empty(W.shape[0])
-    for start in range(0, W.shape[0], chunk):
-        w = W[start:start + chunk]
-        out[start:start + chunk] = ((w @ matrix).astype(np.float64) * w).sum(axis=1)
-    return out
-
-
-def weighted_concordance(time_: np.ndarray, event: np.ndarray, score: np.ndarray,
-                         weights: np.ndarray, *, pairs: np.ndarray | None = None,
-                         denominator: np.ndarray | None = None, chunk: int = 250) -> np.ndarray:
-    """Harrell's C of ``score`` (higher = dies sooner) under each row of ``weights`` (B, n).
-
-    With integer bootstrap counts as weights this is exactly the C-index of the
-    resampled data set (copies of one person are never comparable with each other),
-    so a whole bootstrap is a few matrix products instead of B sorts. ``pairs`` and
-    ``denominator`` (the weighted count of comparable pairs) depend on the survival
-    data only and can be shared across scores.
-    """
-    s = np.asarray(score, np.float64)
-    A = comparable_pairs(time_, event) if pairs is None else pairs
-    W = np.atleast_2d(np.asarray(weights, np.float32))
-    # float32 pair matrices (48 MB each at n = 3,500); sums are taken in float64
-    concordant = (A & (s[:, None] > s[None, :])).astype(np.float32)
-    concordant += np.multiply(A & (s[:, None] == s[None, :]), 0.5, dtype=np.float32)
-    if denominator is None:
-        denominator = _weighted_pair_sums(A.astype(np.float32), W, chunk)
-    return _weighted_pair_sums(concordant, W, chunk) / denominator
-
-
 def concordance_with_ci(time_: np.ndarray, event: np.ndarray, scores: pd.DataFrame,
                         n_bootstrap: int, seed: int | np.random.SeedSequence) -> dict[str, dict]:
-    """Harrell's C per score (lifelines) and a participant-bootstrap 95% percentile CI.
+    """Harrell's C per score (:func:`sphr.survival.c_index`) and a participant-bootstrap 95%
+    percentile CI (:func:`sphr.survival.c_index_weighted`).
 
-    The same resamples serve every score, so their CIs are comparable.
+    The same resamples serve every score, so their CIs are comparable. They are multinomial
+    draws, not :func:`sphr.survival.resample_counts`' (the same distribution, another stream):
+    kept so that the published intervals stay what they were.
     """
-    from lifelines.utils import concordance_index
-
     n = len(time_)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(n, np.full(n, 1.0 / n), size=n_bootstrap) if n_bootstrap else None
-    pairs = comparable_pairs(time_, event)
-    denominator = (None if counts is None else
-                   _weighted_pair_sums(pairs.astype(np.float32), counts.astype(np.float32), 250))
     out = {}
     for name in scores.columns:
         s = scores[name].to_numpy(np.float64)
-        # lifelines expects a predicted survival time: larger score = shorter survival
-        c = float(concordance_index(time_, -s, event))
-        row = {"c_index": c, "ci_low": math.nan, "ci_high": math.nan}
+        row = {"c_index": c_index(time_, event, s), "ci_low": math.nan, "ci_high": math.nan}
         if counts is not None:
-            boot = weighted_concordance(time_, event, s, counts, pairs=pairs,
-                                        denominator=denominator)
+            boot = c_index_weighted(time_, event, s, counts)
             row["ci_low"], row["ci_high"] = (float(v) for v in np.percentile(boot, [2.5, 97.5]))
         out[name] = row
     return out
@@ -388,31 +343,23 @@ def concordance_with_ci(time_: np.ndarray, event: np.ndarray, scores: pd.DataFra
 
 def cox_hazard_ratios(time_: np.ndarray, event: np.ndarray, groups: np.ndarray,
                       age: np.ndarray) -> dict[str, dict]:
-    """Cox HR of Lower and Higher Risk vs Normal, unadjusted and adjusted for age (95% CI)."""
-    from lifelines import CoxPHFitter
-
-    frame = pd.DataFrame({"time": time_, "event": event})
+    """Cox HR of Lower and Higher Risk vs Normal, unadjusted and adjusted for age (95% CI;
+    :func:`sphr.survival.cox_wald`)."""
     present = [g for g in (LOWER_RISK, HIGHER_RISK) if (groups == g).sum() > 0]
-    for g in present:
-        frame[g] = (groups == g).astype(np.float64)
+    indicators = {g: (groups == g).astype(np.float64) for g in present}
     out = {}
     for label, extra in (("unadjusted", {}), ("age_adjusted", {"age": age})):
-        data = frame.assign(**extra)
-        cph = CoxPHFitter().fit(data, duration_col="time", event_col="event")
-        summary = cph.summary
-        out[label] = {g: {"hr": float(summary.loc[g, "exp(coef)"]),
-                          "low": float(summary.loc[g, "exp(coef) lower 95%"]),
-                          "high": float(summary.loc[g, "exp(coef) upper 95%"]),
-                          "p": float(summary.loc[g, "p"])} for g in present}
+        fit = cox_wald(time_, event, {**indicators, **extra})
+        out[label] = {g: dict(zip(("hr", "low", "high", "p"), fit[g], strict=True))
+                      for g in present}
         if "age" in extra:
-            out[label]["age_per_year"] = float(summary.loc["age", "exp(coef)"])
+            out[label]["age_per_year"] = fit["age"][0]
     return out
 
 
 def km_figure(time_: np.ndarray, event: np.ndarray, groups: dict[str, np.ndarray]) -> bytes:
-    """Kaplan-Meier all-cause survival by calibrated group, one panel per score (PNG)."""
-    from lifelines import KaplanMeierFitter
-
+    """Kaplan-Meier all-cause survival by calibrated group with its 95% band
+    (:func:`sphr.survival.km_curve`, the whole follow-up), one panel per score (PNG)."""
     from sphr.plots import new_figure, to_png
 
     fig, axes = new_figure(5.0 * len(groups), 4.2, ncols=len(groups), sharey=True)
@@ -422,10 +369,14 @@ def km_figure(time_: np.ndarray, event: np.ndarray, groups: dict[str, np.ndarray
             rows = g == group
             if not rows.any():
                 continue
-            kmf = KaplanMeierFitter(label=f"{group} (n={int(rows.sum())}, "
-                                          f"{int(event[rows].sum())} deaths)")
-            kmf.fit(time_[rows], event[rows])
-            kmf.plot_survival_function(ax=ax, color=GROUP_COLOURS[group], ci_alpha=0.15)
+            curve = km_curve(time_[rows], event[rows], min_at_risk=1)
+            x, colour = curve["time_years"].to_numpy(), GROUP_COLOURS[group]
+            # the band is NaN where S is 1 or 0 (no width there): draw it as the curve
+            low = (1 - curve["high"]).fillna(1 - curve["cum_inc"]).to_numpy()
+            high = (1 - curve["low"]).fillna(1 - curve["cum_inc"]).to_numpy()
+            ax.step(x, 1 - curve["cum_inc"].to_numpy(), where="post", color=colour,
+                    label=f"{group} (n={int(rows.sum())}, {int(event[rows].sum())} deaths)")
+            ax.fill_between(x, low, high, step="post", color=colour, alpha=0.15, lw=0)
         ax.set_title(score.replace("_", " "))
         ax.set_xlabel("Years since examination")
         ax.grid(alpha=0.3)

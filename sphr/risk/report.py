@@ -54,14 +54,15 @@ from sphr.report import (
     table,
     text_width,
 )
+from sphr.risk.curves import OUTCOME, cumulative_new_diagnosis, shares
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_Q, LOWER_RISK, NORMAL, NORMAL_Q
 from sphr.risk.paper import PAPER_TIME_CORRELATION, paper_cell
 from sphr.risk.spaces import DISPLAY
 from sphr.risk.supervised import is_supervised
 from sphr.risk.validation import higher_vs_normal, wide_table
 
-__all__ = ["COLORS", "METHOD_ORDER", "REFERENCES", "cumulative_new_diagnosis", "find_chromium",
-           "render_png", "shares", "summary_paragraph", "summary_sentences", "write_report"]
+__all__ = ["COLORS", "METHOD_ORDER", "REFERENCES", "find_chromium", "render_png",
+           "summary_paragraph", "summary_sentences", "write_report"]
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +86,6 @@ SHORT: dict[str, str] = {"mahalanobis": "Mahalanobis", "supervised_xgboost": "Su
                          "sphr_joint": "SPHR + markers",
                          "phenoage": "PhenoAge accel.", "homeostatic_dysregulation":
                          "Homeostatic dysreg."}
-#: the outcome of the summary ("any" new diagnosis)
-OUTCOME = "any"
 
 
 def _name(method: str) -> str:
@@ -118,77 +117,6 @@ def _age_order(groups) -> list[str]:
             return float("inf")
 
     return sorted(set(groups), key=start)
-
-
-# ---------------------------------------------------------------- numbers
-
-
-def shares(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Percent of participants in each group, plus the "closer than Normal" percent."""
-    counts = rows.groupby([*by, "group"]).size().unstack("group", fill_value=0)
-    counts = counts.reindex(columns=list(GROUPS), fill_value=0)
-    counts.columns.name = None
-    n = counts.sum(axis=1)
-    out = (100 * counts.div(n, axis=0)).round(2)
-    below = (rows["distance"] < rows["normal_low"]).groupby([rows[c] for c in by]).mean()
-    out["closer than Normal %"] = (100 * below).round(2)
-    out.insert(0, "n", n)
-    return out.reset_index()
-
-
-def _km(time_: np.ndarray, event: np.ndarray, min_at_risk: int = 5) -> pd.DataFrame:
-    """Kaplan-Meier cumulative incidence 1 - S(t) with a Greenwood log-log 95% interval,
-    cut where fewer than ``min_at_risk`` people are still followed (a tail of two people
-    jumps to 50% or 100% and means nothing)."""
-    t, e = np.asarray(time_, float), np.asarray(event, bool)
-    if not len(t):
-        return pd.DataFrame({"time_years": [0.0], "cum_inc": [0.0], "low": [0.0], "high": [0.0]})
-    end = float(np.sort(t)[-min_at_risk]) if len(t) >= min_at_risk else 0.0
-    times = np.unique(t[e & (t <= end)])
-    n_risk = np.array([(t >= u).sum() for u in times], float)
-    d = np.array([((t == u) & e).sum() for u in times], float)
-    s = np.cumprod(1 - d / n_risk)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        green = np.cumsum(d / (n_risk * (n_risk - d)))
-        c = 1.959964 * np.sqrt(green) / np.abs(np.log(s))
-        s_lo, s_hi = s ** np.exp(c), s ** np.exp(-c)
-    ok = (s > 0) & (s < 1) & np.isfinite(c)
-    s_lo, s_hi = np.where(ok, s_lo, np.nan), np.where(ok, s_hi, np.nan)
-    out = pd.DataFrame({"time_years": [0.0, *times], "cum_inc": [0.0, *(1 - s)],
-                        "low": [0.0, *(1 - s_hi)], "high": [0.0, *(1 - s_lo)]})
-    if end > out["time_years"].iloc[-1]:  # followed up beyond the last event
-        out = pd.concat([out, out.iloc[[-1]].assign(time_years=end)], ignore_index=True)
-    return out
-
-
-def cumulative_new_diagnosis(rows: pd.DataFrame, followup: pd.DataFrame,
-                             outcome: str = OUTCOME, mode: str = "calibrated") -> pd.DataFrame:
-    """Share with a new diagnosis by group over the repeat visits (instances 1-3).
-
-    Population: apparently healthy participants of the ``test`` partition (the validation
-    population), ``mode``'s groups. Kaplan-Meier: time = years from baseline to the first
-    visit reporting the diagnosis, censored at the last visit with a known answer (people
-    attend different visits). Columns: sex, method, outcome, group, time_years, cum_inc,
-    low, high, n, events: the shape of ``sphr.risk.linked``'s cumulative incidence.
-    """
-    from sphr.risk.discrimination import outcome_frames
-
-    cols = ["sex", "method", "outcome", "group", "time_years", "cum_inc", "low", "high", "n",
-            "events"]
-    pop = rows.loc[(rows["mode"] == mode) & (rows["partition"] == "test")
-                   & rows["label"].isin((1, 2)), ["eid", "sex", "method", "group"]]
-    if pop.empty or followup is None or followup.empty:
-        return pd.DataFrame(columns=cols)
-    _, surv = outcome_frames(followup)
-    surv = surv[["eid", f"time_{outcome}", f"event_{outcome}"]].dropna()
-    data = pop.merge(surv, on="eid", how="inner")
-    frames = []
-    for (sex, method, group), g in data.groupby(["sex", "method", "group"]):
-        curve = _km(g[f"time_{outcome}"].to_numpy(float),
-                    g[f"event_{outcome}"].to_numpy(bool))
-        frames.append(curve.assign(sex=sex, method=method, outcome=outcome, group=group,
-                                   n=len(g), events=int(g[f"event_{outcome}"].sum())))
-    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
 
 def _ci(v: float, lo: float, hi: float) -> str:

@@ -1,0 +1,330 @@
+"""Survival statistics, one implementation each, for every stage (issue 30).
+
+Shared: imports no stage, so the ingest report, the risk stage and the NHANES adapter use the
+same estimators. Times are in any unit; ``event`` is boolean (True: the event, False:
+censored); a score is larger = worse (an earlier event expected).
+
+* **Kaplan-Meier** 1 - S(t) with the exponential Greenwood ("log-log") 95% interval, the
+  estimate and interval of lifelines' ``KaplanMeierFitter`` (tested): :func:`kaplan_meier` at a
+  grid, :func:`km_curve` at the event times (a curve to draw), :func:`km_cumulative` at one
+  horizon. Numpy rather than the fitter, whose fixed cost is most of the time of a few hundred
+  small fits.
+* **Cumulative incidence** with a competing risk: Aalen-Johansen (lifelines'
+  ``AalenJohansenFitter``), or Kaplan-Meier without one (:func:`cumulative_incidence`).
+* The **censoring distribution** G as a weighted Kaplan-Meier, for each row of resample
+  multiplicities at once (:class:`CensoringKM`).
+* **Harrell's C**: :func:`c_index` (lifelines ``concordance_index``) and the vectorized form
+  :func:`c_index_weighted` for a whole bootstrap (equal to lifelines on each resample, tested),
+  with :func:`resample_counts` drawing the resamples.
+* The **time-dependent AUROC**, cumulative cases / dynamic controls (Heagerty et al. 2000)
+  with inverse-probability-of-censoring weights (Uno et al. 2007; Hung & Chiang 2010):
+  :func:`auroc_td_weighted`.
+* **Cox** proportional hazards (lifelines ``CoxPHFitter``): :func:`cox_wald` (hazard ratios
+  with Wald 95% intervals and p of any covariates) and :func:`hazard_ratio` (one exposure,
+  adjusted for age).
+
+Bootstrap weights: a resample is a row of multiplicities w (person i drawn w_i times), so
+a statistic of B resamples is B rows of one matrix product, not B calls.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Z95", "CensoringKM", "auroc_td_weighted", "c_index", "c_index_weighted",
+           "cox_wald", "cumulative_incidence", "hazard_ratio", "kaplan_meier", "km_cumulative",
+           "km_curve", "resample_counts"]
+
+#: the two-sided 95% normal quantile of every interval here (lifelines uses 1.959963984...;
+#: the difference is below 1e-7 of an interval's width)
+Z95 = 1.959964
+
+
+# --------------------------------------------------------------------------- Kaplan-Meier
+def _km_steps(t: np.ndarray, e: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct event times, number at risk there, S, Greenwood sum) at each event time."""
+    times = np.unique(t[e])
+    te = np.sort(t[e])
+    d = np.searchsorted(te, times, side="right") - np.searchsorted(te, times, side="left")
+    n = t.size - np.searchsorted(np.sort(t), times, side="left")  # T >= u: still followed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        surv = np.cumprod(1 - d / n)
+        green = np.cumsum(d / (n * (n - d)))  # inf once everyone left has the event (S = 0)
+    return times, n, surv, green
+
+
+def _greenwood_interval(s: np.ndarray, green: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(S low, S high) by the exponential Greenwood formula: symmetric on log(-log S), so the
+    interval stays inside [0, 1]; it collapses onto S where S is 1 or 0."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        sigma = np.sqrt(green) / np.abs(np.log(s))
+        s_low = np.where(s < 1, s ** np.exp(Z95 * sigma), 1.0)
+        s_high = np.where(s < 1, s ** np.exp(-Z95 * sigma), 1.0)
+    return np.where(s > 0, s_low, 0.0), np.where(s > 0, s_high, 0.0)
+
+
+def kaplan_meier(time: np.ndarray, event: np.ndarray, grid: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(1 - S, low, high) at ``grid``: Kaplan-Meier cumulative incidence and its exponential
+    Greenwood 95% interval (lifelines' KaplanMeierFitter's, tested). S = 1 before the first
+    event and stays at its last value beyond the last follow-up (the caller cuts there)."""
+    t, e = np.asarray(time, float), np.asarray(event, bool)
+    grid = np.asarray(grid, float)
+    times, _, surv, green = _km_steps(t, e)
+    k = np.searchsorted(times, grid, side="right") - 1
+    s = np.where(k >= 0, surv[np.maximum(k, 0)] if times.size else 1.0, 1.0)
+    g = np.where(k >= 0, green[np.maximum(k, 0)] if times.size else 0.0, 0.0)
+    s_low, s_high = _greenwood_interval(s, g)
+    return 1 - s, 1 - s_high, 1 - s_low
+
+
+def km_curve(time: np.ndarray, event: np.ndarray, min_at_risk: int = 5) -> pd.DataFrame:
+    """Kaplan-Meier 1 - S(t) as a curve to draw: ``time_years, cum_inc, low, high`` at 0 and
+    every event time, and at the end of follow-up when that comes later.
+
+    Cut where fewer than ``min_at_risk`` people are still followed (a tail of two people jumps
+    to 50% or 100% and means nothing; 1 keeps the whole curve). The interval is NaN where S is
+    1 or 0 (a band of width 0 says nothing a reader needs).
+    """
+    t, e = np.asarray(time, float), np.asarray(event, bool)
+    if not len(t):
+        return pd.DataFrame({"time_years": [0.0], "cum_inc": [0.0], "low": [0.0], "high": [0.0]})
+    end = float(np.sort(t)[-min_at_risk]) if len(t) >= min_at_risk else 0.0
+    times, _, s, green = _km_steps(t, e)
+    keep = times <= end  # S at an event time depends only on earlier times: cut, not refit
+    times, s, green = times[keep], s[keep], green[keep]
+    s_lo, s_hi = _greenwood_interval(s, green)
+    ok = (s > 0) & (s < 1)
+    s_lo, s_hi = np.where(ok, s_lo, np.nan), np.where(ok, s_hi, np.nan)
+    out = pd.DataFrame({"time_years": [0.0, *times], "cum_inc": [0.0, *(1 - s)],
+                        "low": [0.0, *(1 - s_hi)], "high": [0.0, *(1 - s_lo)]})
+    if end > out["time_years"].iloc[-1]:  # followed up beyond the last event
+        out = pd.concat([out, out.iloc[[-1]].assign(time_years=end)], ignore_index=True)
+    return out
+
+
+def km_cumulative(time: np.ndarray, event: np.ndarray, horizon: float) -> float:
+    """Kaplan-Meier 1 - S(``horizon``); NaN without anyone."""
+    if np.asarray(time).size == 0:
+        return float("nan")
+    return float(kaplan_meier(time, event, np.array([horizon]))[0][0])
+
+
+# --------------------------------------------------------------------------- competing risk
+def _step_at(times: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """A right-continuous step function given at ``times`` (sorted, starting at 0), at ``grid``."""
+    k = np.searchsorted(times, grid, side="right") - 1
+    return values[np.maximum(k, 0)]
+
+
+def cumulative_incidence(time: np.ndarray, event: np.ndarray, grid: np.ndarray, *,
+                         competing: np.ndarray | None = None, seed: int = 0
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """(cum_inc, low, high, estimator) at ``grid`` (NaN beyond the last follow-up time).
+
+    Aalen-Johansen when ``competing`` marks participants whose follow-up ended with a
+    competing event (e.g. death before the outcome; lifelines' fitter, its interval), else
+    Kaplan-Meier 1 - S(t) (:func:`kaplan_meier`): estimator ``aalen_johansen`` /
+    ``kaplan_meier``.
+    """
+    t = np.asarray(time, float)
+    e = np.asarray(event, bool)
+    grid = np.asarray(grid, float)
+    beyond = np.where(grid > (t.max() if t.size else -1), np.nan, 0.0)
+    if competing is not None and np.asarray(competing, bool).any() and e.any():
+        from lifelines import AalenJohansenFitter
+
+        code = np.where(e, 1, np.where(np.asarray(competing, bool), 2, 0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # it jitters tied times (seeded) and says so
+            fit = AalenJohansenFitter(seed=seed).fit(t, code, event_of_interest=1)
+        times = fit.cumulative_density_.index.to_numpy(float)
+        est = _step_at(times, fit.cumulative_density_.iloc[:, 0].to_numpy(), grid)
+        ci = fit.confidence_interval_.to_numpy()
+        ci_t = fit.confidence_interval_.index.to_numpy(float)
+        low = _step_at(ci_t, np.fmin(ci[:, 0], ci[:, 1]), grid)
+        high = _step_at(ci_t, np.fmax(ci[:, 0], ci[:, 1]), grid)
+        return (est + beyond, np.nan_to_num(low) + beyond, np.nan_to_num(high) + beyond,
+                "aalen_johansen")
+    est, low, high = kaplan_meier(t, e, grid)
+    return est + beyond, low + beyond, high + beyond, "kaplan_meier"
+
+
+# --------------------------------------------------------------------------- censoring
+class CensoringKM:
+    """Weighted Kaplan-Meier of the censoring distribution G, for each row of multiplicities
+    ``weights`` (R, n): a censoring is the "event", an event censors it."""
+
+    def __init__(self, time: np.ndarray, event: np.ndarray, weights: np.ndarray) -> None:
+        time, event = np.asarray(time, float), np.asarray(event, bool)
+        order = np.argsort(time, kind="stable")
+        t = time[order]
+        self.times, start = np.unique(t, return_index=True)
+        w = np.atleast_2d(np.asarray(weights, float))[:, order]
+        censored = np.add.reduceat(w * ~event[order], start, axis=1)
+        total = np.add.reduceat(w, start, axis=1)
+        at_risk = total[:, ::-1].cumsum(axis=1)[:, ::-1]  # weight with T >= u_k
+        with np.errstate(invalid="ignore", divide="ignore"):
+            factor = np.where(at_risk > 0, 1 - censored / at_risk, 1.0)
+            self.log_g = np.cumsum(np.log(np.maximum(factor, 0.0)), axis=1)  # log G(u_k)
+
+    def before(self, t: np.ndarray) -> np.ndarray:
+        """G(t-) for times ``t`` (R, len(t)): censorings strictly before t."""
+        k = np.searchsorted(self.times, t, side="left") - 1
+        return np.where(k >= 0, np.exp(self.log_g[:, np.maximum(k, 0)]), 1.0)
+
+
+# --------------------------------------------------------------------------- discrimination
+def resample_counts(rng: np.random.Generator, n: int, n_bootstrap: int) -> np.ndarray:
+    """Multiplicities (B, n) of ``n_bootstrap`` participant resamples with replacement."""
+    idx = rng.integers(0, n, size=(n_bootstrap, n))
+    flat = (idx + np.arange(n_bootstrap)[:, None] * n).ravel()
+    return np.bincount(flat, minlength=n_bootstrap * n).reshape(n_bootstrap, n)
+
+
+def c_index(time: np.ndarray, event: np.ndarray, score: np.ndarray) -> float:
+    """Harrell's C (lifelines): a higher score should mean an earlier event (lifelines wants
+    survival-like predictions, so the score is negated); NaN without an event or a
+    comparable pair."""
+    from lifelines.utils import concordance_index
+
+    if np.asarray(event).sum() == 0:
+        return float("nan")
+    try:
+        return float(concordance_index(time, -np.asarray(score, float), event))
+    except ZeroDivisionError:  # no comparable pair (e.g. a small resample)
+        return float("nan")
+
+
+def c_index_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray,
+                     weights: np.ndarray) -> np.ndarray:
+    """Harrell's C for each row of multiplicities ``weights`` (R, n), with lifelines' tie rules
+    (i before j is comparable if i had the event and T_i < T_j, or T_i = T_j and j is
+    censored; a score tie counts 0.5); NaN without a comparable pair.
+
+    A bootstrap resample repeats people, so each pair counts w_i w_j times (copies of one
+    person are never comparable with each other): every resample in one matrix product
+    instead of one lifelines call each (equal to them; tested). Only event rows can start a
+    comparable pair, so the matrices are (events, n). Every term is a multiple of 0.5, so the
+    sums are exact and the result does not depend on the order of summation.
+    """
+    t, e, s = np.asarray(time, float), np.asarray(event, bool), np.asarray(score, float)
+    w = np.atleast_2d(np.asarray(weights, float))
+    ev = np.flatnonzero(e)
+    if ev.size == 0:
+        return np.full(w.shape[0], np.nan)
+    ti, si = t[ev][:, None], s[ev][:, None]
+    comparable = (ti < t[None, :]) | ((ti == t[None, :]) & ~e[None, :])
+    concordant = np.where(si > s[None, :], 1.0, np.where(si == s[None, :], 0.5, 0.0))
+    num = ((w @ (comparable * concordant).T) * w[:, ev]).sum(axis=1)
+    den = ((w @ comparable.T.astype(float)) * w[:, ev]).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, np.nan)
+
+
+def auroc_td_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray, horizon: float,
+                      weights: np.ndarray, censoring: CensoringKM | None = None,
+                      min_events: int = 1) -> np.ndarray:
+    """Cumulative/dynamic AUROC at ``horizon`` with IPCW, for each row of multiplicities.
+
+    Cases: events by ``horizon``, weighted 1 / G(T_i-); controls: everyone still event-free
+    after it (their common weight 1 / G(horizon) cancels); a score tie counts 0.5. NaN with
+    fewer than ``min_events`` cases or controls. ``censoring``: G fitted on the same rows and
+    weights, to share it between scores and horizons.
+    """
+    t, e, s = np.asarray(time, float), np.asarray(event, bool), np.asarray(score, float)
+    w = np.atleast_2d(np.asarray(weights, float))
+    cases = np.flatnonzero(e & (t <= horizon))
+    controls = np.flatnonzero(t > horizon)
+    if cases.size < min_events or controls.size < min_events:
+        return np.full(w.shape[0], np.nan)
+    g = (censoring or CensoringKM(t, e, w)).before(t[cases])
+    with np.errstate(divide="ignore"):
+        omega = np.where(g > 0, 1.0 / g, 0.0) * w[:, cases]  # (R, cases)
+    sc, sk = s[cases][:, None], s[controls][None, :]
+    conc = np.where(sc > sk, 1.0, np.where(sc == sk, 0.5, 0.0))  # (cases, controls)
+    num = (omega * (w[:, controls] @ conc.T)).sum(axis=1)
+    den = omega.sum(axis=1) * w[:, controls].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, np.nan)
+
+
+# --------------------------------------------------------------------------- Cox
+def _risk_set_times(frame: pd.DataFrame) -> pd.DataFrame:
+    """The same partial likelihood on fewer distinct times: a censored time moves down to the
+    last event time at or before it (it stays in exactly the same risk sets), and a censoring
+    before the first event, which is in none, goes. Estimates and standard errors are
+    unchanged; lifelines' cost grows with the number of distinct times."""
+    events = np.unique(frame.loc[frame["event"] == 1, "time"].to_numpy())
+    t = frame["time"].to_numpy()
+    k = np.searchsorted(events, t, side="right") - 1
+    keep = k >= 0  # an event at time 0 stays: it has a risk set (everyone)
+    out = frame.loc[keep].copy()
+    out["time"] = np.where(out["event"] == 1, out["time"], events[k[keep]])
+    return out
+
+
+def _cox_fit(frame: pd.DataFrame):
+    """lifelines' CoxPHFitter on ``frame`` (time, event, covariates), or None.
+
+    Its default Newton step overshoots when an effect is strong (a hazard ratio of ~7
+    diverges): retry with shorter steps before giving up."""
+    from lifelines import CoxPHFitter
+
+    for options in (None, {"step_size": 0.5}, {"step_size": 0.2, "max_steps": 200}):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return CoxPHFitter().fit(frame, "time", "event", batch_mode=True,
+                                         fit_options=options)
+        except Exception:  # ConvergenceError, singular matrices on separation
+            continue
+    return None
+
+
+def cox_wald(time: np.ndarray, event: np.ndarray, covariates: Mapping[str, np.ndarray]
+             ) -> dict[str, tuple[float, float, float, float]]:
+    """(HR, low, high, p) of every covariate from one Cox model (Efron ties): exp(coef), the
+    Wald 95% interval exp(coef +- 1.96 se) and two-sided p; all NaN when the fit fails.
+    A name's value is NaN too where the fit dropped it (e.g. a column lifelines rejects)."""
+    frame = _risk_set_times(pd.DataFrame({
+        "time": np.asarray(time, float), "event": np.asarray(event, int),
+        **{k: np.asarray(v, float) for k, v in covariates.items()}}))
+    return _wald(_cox_fit(frame), list(covariates))
+
+
+def _wald(fit, names: list[str]) -> dict[str, tuple[float, float, float, float]]:
+    from scipy.stats import norm
+
+    out = {}
+    for name in names:
+        coef = se = np.nan
+        if fit is not None and name in fit.params_.index:
+            # params and standard errors directly: building lifelines' summary table costs
+            # more than the fit; the interval and p are the summary's (Z95 aside)
+            coef, se = float(fit.params_[name]), float(fit.standard_errors_[name])
+        if not (np.isfinite(coef) and np.isfinite(se) and se > 0):
+            out[name] = (np.nan, np.nan, np.nan, np.nan)
+            continue
+        p = float(2 * norm.sf(abs(coef / se)))
+        out[name] = (float(np.exp(coef)), float(np.exp(coef - Z95 * se)),
+                     float(np.exp(coef + Z95 * se)), p)
+    return out
+
+
+def hazard_ratio(time: np.ndarray, event: np.ndarray, exposure: np.ndarray, age: np.ndarray
+                 ) -> tuple[float, float, float, float]:
+    """(HR, low, high, p) of ``exposure`` (1 exposed, e.g. Higher Risk; 0 reference, e.g.
+    Normal) from a Cox model adjusted for age; unadjusted where age is constant or missing
+    among the people the model keeps (it cannot be estimated there)."""
+    frame = _risk_set_times(pd.DataFrame({
+        "time": np.asarray(time, float), "event": np.asarray(event, int),
+        "exposure": np.asarray(exposure, float), "age": np.asarray(age, float)}))
+    if frame["age"].std() == 0 or not np.isfinite(frame["age"]).all():
+        frame = frame.drop(columns="age")
+    return _wald(_cox_fit(frame), ["exposure"])["exposure"]
