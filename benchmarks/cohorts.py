@@ -27,9 +27,9 @@ def main() -> None:
     import numpy as np
 
     from sphr.cohorts import CohortConfig, mine_triplets, run_cohorts
-    from sphr.data.export import write_export
     from sphr.data.ingest import run_ingest
-    from sphr.data.synth import generate_cohort
+    from sphr.synth.cohort import generate_cohort
+    from sphr.synth.export import write_export
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sphr-bench-"))
     baseline = workdir / f"ingest_{args.participants}" / "baseline.parquet"

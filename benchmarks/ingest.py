@@ -58,8 +58,8 @@ SHOW_DIFFERENCES = 10
 
 GENERATE = """
 import sys
-from sphr.data.export import write_export
-from sphr.data.synth import generate_cohort
+from sphr.synth.export import write_export
+from sphr.synth.cohort import generate_cohort
 path, n, decoys = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 write_export(generate_cohort(n, seed=0), path, "ukbconv", decoys=decoys, seed=0)
 """

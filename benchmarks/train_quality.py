@@ -32,9 +32,9 @@ from train import listing_train  # the listing-style loop of benchmarks/train.py
 
 def build_cohort(participants: int, seed: int, sex: str, work: Path) -> Path:
     from sphr.cohorts import CohortConfig, run_cohorts
-    from sphr.data.export import write_export
     from sphr.data.ingest import run_ingest
-    from sphr.data.synth import generate_cohort
+    from sphr.synth.cohort import generate_cohort
+    from sphr.synth.export import write_export
 
     export = write_export(generate_cohort(participants, seed=seed), work / "ukb.parquet", "parquet")
     run_ingest(export, work / "ingest")

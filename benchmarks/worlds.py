@@ -282,7 +282,7 @@ def main() -> int:
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     log = out / "worlds.log"
-    from sphr.data.worlds import read_world
+    from sphr.synth.worlds import read_world
 
     md = [f"# Both synthetic worlds ({args.profile} profile)\n",
           "Produced by `python benchmarks/worlds.py`; the worlds and their oracle ceilings are "

@@ -17,6 +17,7 @@ from sphr.errors import SphrError
 
 #: modules with a ``register(subparsers)`` function, in the order of the pipeline
 COMMAND_MODULES: tuple[str, ...] = (
+    "sphr.synth.commands",
     "sphr.data.commands",
     "sphr.cohorts.commands",
     "sphr.train.commands",

@@ -130,7 +130,7 @@ class _Stage:
 
 
 STAGES: dict[str, _Stage] = {
-    "synth": _Stage("sphr.data.synth_config:SynthConfig"),
+    "synth": _Stage("sphr.synth.config:SynthConfig"),
     "ingest": _Stage("sphr.settings:IngestSettings"),
     "cohorts": _Stage("sphr.cohorts.config:CohortConfig", runtime=("sexes",)),
     "train": _Stage("sphr.train.config:TrainConfig", runtime=("device", "threads"),

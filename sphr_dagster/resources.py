@@ -17,7 +17,7 @@ import pydantic
 
 from sphr import layout
 from sphr import settings as lib
-from sphr.data.synth_config import SynthConfig
+from sphr.synth.config import SynthConfig
 
 if TYPE_CHECKING:
     from sphr.settings import RunSettings
@@ -57,7 +57,7 @@ class _DataSource(dg.ConfigurableResource):
         """The export file this run reads (the synthetic one lives in the run folder)."""
         if self.export_path:
             return Path(self.export_path).expanduser().resolve()
-        from sphr.data.export import default_suffix
+        from sphr.synth.export import default_suffix
 
         name = Path(layout.SYNTHETIC_EXPORT).stem + default_suffix(self.synth_config().format)
         return layout.export_dir(run) / name

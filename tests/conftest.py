@@ -11,7 +11,7 @@ os.environ.setdefault("SPHR_PROGRESS", "0")
 
 @pytest.fixture(scope="session")
 def synthetic_cohort():
-    from sphr.data.synth import generate_cohort
+    from sphr.synth.cohort import generate_cohort
 
     return generate_cohort(2_000, seed=11)
 
@@ -19,7 +19,7 @@ def synthetic_cohort():
 @pytest.fixture(scope="session")
 def ukb_export(tmp_path_factory, synthetic_cohort):
     """A 2,000-participant legacy ukbconv CSV with decoy columns."""
-    from sphr.data.export import write_export
+    from sphr.synth.export import write_export
 
     path = tmp_path_factory.mktemp("export") / "ukb.csv"
     return write_export(synthetic_cohort, path, "ukbconv", decoys=25, seed=11)

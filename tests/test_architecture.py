@@ -1,5 +1,7 @@
 """The import direction of docs/ARCHITECTURE.md, enforced: no stage imports a later stage.
 
+    synth (sphr.synth): a data source beside real exports, rank 0 beside ingest; may import
+      the catalog (sphr.data.fields, sphr.data.headers); no stage imports it
     ingest (sphr.data) -> cohorts (sphr.cohorts) -> train (sphr.train, sphr.losses, sphr.models)
       -> embed (sphr.baselines) -> evaluate (sphr.evaluate) | risk (sphr.risk) -> report (sphr.report)
     retrieval (sphr.retrieval): a separate branch; may import sphr.losses and sphr.models
@@ -27,12 +29,12 @@ SPHR = Path(__file__).resolve().parents[1] / "sphr"
 
 #: stage of each package / module prefix, and its rank along the flow
 STAGES: dict[str, str] = {
-    "sphr.data": "ingest", "sphr.cohorts": "cohorts", "sphr.train": "train",
+    "sphr.synth": "synth", "sphr.data": "ingest", "sphr.cohorts": "cohorts", "sphr.train": "train",
     "sphr.losses": "train", "sphr.models": "train", "sphr.baselines": "embed",
     "sphr.evaluate": "evaluate", "sphr.risk": "risk", "sphr.report": "report",
     "sphr.retrieval": "retrieval",
 }
-RANK: dict[str, int] = {"shared": -1, "ingest": 0, "cohorts": 1, "train": 2, "embed": 3,
+RANK: dict[str, int] = {"shared": -1, "synth": 0, "ingest": 0, "cohorts": 1, "train": 2, "embed": 3,
                         "evaluate": 4, "risk": 4, "report": 5}
 SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.errors", "sphr.labels",
                            "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles",
@@ -42,6 +44,11 @@ SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.err
 OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli", "sphr.settings")
 #: what the retrieval branch may import besides the shared modules
 RETRIEVAL_MAY_IMPORT: tuple[str, ...] = ("sphr.losses", "sphr.models")
+#: what the synthetic generator may import of the ingest stage: the field catalog and the
+#: header styles its export writer names the columns with. The generator is a data source, as
+#: a real export is: its cohort reaches the pipeline only as a file that ``sphr ingest`` reads,
+#: so no stage imports it (only the CLI, which registers ``sphr synth``, and the settings)
+SYNTH_MAY_IMPORT: tuple[str, ...] = ("sphr.data.fields", "sphr.data.headers")
 
 #: Known violations of today's code, (importing module, imported module). Each one is a
 #: debt with an issue (14), not a licence: the test fails on any import not listed here, and
@@ -125,6 +132,10 @@ def _allowed_by_direction(src: str, dst: str) -> bool:
         return True
     if a == "shared":
         return False  # shared utilities import no stage
+    if b == "synth":
+        return False  # the pipeline reads the generator's export files, never the generator
+    if a == "synth":
+        return any(dst == p or dst.startswith(p + ".") for p in SYNTH_MAY_IMPORT)
     if b == "retrieval":
         return False  # nothing in the health pipeline depends on the retrieval branch
     if a == "retrieval":
@@ -177,6 +188,14 @@ def test_allow_list_only_shrinks():
     ("sphr.retrieval.train", "sphr.evaluate.protocol", False),
     ("sphr.risk.model", "sphr.retrieval.metrics", False),
     ("sphr.report", "sphr.labels", True),
+    ("sphr.synth.export", "sphr.data.fields", True),  # the generator reads the catalog
+    ("sphr.synth.export", "sphr.data.headers", True),
+    ("sphr.synth.cohort", "sphr.io", True),
+    ("sphr.synth.export", "sphr.data.ingest", False),  # a source, not a reader of exports
+    ("sphr.synth.cohort", "sphr.cohorts.build", False),
+    ("sphr.data.ingest", "sphr.synth.cohort", False),  # ingest reads files, real or synthetic
+    ("sphr.data.reader", "sphr.synth.export", False),
+    ("sphr.risk.model", "sphr.synth.worlds", False),
 ])
 def test_the_rule_itself(src, dst, ok):
     assert _allowed_by_direction(src, dst) is ok

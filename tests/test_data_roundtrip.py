@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from sphr.data.export import FORMATS, default_suffix, truth_path, write_export
 from sphr.data.fields import PREDICTOR_NAMES
 from sphr.data.ingest import ingest, run_ingest
+from sphr.synth.export import FORMATS, default_suffix, truth_path, write_export
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_followup_matches_the_truth(ukb_export, reference):
 
 
 def test_same_seed_same_export(tmp_path, synthetic_cohort):
-    from sphr.data.synth import generate_cohort
+    from sphr.synth.cohort import generate_cohort
 
     a = write_export(generate_cohort(300, seed=5), tmp_path / "a.csv", "ukbconv", decoys=5, seed=5)
     b = write_export(generate_cohort(300, seed=5), tmp_path / "b.csv", "ukbconv", decoys=5, seed=5)

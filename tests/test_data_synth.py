@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sphr.data.synth import generate_cohort
+from sphr.synth.cohort import generate_cohort
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,10 @@ import pytest
 
 from sphr.baselines.config import BaselinesConfig
 from sphr.cohorts.config import CohortConfig
-from sphr.data.synth_config import SynthConfig
 from sphr.profiles import DEFAULT_PROFILE
 from sphr.retrieval.profiles import PIPELINE_COMPARISON, ComparisonConfig
 from sphr.risk.config import RiskConfig
+from sphr.synth.config import SynthConfig
 
 COHORT, BASE, SYNTH, RISK, COMPARE = (CohortConfig(), BaselinesConfig(), SynthConfig(), RiskConfig(),
                                       ComparisonConfig())
@@ -206,10 +206,10 @@ def test_library_signatures_take_the_config_defaults():
     from sphr.cohorts.filtering import CompletenessFilter
     from sphr.cohorts.normalize import QuantileNormalizer
     from sphr.cohorts.triplets import mine_triplets
-    from sphr.data.export import build_export_frame, write_export
-    from sphr.data.synth import generate_cohort
     from sphr.risk.discrimination import discrimination
     from sphr.risk.linked import linked_validation
+    from sphr.synth.cohort import generate_cohort
+    from sphr.synth.export import build_export_frame, write_export
 
     assert CompletenessFilter().threshold == COHORT.completeness
     assert _default(QuantileNormalizer, "n_quantiles") == COHORT.n_quantiles

@@ -162,9 +162,9 @@ def test_bad_option_combinations_are_refused(capsys):
 @pytest.fixture(scope="module")
 def legacy(tmp_path_factory):
     """A 400-participant legacy export (linked records included), its frame and its ingest."""
-    from sphr.data.export import build_export_frame, write_export
     from sphr.data.ingest import ingest
-    from sphr.data.synth import generate_cohort
+    from sphr.synth.cohort import generate_cohort
+    from sphr.synth.export import build_export_frame, write_export
 
     cohort = generate_cohort(400, seed=29)
     path = write_export(cohort, tmp_path_factory.mktemp("legacy") / "ukb.csv", "ukbconv",

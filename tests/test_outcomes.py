@@ -11,11 +11,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sphr.data.export import FORMATS, default_suffix, truth_path, write_export
 from sphr.data.ingest import ingest, run_ingest
 from sphr.data.outcomes import OUTCOMES, OutcomeConfig
-from sphr.data.synth_linked import TARGET_10Y
 from sphr.errors import ConfigError, InputError
+from sphr.synth.export import FORMATS, default_suffix, truth_path, write_export
+from sphr.synth.linked import TARGET_10Y
 
 BASELINE = dt.date(2008, 1, 2)
 LEGACY_BASE = ["eid", "31-0.0", "53-0.0", "21003-0.0", "2443-0.0", "2453-0.0", "2473-0.0",
@@ -355,7 +355,7 @@ def test_every_synthetic_format_gives_the_same_outcomes(tmp_path, synthetic_coho
 
 
 def test_generator_is_deterministic_and_keeps_existing_outputs():
-    from sphr.data.synth import generate_cohort
+    from sphr.synth.cohort import generate_cohort
 
     a, b = generate_cohort(500, seed=9), generate_cohort(500, seed=9)
     plain = generate_cohort(500, seed=9, linked=False)
@@ -370,7 +370,7 @@ def test_generator_is_deterministic_and_keeps_existing_outputs():
 
 @pytest.fixture(scope="module")
 def cohort_20k(tmp_path_factory):
-    from sphr.data.synth import generate_cohort
+    from sphr.synth.cohort import generate_cohort
 
     cohort = generate_cohort(20_000, seed=0)
     path = write_export(cohort, tmp_path_factory.mktemp("big") / "ukb.csv", "ukbconv",

@@ -152,8 +152,8 @@ def _resources(run_dir, export):
 
 def test_broken_export_blocks_downstream(tmp_path, synthetic_cohort):
     """An export without men: the blocking label check fails and no cohort is built."""
-    from sphr.data.export import write_export
-    from sphr.data.synth import SyntheticCohort
+    from sphr.synth.cohort import SyntheticCohort
+    from sphr.synth.export import write_export
 
     visits = synthetic_cohort.visits
     women = SyntheticCohort(visits=visits[visits["sex"] == 0], truth=synthetic_cohort.truth)

@@ -68,7 +68,7 @@ def risk_out(run_dir):
 # ----------------------------------------------------------------------------- exports
 
 def _cohort(visits, truth, linked=None):
-    from sphr.data.synth import SyntheticCohort
+    from sphr.synth.cohort import SyntheticCohort
 
     try:
         return SyntheticCohort(visits, truth, linked)
@@ -79,8 +79,8 @@ def _cohort(visits, truth, linked=None):
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory, synthetic_cohort):
     """Export A (the fitted cohort's 2,000) and B: 50 removed, 100 new, values changed for 200."""
-    from sphr.data.export import write_export
-    from sphr.data.synth import generate_cohort
+    from sphr.synth.cohort import generate_cohort
+    from sphr.synth.export import write_export
 
     folder = tmp_path_factory.mktemp("exports")
     a = write_export(synthetic_cohort, folder / "ukb_a.csv", "ukbconv", decoys=0, seed=11)

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 def fitted_ui(tmp_path, ingest_dir, cohorts_dir, synthetic_cohort):
     """A RUN with a small real model (1 epoch) and `dagster dev` on it; export A observed and
     refreshed once, then the export file replaced by B and observed (as the sensor does)."""
-    from sphr.data.export import write_export
+    from sphr.synth.export import write_export
 
     run = trained_risk_run(tmp_path, ingest_dir, cohorts_dir,
                            ("raw_euclidean", "mahalanobis", "sphr"))
@@ -54,7 +54,7 @@ def fitted_ui(tmp_path, ingest_dir, cohorts_dir, synthetic_cohort):
     # the export changes: 10% of the participants fewer
     visits = synthetic_cohort.visits
     keep = ~visits["eid"].isin(sorted(visits["eid"].unique())[::10])
-    from sphr.data.synth import SyntheticCohort
+    from sphr.synth.cohort import SyntheticCohort
 
     write_export(SyntheticCohort(visits[keep].reset_index(drop=True), synthetic_cohort.truth),
                  export, "ukbconv", decoys=0, seed=11)

@@ -406,15 +406,15 @@ def test_score_reproduces_risk_groups(risk_out, run_dir, ukb_export, tmp_path):
 
 @pytest.fixture(scope="module")
 def small_cohort():
-    from sphr.data.synth import generate_cohort
+    from sphr.synth.cohort import generate_cohort
 
     return generate_cohort(150, seed=3)
 
 
 def test_score_refuses_wrong_units(risk_out, run_dir, small_cohort, tmp_path):
-    from sphr.data.export import write_export
-    from sphr.data.synth import SyntheticCohort
     from sphr.risk.score import run_score
+    from sphr.synth.cohort import SyntheticCohort
+    from sphr.synth.export import write_export
 
     visits = small_cohort.visits.assign(glucose=small_cohort.visits["glucose"] * 18.016)  # mg/dL
     bad = write_export(SyntheticCohort(visits, small_cohort.truth), tmp_path / "mgdl.csv",
@@ -428,8 +428,8 @@ def test_score_refuses_wrong_units(risk_out, run_dir, small_cohort, tmp_path):
 
 
 def test_score_refuses_a_missing_feature(risk_out, run_dir, small_cohort, tmp_path):
-    from sphr.data.export import write_export
     from sphr.risk.score import run_score
+    from sphr.synth.export import write_export
 
     good = write_export(small_cohort, tmp_path / "ok.csv", "ukbconv", decoys=0, seed=3)
     frame = pd.read_csv(good, dtype=str)

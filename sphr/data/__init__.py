@@ -1,1 +1,2 @@
-"""UK Biobank data layer: field catalog, synthetic cohort, ingest of real exports."""
+"""UK Biobank data layer: field catalog, header styles, the reader and ingest of exports
+(real or from the synthetic generator, :mod:`sphr.synth`), outcomes, fingerprints."""

@@ -64,8 +64,8 @@ def ukb_export(context: dg.AssetExecutionContext, data_source: DataSource,
 
     path = data_source.export_file(storage.run)
     if data_source.synthetic:
-        from sphr.data.export import write_export
-        from sphr.data.synth import generate_cohort
+        from sphr.synth.cohort import generate_cohort
+        from sphr.synth.export import write_export
 
         synth = data_source.synth_config()
         context.log.info(f"generating {synth.participants} synthetic participants "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from sphr.data.synth_params import (
+from sphr.synth.params import (
     FRAILTY_LOADING,
     LATENTS,
     LIPID_FROM_METABOLIC,
@@ -33,7 +33,7 @@ def spearman_to_pearson(rho: float) -> float:
 
 
 def latent_covariance() -> np.ndarray:
-    """Covariance of the latents as :func:`sphr.data.synth._draw_participants` draws them
+    """Covariance of the latents as :func:`sphr.synth.cohort._draw_participants` draws them
     (frailty's small age term left out)."""
     k = len(LATENTS)
     # latents = A @ [frailty, own_1 .. own_k]

@@ -1,8 +1,8 @@
 """What ``sphr synth`` writes by default: one dataclass, read by the generator, the export
 writer, the CLI and the Dagster data source.
 
-The defaults live here and nowhere else (:func:`sphr.data.synth.generate_cohort`,
-:func:`sphr.data.export.write_export`, ``sphr synth`` and ``sphr_dagster.resources.DataSource`` take
+The defaults live here and nowhere else (:func:`sphr.synth.cohort.generate_cohort`,
+:func:`sphr.synth.export.write_export`, ``sphr synth`` and ``sphr_dagster.resources.DataSource`` take
 theirs from this class). Only light imports, so ``sphr --help`` builds its parser without
 pandas, scipy or polars.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: the generator's worlds (:mod:`sphr.data.worlds`, docs/SYNTH.md): ``linear`` is the null
+#: the generator's worlds (:mod:`sphr.synth.worlds`, docs/SYNTH.md): ``linear`` is the null
 #: world, ``nonlinear`` a positive control
 WORLDS: tuple[str, ...] = ("linear", "nonlinear")
-#: export layouts :func:`sphr.data.export.write_export` writes
+#: export layouts :func:`sphr.synth.export.write_export` writes
 FORMATS: tuple[str, ...] = ("ukbconv", "tsv", "tab", "rap", "rap-labels", "parquet")
 
 

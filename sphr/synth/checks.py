@@ -1,6 +1,6 @@
 """Does a synthetic cohort carry what docs/SYNTH.md promises? Measured, not assumed.
 
-``python -m sphr.data.synth_checks --participants 20000 --seed 0 --world linear`` prints every
+``python -m sphr.synth.checks --participants 20000 --seed 0 --world linear`` prints every
 targeted within-sex Spearman correlation beside its documented range, LDL and cholesterol by
 age decade in women, the treated diabetics below HbA1c 48 mmol/mol, the repeat visit and the
 world's oracle ceilings.
@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from sphr.data.synth_params import HBA1C_DIAGNOSTIC, TARGET_CORRELATIONS
+from sphr.synth.params import HBA1C_DIAGNOSTIC, TARGET_CORRELATIONS
 
 SEXES = {0: "female", 1: "male"}
 
@@ -63,8 +63,8 @@ def repeat_visit(visits: pd.DataFrame, truth: pd.DataFrame) -> dict[str, object]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sphr.data.synth import generate_cohort
-    from sphr.data.synth_config import WORLDS, SynthConfig
+    from sphr.synth.cohort import generate_cohort
+    from sphr.synth.config import WORLDS, SynthConfig
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--participants", type=int, default=SynthConfig.participants)

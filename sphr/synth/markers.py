@@ -1,6 +1,6 @@
 """The synthetic cohort's 64 predictors at one visit: untreated values, treatment, missingness.
 
-Copula markers (:data:`sphr.data.synth_params.MARGINALS`) come from their normal scores through
+Copula markers (:data:`sphr.synth.params.MARGINALS`) come from their normal scores through
 their sex- and age-specific marginals; the rest follow by UK Biobank's identities (haematocrit =
 RBC x MCV, differential percentages summing to 100, counts = percentage x WBC, cholesterol from
 its fractions). Treatment and disease then act on the untreated values, and whole panels go
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from sphr.data.copula import COPULA_MARKERS, to_value
-from sphr.data.synth_params import (
+from sphr.synth.copula import COPULA_MARKERS, to_value
+from sphr.synth.params import (
     AGE_CENTRE,
     DETECTION_LIMIT,
     DIABETES_HBA1C,

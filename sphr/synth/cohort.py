@@ -4,18 +4,18 @@ Every participant has seven latent health factors (metabolic, lipid, inflammatio
 hepatic, anaemia, fitness) that share a general frailty factor which grows with age. The
 factors drive
 
-* the 64 predictors through a Gaussian copula (:mod:`sphr.data.copula`): each copula marker's
+* the 64 predictors through a Gaussian copula (:mod:`sphr.synth.copula`): each copula marker's
   normal score is its latents plus a residual, the residuals correlated so that the scores carry
   published UK Biobank correlations (cystatin C-creatinine, ALT-AST, TG-HDL, ...), then mapped
   through UKB's sex- and age-dependent marginals (LDL rising across the menopause in women), so
   skew and point masses survive; the blood-count and lipid identities are kept
-  (:mod:`sphr.data.synth_markers`);
+  (:mod:`sphr.synth.markers`);
 * doctor-diagnosed conditions and medication at baseline, and medicated participants have
   treated values with a variable response (statins lower LDL by a participant's own share, some
   treated diabetics are below HbA1c 48 mmol/mol);
 * new diagnoses at later visits, drawn from hazards that depend on the baseline state.
 
-How conditions and hazards depend on the state is the *world* (:mod:`sphr.data.worlds`):
+How conditions and hazards depend on the state is the *world* (:mod:`sphr.synth.worlds`):
 ``linear`` (the null world, latent-linear as generator v1) or ``nonlinear`` (a positive control:
 ratios, U-shapes, latent subtypes, age interactions). Both worlds share the participants, their
 latents and the random stream.
@@ -23,10 +23,10 @@ latents and the random stream.
 Visits: the repeat assessment (instance 1) falls in UKB's 2012-13 window for a healthier,
 selected ~4%; markers keep a participant-level part between visits. Missingness comes in whole
 panels, some of it not at random (detection limits, frailty, activity). Every parameter and its
-source is in docs/SYNTH.md (:mod:`sphr.data.synth_params`).
+source is in docs/SYNTH.md (:mod:`sphr.synth.params`).
 
 Linked health records (hospital diagnoses, cancer and death registries) follow the same state
-(:mod:`sphr.data.synth_linked`); they come from a random stream of their own, so the visits and
+(:mod:`sphr.synth.linked`); they come from a random stream of their own, so the visits and
 truth columns above are the same with or without them.
 
 The latent ground truth is returned separately (:class:`SyntheticCohort`.truth), with the world's
@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from sphr.data import synth_codes as codes
-from sphr.data.copula import COPULA_MARKERS, MarkerCopula
-from sphr.data.synth_config import WORLDS, SynthConfig
-from sphr.data.synth_markers import apply_missingness, treat, untreated
-from sphr.data.synth_params import (
+from sphr.synth import codes
+from sphr.synth.config import WORLDS, SynthConfig
+from sphr.synth.copula import COPULA_MARKERS, MarkerCopula
+from sphr.synth.markers import apply_missingness, treat, untreated
+from sphr.synth.params import (
     AGE_CENTRE,
     DIABETES_HBA1C,
     FRAILTY_LOADING,
@@ -60,7 +60,7 @@ from sphr.data.synth_params import (
     RETEST_PERSISTENCE,
     STATIN_LDL,
 )
-from sphr.data.worlds import (
+from sphr.synth.worlds import (
     DEFINITIONS,
     DIABETES_TREATMENT,
     HAZARDS,
@@ -213,7 +213,7 @@ def generate_cohort(n: int = SynthConfig.participants, seed: int = SynthConfig.s
     everyone = np.arange(n)
     z0 = _scores(copulas, p, everyone, p["residual"], world)
     v0 = untreated(rng, z0, p["male"], p["age"], _month(p["date0"]), p["frailty"])
-    from sphr.data.synth_linked import latent_log_hazards
+    from sphr.synth.linked import latent_log_hazards
 
     logits, hazard, linked_log_hazards = risk_model(
         world, p, v0, {m: z0[:, j] for j, m in enumerate(COPULA_MARKERS)}, latent_log_hazards(p))
@@ -252,7 +252,7 @@ def generate_cohort(n: int = SynthConfig.participants, seed: int = SynthConfig.s
         truth[f"p_baseline_{k}"] = expit(logits[k])
     records, true_times = None, {}
     if linked:
-        from sphr.data.synth_linked import linked_records
+        from sphr.synth.linked import linked_records
 
         # after everything above, from its own stream: the existing columns do not move
         records, true_times = linked_records(seed, p, onset, hazard, c["insulin"], eid, frames[0],

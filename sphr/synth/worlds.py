@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import rankdata
 
-from sphr.data.synth_params import AGE_CENTRE
+from sphr.synth.params import AGE_CENTRE
 
 DEFINITIONS: dict[str, str] = {
     "linear": (
@@ -140,7 +140,7 @@ def risk_model(world: str, p: dict[str, np.ndarray], v: dict[str, np.ndarray],
     """(baseline logits, hazards per year of a new diagnosis, linked log-hazards or None).
 
     ``linked_reference``: the linear world's cardiovascular and death log-hazards
-    (:func:`sphr.data.synth_linked.latent_log_hazards`), which the nonlinear ones are matched
+    (:func:`sphr.synth.linked.latent_log_hazards`), which the nonlinear ones are matched
     to; None means the linked records use their own latent hazards."""
     logits, log_hazard = _linear(p)
     if world == "linear":

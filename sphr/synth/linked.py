@@ -1,7 +1,7 @@
 """Linked health records for the synthetic cohort: hospital diagnoses, cancer and death registries.
 
 The records follow the same baseline latents that drive the markers and the self-reported
-conditions (:mod:`sphr.data.synth`), so a baseline measurement predicts them:
+conditions (:mod:`sphr.synth.cohort`), so a baseline measurement predicts them:
 
 * **type 2 diabetes**: the true diagnosis time is the cohort's own diabetes onset (the one the
   follow-up visits report); a hospital record (E11) follows it in 45% of cases (Eastwood et al.

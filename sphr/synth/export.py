@@ -37,10 +37,10 @@ from sphr.data.fields import (
     Field,
 )
 from sphr.data.headers import ColumnKey, Style, eid_column, format_column
-from sphr.data.synth import SyntheticCohort
-from sphr.data.synth_config import FORMATS, SynthConfig
 from sphr.errors import ConfigError
 from sphr.io import atomic_path, write_parquet
+from sphr.synth.cohort import SyntheticCohort
+from sphr.synth.config import FORMATS, SynthConfig
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -171,7 +171,7 @@ def _positions(rows: np.ndarray) -> tuple[np.ndarray, int]:
 def _linked_columns(linked: pd.DataFrame, eid: np.ndarray, fmt: str
                     ) -> list[tuple[ColumnKey, pl.Series, Field]]:
     """The linked-record columns of one export form (see the module docstring)."""
-    from sphr.data.synth_linked import TITLES
+    from sphr.synth.linked import TITLES
 
     n = eid.shape[0]
     rap, labels = _STYLE[fmt] == "rap", fmt == "rap-labels"
