@@ -12,7 +12,7 @@
    the Nystroem extension to all 100,000 (``diffmap_landmark_fit_s`` and
    ``diffmap_extend_s`` split it).
 
-Data: :func:`sphr.evaluate.synthetic.class_structured` (three classes, UKB-like
+Data: ``class_structured`` of benchmarks/class_structured.py (three classes, UKB-like
 shares, 60 features). Last line: one JSON object.
 
     python benchmarks/evaluate.py [--test 60000] [--train 20000] [--diffmap-n 100000]
@@ -54,6 +54,8 @@ def main() -> None:
     parser.add_argument("--skip-diffmap", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("SPHR_PROGRESS", "0")
+    # the class-structured fixture lives beside this script, not in the library
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
     import numpy as np
 
@@ -64,7 +66,7 @@ def main() -> None:
                               "train_participants": args.train, "features": args.features}
 
     if not args.skip_evaluation:
-        from sphr.evaluate.synthetic import class_structured
+        from class_structured import class_structured
 
         X, y = class_structured(args.train + args.test, args.features, seed=0)
         Xtr, Xte, yte = X[:args.train], X[args.train:], y[args.train:]
@@ -109,7 +111,7 @@ def main() -> None:
         print(f"evaluation: {out['evaluation_s']} s for {out['fits']} fits", file=sys.stderr)
 
     if not args.skip_diffmap:
-        from sphr.evaluate.synthetic import class_structured
+        from class_structured import class_structured
 
         Xd, _ = class_structured(args.diffmap_n, args.features, seed=1)
         dm = make_representation("diffmap", random_state=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,7 +16,14 @@ from sphr.artifacts import load_cohort, read_embeddings
 from sphr.baselines import BASELINES, make_representation
 from sphr.baselines.pipeline import fit_baselines, load_representation, run_baselines
 from sphr.errors import ConfigError, InputError
-from sphr.evaluate.synthetic import class_structured, write_cohort
+
+# class-structured cohorts (not a model of UK Biobank): a fixture the evaluation benchmark
+# shares, kept out of the library
+_spec = importlib.util.spec_from_file_location(
+    "class_structured", Path(__file__).resolve().parents[1] / "benchmarks" / "class_structured.py")
+_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixtures)
+class_structured, write_cohort = _fixtures.class_structured, _fixtures.write_cohort
 
 # small settings so the whole file runs in seconds; the estimators are the real ones
 FAST = {"deep_patient": {"epochs": 2, "hidden": (40, 32)}, "diffmap": {"n_landmarks": 300},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import re
 import subprocess
@@ -19,8 +20,15 @@ from sphr.evaluate.names import CLASSIFIERS
 from sphr.evaluate.nn_ehr import NNForEHRConfig, fit_predict_many
 from sphr.evaluate.paper import LOSSES, PAPER_LOSSES, PAPER_REPRESENTATION
 from sphr.evaluate.protocol import EvalConfig, evaluate_embeddings, make_splits, summarize
-from sphr.evaluate.synthetic import class_structured, write_cohort
 from sphr.io import write_parquet
+
+# class-structured cohorts (not a model of UK Biobank): a fixture the evaluation benchmark
+# shares, kept out of the library
+_spec = importlib.util.spec_from_file_location(
+    "class_structured", Path(__file__).resolve().parents[1] / "benchmarks" / "class_structured.py")
+_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixtures)
+class_structured, write_cohort = _fixtures.class_structured, _fixtures.write_cohort
 
 FAST_NN = NNForEHRConfig(epochs=3)
 

@@ -1,4 +1,5 @@
-"""Small class-structured cohorts in the run-directory layout, for tests and benchmarks.
+"""Small class-structured cohorts in the run-directory layout, for tests and benchmarks
+(benchmarks/evaluate.py; tests/test_evaluate.py and tests/test_baselines.py load this file).
 
 Not a model of UK Biobank (``sphr synth`` is): three classes in the UKB-like
 proportions 55 / 40 / 5 % whose means differ along a few directions, with
