@@ -60,7 +60,7 @@ def main() -> None:
     import numpy as np
 
     from sphr.baselines import BASELINES, make_representation
-    from sphr.evaluate.protocol import EvalConfig, available_cores, evaluate_embeddings
+    from sphr.evaluate.protocol import EvalConfig, available_cores, classify_embeddings
 
     out: dict[str, object] = {"cores": available_cores(), "test_participants": args.test,
                               "train_participants": args.train, "features": args.features}
@@ -101,7 +101,7 @@ def main() -> None:
         out["representations_fit_s"] = fit_s
 
         t = time.perf_counter()
-        res = evaluate_embeddings(emb, yte, EvalConfig(n_jobs=args.n_jobs))
+        res = classify_embeddings(emb, yte, EvalConfig(n_jobs=args.n_jobs))
         out["evaluation_s"] = round(time.perf_counter() - t, 1)
         out["fits"] = len(res.scores)
         per = res.scores.groupby("classifier")["fit_s"].sum().round(1).to_dict()

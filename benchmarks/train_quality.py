@@ -71,7 +71,7 @@ def main() -> None:
     from sphr.artifacts import load_cohort
     from sphr.device import configure_threads, fast_settings, resolve_device
     from sphr.evaluate.losses import load_triplets
-    from sphr.evaluate.protocol import EvalConfig, evaluate_embeddings
+    from sphr.evaluate.protocol import EvalConfig, classify_embeddings
     from sphr.train import embed, train_sphr
 
     device = resolve_device(args.device)
@@ -100,7 +100,7 @@ def main() -> None:
         embeddings[f"ours/{seed}"] = embed(ours.model, X_test, device="cpu")
 
     # every embedding on the same 5 evaluation splits
-    result = evaluate_embeddings(embeddings, y_test, EvalConfig(classifiers=("xgboost",), seed=0))
+    result = classify_embeddings(embeddings, y_test, EvalConfig(classifiers=("xgboost",), seed=0))
     scores = result.scores.assign(method=result.scores["representation"].str.split("/").str[0])
     per_run = scores.groupby(["method", "representation", "task"])["weighted_f1"].mean()
     f1 = per_run.groupby(["method", "task"]).mean()

@@ -19,7 +19,7 @@ from sphr.evaluate.classifiers import NN_EHR_CONFIG, knn_vote, make_classifier, 
 from sphr.evaluate.names import CLASSIFIERS
 from sphr.evaluate.nn_ehr import NNForEHRConfig, fit_predict_many
 from sphr.evaluate.paper import LOSSES, PAPER_LOSSES, PAPER_REPRESENTATION
-from sphr.evaluate.protocol import EvalConfig, evaluate_embeddings, make_splits, summarize
+from sphr.evaluate.protocol import EvalConfig, classify_embeddings, make_splits, summarize
 from sphr.io import write_parquet
 
 # class-structured cohorts (not a model of UK Biobank): a fixture the evaluation benchmark
@@ -124,7 +124,7 @@ def test_held_out_rows_never_reach_a_classifier_fit(clf):
     X, y = class_structured(600, 8, seed=5)
     splits = make_splits(y, n_splits=2, seed=0)
     cfg = EvalConfig(n_splits=2, classifiers=(clf,), n_jobs=1, device="cpu", nn=FAST_NN)
-    a = evaluate_embeddings({"z": X}, y, cfg, splits=splits)
+    a = classify_embeddings({"z": X}, y, cfg, splits=splits)
     te = splits[0][1]
     others = te[10:]  # te[:10] are the witnesses
     X2 = X.copy()
@@ -132,7 +132,7 @@ def test_held_out_rows_never_reach_a_classifier_fit(clf):
     # labels of held-out rows are scrambled too (the splits are fixed above)
     y2 = y.copy()
     y2[others] = np.random.default_rng(2).permutation(y[others])
-    b = evaluate_embeddings({"z": X2}, y2, cfg, splits=splits)
+    b = classify_embeddings({"z": X2}, y2, cfg, splits=splits)
     for task in ("binary", "multi"):
         pa = a.predictions[("z", clf, task, 0)][:10]
         pb = b.predictions[("z", clf, task, 0)][:10]
@@ -145,10 +145,10 @@ def test_identical_embedding_reuses_the_earlier_records_exactly():
     that differs, or a classifier with other settings, is refitted."""
     X, y = class_structured(300, 6, seed=3)
     cfg = EvalConfig(n_splits=2, classifiers=("xgboost", "lda"), n_jobs=1, device="cpu")
-    reps = evaluate_embeddings({"sphr": X, "raw": X[:, ::-1].copy()}, y, cfg)
+    reps = classify_embeddings({"sphr": X, "raw": X[:, ::-1].copy()}, y, cfg)
     other = X + 0.01
-    fresh = evaluate_embeddings({"nplb": X, "triplet": other}, y, cfg)
-    reused = evaluate_embeddings({"nplb": X, "triplet": other}, y, cfg, prior=reps,
+    fresh = classify_embeddings({"nplb": X, "triplet": other}, y, cfg)
+    reused = classify_embeddings({"nplb": X, "triplet": other}, y, cfg, prior=reps,
                                  same_as={"nplb": "sphr"})
     assert reused.settings["reused"] == {"nplb": {"from": "sphr", "classifiers": ["lda", "xgboost"]}}
     cols = ["representation", "classifier", "task", "split", "weighted_f1", "micro_f1"]
@@ -157,13 +157,13 @@ def test_identical_embedding_reuses_the_earlier_records_exactly():
         np.testing.assert_array_equal(reused.predictions[key], pred)
     # other XGBoost settings: only LDA's records carry over
     hist = dataclasses.replace(cfg, xgboost_method="hist")
-    part = evaluate_embeddings({"nplb": X}, y, hist, prior=reps, same_as={"nplb": "sphr"})
+    part = classify_embeddings({"nplb": X}, y, hist, prior=reps, same_as={"nplb": "sphr"})
     assert part.settings["reused"] == {"nplb": {"from": "sphr", "classifiers": ["lda"]}}
     # other splits, or the same splits under another seed: nothing carries over
-    moved = evaluate_embeddings({"nplb": X}, y, dataclasses.replace(cfg, seed=7), prior=reps,
+    moved = classify_embeddings({"nplb": X}, y, dataclasses.replace(cfg, seed=7), prior=reps,
                                 same_as={"nplb": "sphr"})
     assert "reused" not in moved.settings
-    reseeded = evaluate_embeddings({"nplb": X}, y, dataclasses.replace(cfg, seed=7),
+    reseeded = classify_embeddings({"nplb": X}, y, dataclasses.replace(cfg, seed=7),
                                    splits=reps.splits, prior=reps, same_as={"nplb": "sphr"})
     assert "reused" not in reseeded.settings
 

@@ -224,11 +224,11 @@ def test_code_heads_give_s_dimensional_codes_and_can_leave_the_backbone_alone() 
 
 
 def test_evaluation_reports_trained_codes_and_projected_codes_apart() -> None:
-    from sphr.retrieval.metrics import evaluate_embeddings
+    from sphr.retrieval.metrics import retrieval_metrics
 
     x, y = spread_embedding(6, 5, 32)
     codes = {16: F.normalize(torch.randn(len(y), 16), dim=1)}
-    ev = evaluate_embeddings(x, y.numpy(), np.full(len(y), np.nan), hamming_bits=(16, 64), codes=codes)
+    ev = retrieval_metrics(x, y.numpy(), np.full(len(y), np.nan), hamming_bits=(16, 64), codes=codes)
     assert {"mAP_H16", "mAP_H16_proj", "mAP_H64_proj"} <= set(ev.metrics)
     assert "mAP_H64" not in ev.metrics  # no trained 64-bit head: no mixing with the projection
     assert ev.metrics["mAP_H16_proj"] > ev.metrics["mAP_H16"]  # random codes vs projected good embedding

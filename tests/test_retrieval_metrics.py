@@ -11,10 +11,10 @@ import torch
 from sphr.retrieval.metrics import (
     binarize,
     class_averaged,
-    evaluate_embeddings,
     knn,
     pair_auc,
     ranking_metrics,
+    retrieval_metrics,
     roc_auc,
     sample_auc_pairs,
 )
@@ -205,15 +205,15 @@ def test_against_pytorch_metric_learning_leave_one_out() -> None:
     assert np.mean(ours.ap) == pytest.approx(full["mean_average_precision"], abs=1e-5)
 
 
-def test_evaluate_embeddings_uses_baselines_as_gallery_and_follow_ups_as_queries() -> None:
+def test_retrieval_metrics_use_baselines_as_gallery_and_follow_ups_as_queries() -> None:
     # 3 subjects; baseline and two follow-ups each; subject 2's year-2 image looks like subject 0
     base = torch.eye(3)
     emb = torch.cat([base, base + 0.05, base + 0.1])
     labels = np.tile(np.arange(3), 3)
     years = np.repeat([0.0, 1.0, 2.0], 3)
     emb[8] = torch.tensor([1.0, 0.0, 0.3])  # subject 2 at year 2: nearest baseline is subject 0's, then its own
-    ev = evaluate_embeddings(emb, labels, years, cmc_ks=(1, 2), recall_ks=(1,), p_at_z=(2,), hamming_bits=(3,),
-                             n_examples=2, example_k=2)
+    ev = retrieval_metrics(emb, labels, years, cmc_ks=(1, 2), recall_ks=(1,), p_at_z=(2,), hamming_bits=(3,),
+                           n_examples=2, example_k=2)
     m = ev.metrics
     assert m["n_queries"] == 6 and m["n_queries_without_match"] == 0
     # 5 of 6 follow-ups find their own baseline first; the bad one finds it second (AP 1/2)
@@ -229,10 +229,10 @@ def test_evaluate_embeddings_uses_baselines_as_gallery_and_follow_ups_as_queries
     assert (years[ev.examples["results"]] == 0).all()
 
 
-def test_evaluate_embeddings_without_visits_is_leave_one_out() -> None:
+def test_retrieval_metrics_without_visits_are_leave_one_out() -> None:
     labels = np.repeat(np.arange(3), 4)
     emb = torch.eye(3)[labels] + 0.01 * torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
-    ev = evaluate_embeddings(emb, labels, np.full(12, np.nan), hamming_bits=(16,), p_at_z=(3,))
+    ev = retrieval_metrics(emb, labels, np.full(12, np.nan), hamming_bits=(16,), p_at_z=(3,))
     m = ev.metrics
     assert m["n_queries"] == 12
     assert m["mAP"] == pytest.approx(1.0) and m["CMC@1"] == 1.0 and m["R@1"] == 1.0

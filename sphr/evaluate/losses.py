@@ -18,7 +18,7 @@ import pandas as pd
 
 from sphr.artifacts import Cohort
 from sphr.evaluate.inputs import read_loss_comparison
-from sphr.evaluate.protocol import EvalConfig, EvalResult, evaluate_embeddings
+from sphr.evaluate.protocol import EvalConfig, EvalResult, classify_embeddings
 
 
 def load_triplets(cohort: Cohort) -> np.ndarray:
@@ -41,12 +41,12 @@ def compare_losses(run_dir: str | Path, cohort: Cohort, losses: Sequence[str], *
     Z, info = read_loss_comparison(run_dir, cohort, losses)
     labels = cohort.test["label"].to_numpy(np.int64)
     if prior is None:
-        result = evaluate_embeddings(Z, labels, eval_config)
+        result = classify_embeddings(Z, labels, eval_config)
     else:
         reps, done = prior
         same_as = {loss: next(r for r, Zr in reps.items() if np.array_equal(Zr, Zl))
                    for loss, Zl in Z.items()
                    if any(np.array_equal(Zr, Zl) for Zr in reps.values())}
-        result = evaluate_embeddings(Z, labels, eval_config, prior=done, same_as=same_as)
+        result = classify_embeddings(Z, labels, eval_config, prior=done, same_as=same_as)
     scores = result.scores.rename(columns={"representation": "loss"})
     return scores, result, info

@@ -41,7 +41,7 @@ from sphr.evaluate.paper import LOSSES
 from sphr.evaluate.protocol import (
     EvalConfig,
     EvalResult,
-    evaluate_embeddings,
+    classify_embeddings,
     reference_scores,
     summarize,
 )
@@ -102,7 +102,7 @@ def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations:
     report["embeddings"] = info
     report["embeddings_s"] = round(time.perf_counter() - t0, 2)
     labels = cohort.test["label"].to_numpy(np.int64)
-    result = evaluate_embeddings(Z, labels, eval_config)
+    result = classify_embeddings(Z, labels, eval_config)
     report["evaluation_s"] = round(result.wall_s, 2)
     report["protocol"] = result.settings
     table = representation_table(summarize(result.scores), sex)

@@ -247,7 +247,7 @@ def _reusable(prior: EvalResult, same_as: Mapping[str, str], labels: np.ndarray,
     return out
 
 
-def evaluate_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray,
+def classify_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray,
                         config: EvalConfig | None = None, *,
                         splits: Sequence[Split] | None = None, prior: EvalResult | None = None,
                         same_as: Mapping[str, str] | None = None) -> EvalResult:

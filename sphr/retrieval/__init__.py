@@ -22,7 +22,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "sphr.retrieval.losses": ("LOSSES", "DEFAULT_LOSSES", "build_loss"),
     "sphr.retrieval.data": ("load_retrieval_data",),
     "sphr.retrieval.profiles": ("PROFILES", "get_profile"),
-    "sphr.retrieval.metrics": ("evaluate_embeddings", "knn"),
+    "sphr.retrieval.metrics": ("retrieval_metrics", "knn"),
     "sphr.retrieval.backbones": ("build_model",),
     "sphr.retrieval.train": ("train_model",),
 }

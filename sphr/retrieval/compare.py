@@ -25,7 +25,7 @@ from sphr.retrieval.data.core import ImageSet, split_by_group, split_stratified
 from sphr.retrieval.data.transforms import BatchTransform, to_display
 from sphr.retrieval.losses.base import RetrievalLoss
 from sphr.retrieval.losses.registry import LOSSES, build_loss, parse_loss_spec
-from sphr.retrieval.metrics import evaluate_embeddings, map_score
+from sphr.retrieval.metrics import map_score, retrieval_metrics
 from sphr.retrieval.monitor import embedding_health
 from sphr.retrieval.profiles import ComparisonConfig, Profile, get_profile
 from sphr.retrieval.train import embed, embed_all, image_size_for, train_model
@@ -207,8 +207,8 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
                              code_losses=code_losses)
             emb, codes = embed_all(tr.model, data.test, transform, device=dev, batch_size=prof.eval_batch_size,
                                    workers=prof.workers)
-            ev = evaluate_embeddings(emb, data.test.labels, data.test.years, seed=int(seed),
-                                     p_at_z=_p_at_z(prof, data), hamming_bits=prof.hamming_bits, codes=codes)
+            ev = retrieval_metrics(emb, data.test.labels, data.test.years, seed=int(seed),
+                                   p_at_z=_p_at_z(prof, data), hamming_bits=prof.hamming_bits, codes=codes)
             ev.metrics.update(_run_summary(tr, emb, data, transform, prof, dev, spec, seed))
             for name, value in ev.metrics.items():
                 metric_rows.append({"dataset": data.name, "loss": spec, "seed": int(seed), "metric": name,

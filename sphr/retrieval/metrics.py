@@ -229,7 +229,7 @@ def protocol_indices(years: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
 
 
 def map_score(embeddings: torch.Tensor, labels: np.ndarray, years: np.ndarray) -> float:
-    """mAP under the evaluation protocol of :func:`evaluate_embeddings` (for best-epoch selection)."""
+    """mAP under the evaluation protocol of :func:`retrieval_metrics` (for best-epoch selection)."""
     labels = np.asarray(labels)
     x = F.normalize(embeddings.float(), dim=1)
     q_idx, g_idx, loo = protocol_indices(years)
@@ -262,11 +262,11 @@ def _example_queries(q_idx: np.ndarray, labels: np.ndarray, years: np.ndarray, n
     return np.asarray(chosen, dtype=np.int64)
 
 
-def evaluate_embeddings(embeddings: torch.Tensor, labels: np.ndarray, years: np.ndarray, *,
-                        seed: int = 0, cmc_ks: Sequence[int] = (1, 5, 10),
-                        recall_ks: Sequence[int] = (1, 2, 4, 8), p_at_z: Sequence[int] = (10,),
-                        hamming_bits: Sequence[int] = (16, 64), n_examples: int = 4,
-                        example_k: int = 5, codes: dict[int, torch.Tensor] | None = None) -> Evaluation:
+def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.ndarray, *,
+                      seed: int = 0, cmc_ks: Sequence[int] = (1, 5, 10),
+                      recall_ks: Sequence[int] = (1, 2, 4, 8), p_at_z: Sequence[int] = (10,),
+                      hamming_bits: Sequence[int] = (16, 64), n_examples: int = 4,
+                      example_k: int = 5, codes: dict[int, torch.Tensor] | None = None) -> Evaluation:
     """All metrics of one trained model on its test split.
 
     With visits (years with 0 and > 0): gallery = baseline images, queries =
