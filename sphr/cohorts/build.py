@@ -104,15 +104,10 @@ def _bounds(raw: np.ndarray, features: list[str], class_name: str, sex: str,
     return low, high
 
 
-def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
-                     config: CohortConfig) -> SexCohort:
-    """Everything for one sex; ``frame`` holds that sex's labeled complete cases."""
-    ranges = config.clinical_ranges()
-    n = len(frame)
-    if n == 0:
-        raise InputError(f"no {sex} participants left after the completeness filter and "
-                         "dropping unknown labels")
-    seeds = np.random.SeedSequence([config.seed, SEX_CODE[sex]]).generate_state(4)
+def _classes(frame: pd.DataFrame, sex: str, ranges: tuple[ClinicalRange, ...]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, counts per class); stops on what would make the cohort meaningless: unknown
+    labels, no BFH (usually markers in the wrong units), a single class."""
     labels = assign_classes(frame, sex, ranges)
     if (labels < 0).any():
         raise InputError(f"{sex}: participants with an unknown label reached the cohort step")
@@ -124,26 +119,28 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
             "HbA1c mmol/mol, CRP mg/L) or relax the ranges (--ranges)")
     if (counts > 0).sum() < 2:
         raise InputError(f"{sex} participants fall in a single class {dict(enumerate(counts))}")
-    train_idx, test_idx = _split(labels, config.test_size, int(seeds[0]))
-    train_idx, calib_idx = _calibration_split(labels, train_idx, config.calibration_size,
-                                              int(seeds[3]))
+    return labels, counts
 
-    raw = frame[features].to_numpy(dtype=np.float64)
+
+def _drop_constant(frame: pd.DataFrame, raw: np.ndarray, features: list[str],
+                   train_idx: np.ndarray, sex: str) -> tuple[np.ndarray, list[str], list[str]]:
+    """(raw, features, dropped): a feature constant in the training partition carries no
+    information and breaks the quantile normalizer, so it goes before anything is fitted."""
     constant = constant_features(frame.iloc[train_idx], features)
     if constant:
         log.warning("%s: dropping features constant in the training partition: %s", sex, constant)
         keep = [j for j, f in enumerate(features) if f not in constant]
         features = [features[j] for j in keep]
         raw = raw[:, keep]
+    return raw, features, constant
 
-    normalizer = QuantileNormalizer(config.n_quantiles).fit(raw[train_idx], features=features)
 
-    ages = frame["age"].to_numpy(dtype=float)
-    age_group, outside = assign_age_groups(ages, config.age_groups)
-    eids = frame["eid"].to_numpy(dtype=np.int64)
-
-    # augmentation: training rows of each class, in raw units, then normalized
-    rng = np.random.default_rng(seeds[1])
+def _augment(raw: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, features: list[str],
+             sex: str, ranges: tuple[ClinicalRange, ...], config: CohortConfig,
+             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(new rows in raw units, their labels, the report per class): only training rows are
+    sampled from, so no test or calibration participant leaks into training; classes in
+    sorted order, so one seed gives the same rows."""
     if config.augment not in AUGMENTATIONS:
         raise ConfigError(f"unknown augmentation {config.augment!r}: choose from "
                           f"{', '.join(AUGMENTATIONS)}")
@@ -179,63 +176,117 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
         }
     aug_raw_all = np.concatenate(aug_raw) if aug_raw else np.empty((0, len(features)))
     aug_lab_all = np.concatenate(aug_labels) if aug_labels else np.empty(0, dtype=np.int8)
-    n_aug = aug_raw_all.shape[0]
+    return aug_raw_all, aug_lab_all, aug_report
+
+
+def _table(normalizer: QuantileNormalizer, features: list[str], rows_raw: np.ndarray,
+           rows_eid: np.ndarray, rows_age: np.ndarray, rows_group: np.ndarray,
+           rows_label: np.ndarray, augmented: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(normalized, raw) frames of one partition, with the same metadata columns."""
+    meta = pd.DataFrame({"eid": rows_eid, "age_years": rows_age, "age_group": rows_group,
+                         "label": rows_label.astype(np.int8), "augmented": augmented})
+    norm = pd.DataFrame(normalizer.transform(rows_raw), columns=features)
+    rawf = pd.DataFrame(rows_raw, columns=features)
+    return (pd.concat([meta, norm], axis=1),
+            pd.concat([meta[["eid", "augmented"]], rawf], axis=1))
+
+
+def _augmented_train_table(normalizer: QuantileNormalizer, features: list[str], raw: np.ndarray,
+                           eids: np.ndarray, ages: np.ndarray, age_group: np.ndarray,
+                           labels: np.ndarray, train_idx: np.ndarray, aug_raw: np.ndarray,
+                           aug_labels: np.ndarray, config: CohortConfig
+                           ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The training partition with the augmented rows after the real ones: negative eids (no
+    participant has one), and their age from their own sampled age, when age is a feature."""
+    n_aug = aug_raw.shape[0]
     age_j = features.index("age") if "age" in features else None
-    aug_ages = aug_raw_all[:, age_j] if age_j is not None else np.full(n_aug, np.nan)
+    aug_ages = aug_raw[:, age_j] if age_j is not None else np.full(n_aug, np.nan)
     aug_groups = (assign_age_groups(aug_ages, config.age_groups)[0] if age_j is not None
                   else np.full(n_aug, None, dtype=object))
-
-    def table(rows_raw, rows_eid, rows_age, rows_group, rows_label, augmented):
-        meta = pd.DataFrame({"eid": rows_eid, "age_years": rows_age, "age_group": rows_group,
-                             "label": rows_label.astype(np.int8), "augmented": augmented})
-        norm = pd.DataFrame(normalizer.transform(rows_raw), columns=features)
-        rawf = pd.DataFrame(rows_raw, columns=features)
-        return (pd.concat([meta, norm], axis=1),
-                pd.concat([meta[["eid", "augmented"]], rawf], axis=1))
-
     aug_eid = -np.arange(1, n_aug + 1, dtype=np.int64)
-    train, train_raw = table(
-        np.concatenate([raw[train_idx], aug_raw_all]), np.concatenate([eids[train_idx], aug_eid]),
+    return _table(
+        normalizer, features,
+        np.concatenate([raw[train_idx], aug_raw]), np.concatenate([eids[train_idx], aug_eid]),
         np.concatenate([ages[train_idx], aug_ages]), np.concatenate([age_group[train_idx], aug_groups]),
-        np.concatenate([labels[train_idx], aug_lab_all]),
+        np.concatenate([labels[train_idx], aug_labels]),
         np.concatenate([np.zeros(train_idx.size, bool), np.ones(n_aug, bool)]))
-    test, test_raw = table(raw[test_idx], eids[test_idx], ages[test_idx], age_group[test_idx],
-                           labels[test_idx], np.zeros(test_idx.size, bool))
-    calibration, calibration_raw = table(
-        raw[calib_idx], eids[calib_idx], ages[calib_idx], age_group[calib_idx],
-        labels[calib_idx], np.zeros(calib_idx.size, bool))
 
+
+def _mine(train: pd.DataFrame, train_raw: pd.DataFrame, sex: str,
+          ranges: tuple[ClinicalRange, ...], config: CohortConfig, seed: int
+          ) -> tuple[np.ndarray, float]:
+    """(triplets as row indices into the training matrix, seconds taken): the classes are the
+    labels, or with ``triplet_classes="severity"`` the count of P0 markers out of range."""
     t0 = time.perf_counter()
     if config.triplet_classes not in TRIPLET_CLASSES:
         raise ConfigError(f"unknown triplet classes {config.triplet_classes!r}: choose from "
                           f"{', '.join(TRIPLET_CLASSES)}")
     classes = (severity_classes(train_raw, sex, ranges) if config.triplet_classes == "severity"
                else train["label"].to_numpy())
-    triplets = mine_triplets(classes, config.n_triplets, seed=int(seeds[2]),
+    triplets = mine_triplets(classes, config.n_triplets, seed=seed,
                              balanced=config.balanced_triplets,
                              strata=train["age_group"].to_numpy() if config.age_matched_triplets
                              else None)
-    triplet_s = time.perf_counter() - t0
+    return triplets, time.perf_counter() - t0
 
-    def by_class(lab: np.ndarray) -> dict[str, int]:
-        return {name: int((lab == i).sum()) for i, name in enumerate(CLASS_NAMES)}
+
+def _by_class(lab: np.ndarray) -> dict[str, int]:
+    return {name: int((lab == i).sum()) for i, name in enumerate(CLASS_NAMES)}
+
+
+def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
+                     config: CohortConfig) -> SexCohort:
+    """Everything for one sex; ``frame`` holds that sex's labeled complete cases."""
+    ranges = config.clinical_ranges()
+    n = len(frame)
+    if n == 0:
+        raise InputError(f"no {sex} participants left after the completeness filter and "
+                         "dropping unknown labels")
+    # independent streams for the split, the augmentation, the triplets and the calibration
+    # rows: how many numbers one step draws does not move another's
+    seeds = np.random.SeedSequence([config.seed, SEX_CODE[sex]]).generate_state(4)
+    labels, counts = _classes(frame, sex, ranges)
+    train_idx, test_idx = _split(labels, config.test_size, int(seeds[0]))
+    train_idx, calib_idx = _calibration_split(labels, train_idx, config.calibration_size,
+                                              int(seeds[3]))
+
+    raw = frame[features].to_numpy(dtype=np.float64)
+    raw, features, constant = _drop_constant(frame, raw, features, train_idx, sex)
+    # fitted on the real training rows only: augmented rows must not shape the quantiles
+    normalizer = QuantileNormalizer(config.n_quantiles).fit(raw[train_idx], features=features)
+
+    ages = frame["age"].to_numpy(dtype=float)
+    age_group, outside = assign_age_groups(ages, config.age_groups)
+    eids = frame["eid"].to_numpy(dtype=np.int64)
+
+    # augmentation: training rows of each class, in raw units, then normalized
+    aug_raw, aug_labels, aug_report = _augment(raw, labels, train_idx, features, sex, ranges,
+                                               config, np.random.default_rng(seeds[1]))
+    train, train_raw = _augmented_train_table(normalizer, features, raw, eids, ages, age_group,
+                                              labels, train_idx, aug_raw, aug_labels, config)
+    test, test_raw, calibration, calibration_raw = (
+        *_table(normalizer, features, raw[test_idx], eids[test_idx], ages[test_idx],
+                age_group[test_idx], labels[test_idx], np.zeros(test_idx.size, bool)),
+        *_table(normalizer, features, raw[calib_idx], eids[calib_idx], ages[calib_idx],
+                age_group[calib_idx], labels[calib_idx], np.zeros(calib_idx.size, bool)))
+    triplets, triplet_s = _mine(train, train_raw, sex, ranges, config, int(seeds[2]))
 
     groups = group_names(config.age_groups)
     report = {
         "sex": sex, "participants": n, "features": features, "dropped_constant": constant,
-        "classes": by_class(labels), "train": by_class(labels[train_idx]),
-        "test": by_class(labels[test_idx]), "calibration": by_class(labels[calib_idx]),
-        "augmented": by_class(aug_lab_all),
+        "classes": _by_class(labels), "train": _by_class(labels[train_idx]),
+        "test": _by_class(labels[test_idx]), "calibration": _by_class(labels[calib_idx]),
+        "augmented": _by_class(aug_labels),
         "bfh_share": round(float(counts[BONA_FIDE_HEALTHY] / n), 4),
         "bfh_share_of_apparently_healthy": round(
             float(counts[BONA_FIDE_HEALTHY] / max(1, counts[1] + counts[2])), 4),
-        "age_groups": {g: by_class(labels[age_group == g]) for g in groups},
+        "age_groups": {g: _by_class(labels[age_group == g]) for g in groups},
         "ages_outside_groups": outside,
         "augmentation": aug_report,
         "triplets": {"n": int(triplets.shape[0]), "balanced": config.balanced_triplets,
                      "age_matched": config.age_matched_triplets,
                      "classes": config.triplet_classes,
-                     "anchor_classes": by_class(train["label"].to_numpy()[triplets[:, 0]]),
+                     "anchor_classes": _by_class(train["label"].to_numpy()[triplets[:, 0]]),
                      "seconds": round(triplet_s, 4)},
         "clinical_ranges": [asdict(r) for r in ranges_for(sex, ranges)],
     }

@@ -507,55 +507,80 @@ class LinkedCollector:
         eid = df[self.layout.eid_column].cast(pl.Int64, strict=False)
         rows = pl.DataFrame({"row": pl.int_range(0, df.height, dtype=pl.UInt32, eager=True),
                              "eid": eid})
-        plan = self.plan
         records = []  # row, source, code, date
-        record_schema = {"row": pl.UInt32, "source": pl.String, "code": pl.String,
-                         "date": pl.Date}
+        plan = self.plan
         if "hospital" in plan.sources:
-            codes = self._codes(self._long(df, plan.hospital_codes, HOSPITAL_DIAGNOSES,
-                                           first_row, aligned=True), HOSPITAL_DIAGNOSES,
-                                first_row)
-            dates = self._dates(self._long(df, plan.hospital_dates, HOSPITAL_DATES, first_row,
-                                           aligned=True), HOSPITAL_DATES, first_row)
-            # (row, pos) is unique: one date column per array index, or one list column
-            hosp = codes.join(dates.select("row", "pos", "date"), on=["row", "pos"], how="left")
-            records.append(hosp.select("row", pl.lit("hospital").alias("source"), "code", "date"))
+            records.append(self._coded_and_dated(
+                df, first_row, "hospital", plan.hospital_codes, HOSPITAL_DIAGNOSES,
+                plan.hospital_dates, HOSPITAL_DATES, aligned_codes=True))
         if "cancer_registry" in plan.sources:
-            codes = self._codes(self._long(df, plan.cancer_codes, CANCER_TYPE, first_row,
-                                           aligned=False), CANCER_TYPE, first_row)
-            dates = self._dates(self._long(df, plan.cancer_dates, CANCER_DATE, first_row,
-                                           aligned=True), CANCER_DATE, first_row)
-            reg = codes.join(dates.select("row", "pos", "date"), on=["row", "pos"], how="left")
-            records.append(reg.select("row", pl.lit("cancer_registry").alias("source"), "code",
-                                      "date"))
+            records.append(self._coded_and_dated(
+                df, first_row, "cancer_registry", plan.cancer_codes, CANCER_TYPE,
+                plan.cancer_dates, CANCER_DATE, aligned_codes=False))
         if "death" in plan.sources:
-            dates = self._dates(self._long(df, plan.death_dates, DEATH_DATE, first_row,
-                                           aligned=True), DEATH_DATE, first_row)
-            per_instance = dates.select("row", "pos", "date")
-            # a death registered twice (instances 0 and 1) is one death: its first date
-            death = per_instance.group_by("row").agg(death_date=pl.col("date").min())
-            self.deaths.append(death.join(rows, on="row").filter(pl.col("death_date")
-                                                                 .is_not_null())
-                               .select("eid", "death_date"))
-            for f, cols in ((DEATH_UNDERLYING, plan.death_underlying),
-                            (DEATH_CONTRIBUTORY, plan.death_contributory)):
-                if not cols:
-                    continue
-                causes = self._codes(self._long(df, cols, f, first_row, aligned=False), f,
-                                     first_row)
-                # a cause is recorded on the date of death of its registration (instance)
-                causes = (causes.join(per_instance, on=["row", "pos"], how="left")
-                          .join(death, on="row", how="left")
-                          .with_columns(date=pl.coalesce("date", "death_date")))
-                records.append(causes.select("row", pl.lit("death").alias("source"), "code",
-                                             "date"))
-            self.any_records.append(death.join(rows, on="row").select(
-                "eid", pl.lit("death").alias("source"), pl.col("death_date").alias("date"))
-                .filter(pl.col("date").is_not_null()))
+            records.extend(self._death_records(df, rows, first_row))
         if not records:
             return
+        record_schema = {"row": pl.UInt32, "source": pl.String, "code": pl.String,
+                         "date": pl.Date}
         rec = pl.concat([r.cast(record_schema) for r in records])
         member = self._outcomes_of(rec["code"].unique().to_list())
+        self._keep(self._tally(rec, member), rows, member)
+
+    def _coded_and_dated(self, df: pl.DataFrame, first_row: int, source: str,
+                         code_cols: dict[str, int], code_field: Field, date_cols: dict[str, int],
+                         date_field: Field, *, aligned_codes: bool) -> pl.DataFrame:
+        """(row, source, code, date) of a source whose codes and dates are separate fields,
+        paired by array index (hospital: 41270/41280; cancer registry: 40006/40005)."""
+        import polars as pl
+
+        codes = self._codes(self._long(df, code_cols, code_field, first_row,
+                                       aligned=aligned_codes), code_field, first_row)
+        dates = self._dates(self._long(df, date_cols, date_field, first_row, aligned=True),
+                            date_field, first_row)
+        # (row, pos) is unique: one date column per array index, or one list column
+        paired = codes.join(dates.select("row", "pos", "date"), on=["row", "pos"], how="left")
+        return paired.select("row", pl.lit(source).alias("source"), "code", "date")
+
+    def _death_records(self, df: pl.DataFrame, rows: pl.DataFrame, first_row: int
+                       ) -> list[pl.DataFrame]:
+        """The death registry's causes as records (row, source, code, date); each participant's
+        date of death goes to :attr:`deaths` and, as a record of any code, to
+        :attr:`any_records`."""
+        import polars as pl
+
+        plan = self.plan
+        dates = self._dates(self._long(df, plan.death_dates, DEATH_DATE, first_row,
+                                       aligned=True), DEATH_DATE, first_row)
+        per_instance = dates.select("row", "pos", "date")
+        # a death registered twice (instances 0 and 1) is one death: its first date
+        death = per_instance.group_by("row").agg(death_date=pl.col("date").min())
+        self.deaths.append(death.join(rows, on="row").filter(pl.col("death_date")
+                                                             .is_not_null())
+                           .select("eid", "death_date"))
+        records = []
+        for f, cols in ((DEATH_UNDERLYING, plan.death_underlying),
+                        (DEATH_CONTRIBUTORY, plan.death_contributory)):
+            if not cols:
+                continue
+            causes = self._codes(self._long(df, cols, f, first_row, aligned=False), f,
+                                 first_row)
+            # a cause is recorded on the date of death of its registration (instance)
+            causes = (causes.join(per_instance, on=["row", "pos"], how="left")
+                      .join(death, on="row", how="left")
+                      .with_columns(date=pl.coalesce("date", "death_date")))
+            records.append(causes.select("row", pl.lit("death").alias("source"), "code",
+                                         "date"))
+        self.any_records.append(death.join(rows, on="row").select(
+            "eid", pl.lit("death").alias("source"), pl.col("death_date").alias("date"))
+            .filter(pl.col("date").is_not_null()))
+        return records
+
+    def _tally(self, rec: pl.DataFrame, member: dict[str, tuple[str, ...]]) -> pl.DataFrame:
+        """Count the codes read, outside every outcome and undated (the ingest report's
+        check that the outcome table matches the export's coding); ``rec`` with the flags."""
+        import polars as pl
+
         outside = [c for c, m in member.items() if not m]
         rec = rec.with_columns(outside=pl.col("code").is_in(outside),
                                undated=pl.col("date").is_null())
@@ -567,6 +592,14 @@ class LinkedCollector:
         for category, count in (rec.filter(pl.col("outside"))["code"].str.slice(0, 3)
                                 .value_counts().iter_rows()):
             self.outside_categories[category] += count
+        return rec
+
+    def _keep(self, rec: pl.DataFrame, rows: pl.DataFrame,
+              member: dict[str, tuple[str, ...]]) -> None:
+        """Keep only each participant's first dated record per source and per outcome: the
+        blocks' records are not held, so memory follows participants, not records."""
+        import polars as pl
+
         dated = rec.filter(~pl.col("undated")).join(rows, on="row")
         # first record of any code per source (death's is its date, kept above)
         first = (dated.filter(pl.col("source") != "death").group_by("eid", "source")
@@ -597,6 +630,94 @@ def empty_outcomes() -> pl.DataFrame:
                                 "source": pl.String, "event_date": pl.Date})
 
 
+def _gathered(collector: LinkedCollector) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(events, first records of any code, deaths) over every block the collector read."""
+    import polars as pl
+
+    date_schema = {"eid": pl.Int64, "source": pl.String, "date": pl.Date}
+    events = (pl.concat(collector.events) if collector.events else
+              pl.DataFrame(schema={"eid": pl.Int64, "outcome": pl.String, **date_schema}))
+    any_records = (pl.concat(collector.any_records) if collector.any_records
+                   else pl.DataFrame(schema=date_schema))
+    deaths = (pl.concat(collector.deaths).group_by("eid").agg(pl.col("death_date").min())
+              if collector.deaths else pl.DataFrame(schema={"eid": pl.Int64,
+                                                            "death_date": pl.Date}))
+    return events, any_records, deaths
+
+
+def _first_records(built: list[tuple[Outcome, list[str], dt.date]], events: pl.DataFrame,
+                   any_records: pl.DataFrame) -> pl.DataFrame:
+    """(eid, outcome, first_source, first_date): each participant's first record per outcome,
+    from the outcome's sources only; on one day, the source earlier in :data:`SOURCES`."""
+    import polars as pl
+
+    # every outcome's candidate records in one frame, then each participant's first per outcome
+    allowed = pl.DataFrame([(o.name, s) for o, used, _ in built for s in used],
+                           schema={"outcome": pl.String, "source": pl.String}, orient="row")
+    coded = [o.name for o, _, _ in built if o.codes]
+    any_of = pl.DataFrame([(o.name, s) for o, used, _ in built if not o.codes for s in used],
+                          schema={"outcome": pl.String, "source": pl.String}, orient="row")
+    cand = pl.concat([
+        events.filter(pl.col("outcome").is_in(coded)).join(allowed, on=["outcome", "source"]),
+        any_records.join(any_of, on="source").select("eid", "outcome", "source", "date"),
+    ])
+    priority = {s: i for i, s in enumerate(SOURCES)}
+    return (cand.with_columns(prio=pl.col("source").replace_strict(priority,
+                                                                   return_dtype=pl.Int8))
+            .sort("outcome", "eid", "date", "prio")
+            .unique(["outcome", "eid"], keep="first", maintain_order=True)
+            .select("eid", "outcome", pl.col("source").alias("first_source"),
+                    pl.col("date").alias("first_date")))
+
+
+def _follow_up(base: pl.DataFrame, built: list[tuple[Outcome, list[str], dt.date]],
+               first: pl.DataFrame) -> pl.DataFrame:
+    """Every participant x outcome with ``prevalent``, ``event`` (incident, before censoring
+    and death), ``end`` and ``time_years``."""
+    import polars as pl
+
+    table = pl.DataFrame({"outcome": [o.name for o, _, _ in built],
+                          "_order": pl.Series(range(len(built)), dtype=pl.Int16),
+                          "censor": [c for _, _, c in built]})
+    f = (base.join(table, how="cross").join(first, on=["eid", "outcome"], how="left"))
+    has = pl.col("first_date").is_not_null()
+    prevalent = has & (pl.col("first_date") <= pl.col("baseline_date"))
+    end = pl.min_horizontal("censor", "death_date")
+    f = f.with_columns(prevalent=prevalent, end=end)
+    event = has & ~pl.col("prevalent") & (pl.col("first_date") <= pl.col("end"))
+    days = (pl.when(pl.col("prevalent")).then(pl.lit(0))
+            .when(pl.col("event")).then((pl.col("first_date") - pl.col("baseline_date"))
+                                        .dt.total_days())
+            .otherwise((pl.col("end") - pl.col("baseline_date")).dt.total_days()))
+    return f.with_columns(event=event).with_columns(
+        time_years=pl.max_horizontal(days, 0).cast(pl.Float64) / DAYS_PER_YEAR)
+
+
+def _follow_up_stats(f: pl.DataFrame) -> tuple[dict[str, dict], dict[str, dict[str, int]]]:
+    """(counts per outcome, events per outcome and first source): what the report says about
+    each outcome's censoring, so a wrong censoring date shows."""
+    import polars as pl
+
+    has = pl.col("first_date").is_not_null()
+    incident = has & ~pl.col("prevalent")
+    stats = f.group_by("outcome").agg(
+        participants=pl.len(), prevalent=pl.col("prevalent").sum(), events=pl.col("event").sum(),
+        after_censoring=(incident & (pl.col("first_date") > pl.col("censor"))).sum(),
+        censored_at_death=(~pl.col("event") & ~pl.col("prevalent")
+                           & (pl.col("death_date") < pl.col("censor"))).sum(),
+        after_death=(incident & (pl.col("first_date") > pl.col("death_date"))).sum(),
+        censoring_before_baseline=(~pl.col("prevalent")
+                                   & (pl.col("end") < pl.col("baseline_date"))).sum(),
+    )
+    stats = {r.pop("outcome"): r for r in stats.iter_rows(named=True)}
+    sources = (f.filter(pl.col("event")).group_by("outcome", "first_source").len()
+               .iter_rows())
+    first_source: dict[str, dict[str, int]] = {}
+    for name, source, count in sources:
+        first_source.setdefault(name, {})[source] = int(count)
+    return stats, first_source
+
+
 def build_outcomes(baseline: pl.DataFrame, collector: LinkedCollector
                    ) -> tuple[pl.DataFrame, dict]:
     """One row per participant (of ``baseline``: eid, assessment_date) and outcome, and the
@@ -608,14 +729,7 @@ def build_outcomes(baseline: pl.DataFrame, collector: LinkedCollector
     collector.flush()
     config, plan = collector.config, collector.plan
     present = plan.sources
-    date_schema = {"eid": pl.Int64, "source": pl.String, "date": pl.Date}
-    events = (pl.concat(collector.events) if collector.events else
-              pl.DataFrame(schema={"eid": pl.Int64, "outcome": pl.String, **date_schema}))
-    any_records = (pl.concat(collector.any_records) if collector.any_records
-                   else pl.DataFrame(schema=date_schema))
-    deaths = (pl.concat(collector.deaths).group_by("eid").agg(pl.col("death_date").min())
-              if collector.deaths else pl.DataFrame(schema={"eid": pl.Int64,
-                                                            "death_date": pl.Date}))
+    events, any_records, deaths = _gathered(collector)
     base = baseline.select("eid", pl.col("assessment_date").alias("baseline_date"))
     no_date = int(base["baseline_date"].null_count())
     base = base.filter(pl.col("baseline_date").is_not_null()).join(deaths, on="eid", how="left")
@@ -645,54 +759,8 @@ def build_outcomes(baseline: pl.DataFrame, collector: LinkedCollector
     if not built:
         return empty_outcomes(), report
 
-    # every outcome's candidate records in one frame, then each participant's first per outcome
-    allowed = pl.DataFrame([(o.name, s) for o, used, _ in built for s in used],
-                           schema={"outcome": pl.String, "source": pl.String}, orient="row")
-    coded = [o.name for o, _, _ in built if o.codes]
-    any_of = pl.DataFrame([(o.name, s) for o, used, _ in built if not o.codes for s in used],
-                          schema={"outcome": pl.String, "source": pl.String}, orient="row")
-    cand = pl.concat([
-        events.filter(pl.col("outcome").is_in(coded)).join(allowed, on=["outcome", "source"]),
-        any_records.join(any_of, on="source").select("eid", "outcome", "source", "date"),
-    ])
-    priority = {s: i for i, s in enumerate(SOURCES)}
-    first = (cand.with_columns(prio=pl.col("source").replace_strict(priority,
-                                                                    return_dtype=pl.Int8))
-             .sort("outcome", "eid", "date", "prio")
-             .unique(["outcome", "eid"], keep="first", maintain_order=True)
-             .select("eid", "outcome", pl.col("source").alias("first_source"),
-                     pl.col("date").alias("first_date")))
-    table = pl.DataFrame({"outcome": [o.name for o, _, _ in built],
-                          "_order": pl.Series(range(len(built)), dtype=pl.Int16),
-                          "censor": [c for _, _, c in built]})
-    f = (base.join(table, how="cross").join(first, on=["eid", "outcome"], how="left"))
-    has = pl.col("first_date").is_not_null()
-    prevalent = has & (pl.col("first_date") <= pl.col("baseline_date"))
-    end = pl.min_horizontal("censor", "death_date")
-    f = f.with_columns(prevalent=prevalent, end=end)
-    event = has & ~pl.col("prevalent") & (pl.col("first_date") <= pl.col("end"))
-    days = (pl.when(pl.col("prevalent")).then(pl.lit(0))
-            .when(pl.col("event")).then((pl.col("first_date") - pl.col("baseline_date"))
-                                        .dt.total_days())
-            .otherwise((pl.col("end") - pl.col("baseline_date")).dt.total_days()))
-    f = f.with_columns(event=event).with_columns(
-        time_years=pl.max_horizontal(days, 0).cast(pl.Float64) / DAYS_PER_YEAR)
-    incident = has & ~pl.col("prevalent")
-    stats = f.group_by("outcome").agg(
-        participants=pl.len(), prevalent=pl.col("prevalent").sum(), events=pl.col("event").sum(),
-        after_censoring=(incident & (pl.col("first_date") > pl.col("censor"))).sum(),
-        censored_at_death=(~pl.col("event") & ~pl.col("prevalent")
-                           & (pl.col("death_date") < pl.col("censor"))).sum(),
-        after_death=(incident & (pl.col("first_date") > pl.col("death_date"))).sum(),
-        censoring_before_baseline=(~pl.col("prevalent")
-                                   & (pl.col("end") < pl.col("baseline_date"))).sum(),
-    )
-    stats = {r.pop("outcome"): r for r in stats.iter_rows(named=True)}
-    sources = (f.filter(pl.col("event")).group_by("outcome", "first_source").len()
-               .iter_rows())
-    first_source: dict[str, dict[str, int]] = {}
-    for name, source, count in sources:
-        first_source.setdefault(name, {})[source] = int(count)
+    f = _follow_up(base, built, _first_records(built, events, any_records))
+    stats, first_source = _follow_up_stats(f)
     # ``event`` here is an incident event; in the table a prevalent row has event 1 (the
     # participant has the disease) and time 0, so it is never taken for an event-free one
     out = (f.sort("eid", "_order").select(

@@ -223,40 +223,90 @@ def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_
             "file, or pass --drop-truncated-last-row to ingest without that participant",
             file=layout.path, row=truncated_row)
 
-    import pyarrow.csv as pc
-
     invalid: list = []
+    reader = _open_csv(layout, names + side_names, types, invalid)
+    side = (_SideBlocks(side_hook, [layout.eid_column, *side_names]) if side_names and side_hook
+            else None)
+    batches = _read_batches(reader, layout, names, side, invalid, truncated_row)
+    schema = pa.schema([reader.schema.field(n) for n in names])
+    table = pa.Table.from_batches(batches, schema=schema)
+    _raise_on_ragged_row(layout, invalid, truncated_row)
+    if truncated_row is not None:
+        if not invalid:  # the cut line still had every field (cut inside the last value)
+            table = table.slice(0, table.num_rows - 1)
+            if side is not None:
+                side.drop_last_row()
+        warnings.append(f"dropped the cut-off last row {truncated_row} (--drop-truncated-last-row)")
+    if side is not None:
+        side.finish()
+    # the parse buffers are free now; hand them back to the OS rather than keep them pooled
+    pa.default_memory_pool().release_unused()
+    return table
+
+
+def _open_csv(layout: ExportLayout, columns: list[str], types: dict[str, pa.DataType],
+              invalid: list) -> pa.RecordBatchReader:
+    """A streaming reader of ``columns``; rows with the wrong number of fields are skipped and
+    collected in ``invalid``, so the caller can name the row rather than pyarrow's block."""
+    import pyarrow.csv as pc
 
     def on_invalid(row) -> str:
         invalid.append(row)
         return "skip"
 
     try:
-        reader = pc.open_csv(
+        return pc.open_csv(
             layout.path,
             read_options=pc.ReadOptions(block_size=_BLOCK_BYTES, use_threads=True),
             parse_options=pc.ParseOptions(delimiter=layout.delimiter,
                                           invalid_row_handler=on_invalid),
-            convert_options=pc.ConvertOptions(include_columns=names + side_names,
+            convert_options=pc.ConvertOptions(include_columns=columns,
                                               column_types=types, null_values=_NULLS,
                                               strings_can_be_null=True,
                                               quoted_strings_can_be_null=True),
         )
     except pa.ArrowInvalid as exc:  # the first block is parsed on open
         raise _conversion_error(layout, str(exc)) from None
+
+
+class _SideBlocks:
+    """The side columns' blocks on their way to the hook.
+
+    A block goes to the hook only once the next one has been read cleanly: a ragged row must
+    be reported as such (not as whatever the hook finds in a shifted row), and the cut-off
+    last row, if any, is only known to be the last at the end.
+    """
+
+    def __init__(self, hook: BatchHook, columns: list[str]) -> None:
+        self.hook, self.columns = hook, columns
+        self.pending: pa.RecordBatch | None = None
+        self.rows = 0
+
+    def push(self, batch: pa.RecordBatch) -> None:
+        if self.pending is not None:
+            self._flush(self.pending)
+        self.pending = batch
+
+    def drop_last_row(self) -> None:
+        if self.pending is not None:
+            self.pending = self.pending.slice(0, self.pending.num_rows - 1)
+
+    def finish(self) -> None:
+        if self.pending is not None:
+            self._flush(self.pending)
+            self.pending = None
+
+    def _flush(self, batch: pa.RecordBatch) -> None:
+        self.hook(pa.Table.from_batches([batch]).select(self.columns), self.rows + 1)
+        self.rows += batch.num_rows
+
+
+def _read_batches(reader: pa.RecordBatchReader, layout: ExportLayout,
+                  names: list[str], side: _SideBlocks | None, invalid: list,
+                  truncated_row: int | None) -> list[pa.RecordBatch]:
+    """The kept columns' blocks; the side columns' go to ``side``. Stops at the block after a
+    ragged row (the caller reports it)."""
     batches = []
-    # A block goes to the side hook only once the next one has been read cleanly: a ragged
-    # row must be reported as such (not as whatever the hook finds in a shifted row), and the
-    # cut-off last row, if any, is only known to be the last at the end.
-    pending: pa.RecordBatch | None = None
-    side_rows = 0
-
-    def flush(batch: pa.RecordBatch) -> None:
-        nonlocal side_rows
-        side_hook(pa.Table.from_batches([batch]).select([layout.eid_column, *side_names]),
-                  side_rows + 1)
-        side_rows += batch.num_rows
-
     size = layout.path.stat().st_size
     bar = progress(desc=f"reading {layout.path.name}", total=size, unit="B", unit_scale=True)
     try:
@@ -272,15 +322,16 @@ def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_
             if len(invalid) > (truncated_row is not None):
                 batches.append(batch.select(names))
                 break
-            if side_names:
-                if pending is not None:
-                    flush(pending)
-                pending = batch
-            batches.append(batch.select(names) if side_names else batch)
+            if side is not None:
+                side.push(batch)
+            batches.append(batch.select(names) if side is not None else batch)
     finally:
         bar.close()
-    schema = pa.schema([reader.schema.field(n) for n in names])
-    table = pa.Table.from_batches(batches, schema=schema)
+    return batches
+
+
+def _raise_on_ragged_row(layout: ExportLayout, invalid: list, truncated_row: int | None) -> None:
+    """Stop on the first row with too few or too many fields, other than the cut-off last."""
     ragged = invalid[: len(invalid) - (truncated_row is not None)] if invalid else []
     if ragged:
         bad = ragged[0]
@@ -290,17 +341,6 @@ def read_columns(layout: ExportLayout, keys: list[ColumnKey], *, drop_truncated_
             f"row has {bad.actual_columns} fields, {more} than the header's "
             f"{bad.expected_columns} (a stray delimiter or a broken line?)",
             file=layout.path, row=row)
-    if truncated_row is not None:
-        if not invalid:  # the cut line still had every field (cut inside the last value)
-            table = table.slice(0, table.num_rows - 1)
-            if pending is not None:
-                pending = pending.slice(0, pending.num_rows - 1)
-        warnings.append(f"dropped the cut-off last row {truncated_row} (--drop-truncated-last-row)")
-    if pending is not None:
-        flush(pending)
-    # the parse buffers are free now; hand them back to the OS rather than keep them pooled
-    pa.default_memory_pool().release_unused()
-    return table
 
 
 def _stream_parquet_side(layout: ExportLayout, names: list[str], hook: BatchHook) -> None:

@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,9 @@ from sphr.evaluate.names import CLASSIFIERS, N_CLASSES, TASKS
 from sphr.evaluate.nn_ehr import NNForEHRConfig
 from sphr.labels import to_binary
 from sphr.progress import progress
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +250,59 @@ def _reusable(prior: EvalResult, same_as: Mapping[str, str], labels: np.ndarray,
     return out
 
 
+def _check_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray) -> None:
+    if not embeddings:
+        raise ConfigError("no representations to evaluate")
+    for name, Z in embeddings.items():
+        if Z.ndim != 2 or Z.shape[0] != len(labels):
+            raise InputError(f"representation {name}: {Z.shape} rows vs {len(labels)} labels")
+        if not np.isfinite(Z).all():
+            raise InputError(f"representation {name} has non-finite values")
+
+
+def _run_jobs(jobs: Sequence[_Job], X: Mapping[str, np.ndarray], labels: np.ndarray,
+              splits: Sequence[Split], cfg: EvalConfig, n_jobs: int, dev: torch.device
+              ) -> list[dict[str, Any]]:
+    """Every job's records: CPU jobs in ``n_jobs`` worker processes, in the order they finish;
+    device jobs here, one after another."""
+    from joblib import Parallel, delayed
+
+    records: list[dict[str, Any]] = []
+    bar = progress(desc="evaluate", total=len(jobs), unit="job")
+    # one thread per fit, always: OpenMP fits (XGBoost, BLAS) that share busy cores spin
+    # and slow down many-fold (an XGBoost fit took 20x longer with 2 threads on 2 loaded cores)
+    threads = 1
+    cpu_jobs = [j for j in jobs if not j.on_device]
+    if cpu_jobs:
+        parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered",
+                            max_nbytes="1M")
+        for res in parallel(delayed(_run_job)(j, X[j.representation], labels, splits, cfg,
+                                              threads, "cpu") for j in cpu_jobs):
+            records.extend(res)
+            bar.update(1)
+    for j in (j for j in jobs if j.on_device):  # GPU work stays in this process, one at a time
+        records.extend(_run_job(j, X[j.representation], labels, splits, cfg, 1, str(dev)))
+        bar.update(1)
+    bar.close()
+    return records
+
+
+def _score_table(records: list[dict[str, Any]], representations: Sequence[str]
+                 ) -> tuple[pd.DataFrame, dict[tuple[str, str, str, int], np.ndarray]]:
+    """(scores, predictions): the records in a fixed order (representations as given, then
+    classifier, task, split), whatever order the workers finished in."""
+    predictions = {(r["representation"], r["classifier"], r["task"], r["split"]): r.pop("predictions")
+                   for r in records}
+    scores = pd.DataFrame.from_records(records)
+    order = {n: i for i, n in enumerate(representations)}
+    scores = scores.assign(
+        _r=scores["representation"].map(order),
+        _c=scores["classifier"].map({c: i for i, c in enumerate(CLASSIFIERS)}),
+        _t=scores["task"].map({t: i for i, t in enumerate(TASKS)}),
+    ).sort_values(["_r", "_c", "_t", "split"]).drop(columns=["_r", "_c", "_t"]).reset_index(drop=True)
+    return scores, predictions
+
+
 def classify_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray,
                         config: EvalConfig | None = None, *,
                         splits: Sequence[Split] | None = None, prior: EvalResult | None = None,
@@ -259,67 +315,34 @@ def classify_embeddings(embeddings: Mapping[str, np.ndarray], labels: np.ndarray
     its records for the same splits and classifier settings are copied, not refitted
     (``settings['reused']`` says which).
     """
-    from joblib import Parallel, delayed
-
     from sphr.device import resolve_device
     from sphr.evaluate.classifiers import classifier_settings
 
     cfg = config or EvalConfig()
     labels = np.asarray(labels).astype(np.int64)
-    if not embeddings:
-        raise ConfigError("no representations to evaluate")
-    for name, Z in embeddings.items():
-        if Z.ndim != 2 or Z.shape[0] != len(labels):
-            raise InputError(f"representation {name}: {Z.shape} rows vs {len(labels)} labels")
-        if not np.isfinite(Z).all():
-            raise InputError(f"representation {name} has non-finite values")
+    _check_embeddings(embeddings, labels)
     if splits is None:
         splits = make_splits(labels, n_splits=cfg.n_splits, test_size=cfg.test_size,
                              seed=cfg.seed, stratify=cfg.stratify)
     splits = list(splits)
     dev = resolve_device(cfg.device)
-    gpu = dev.type == "cuda"
     n_jobs = cfg.n_jobs or available_cores()
-    jobs = _plan({k: v.shape for k, v in embeddings.items()}, splits, cfg, gpu)
+    jobs = _plan({k: v.shape for k, v in embeddings.items()}, splits, cfg, dev.type == "cuda")
     clf_settings = classifier_settings(cfg.device, cfg.nn, cfg.xgboost_method)
     known = _reusable(prior, same_as or {}, labels, splits, clf_settings,
                       cfg.seed) if prior is not None else {}
     reused = [j for j in jobs if all((j.representation, j.classifier, t, s) in known
                                      for t in j.tasks for s in j.splits)]
     jobs = [j for j in jobs if j not in reused]
-    cpu_jobs = [j for j in jobs if not j.on_device]
-    dev_jobs = [j for j in jobs if j.on_device]
     X = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in embeddings.items()}
 
     t0 = time.perf_counter()
     records: list[dict[str, Any]] = [known[(j.representation, j.classifier, t, s)]
                                      for j in reused for t in j.tasks for s in j.splits]
-    bar = progress(desc="evaluate", total=len(jobs), unit="job")
-    # one thread per fit, always: OpenMP fits (XGBoost, BLAS) that share busy cores spin
-    # and slow down many-fold (an XGBoost fit took 20x longer with 2 threads on 2 loaded cores)
-    threads = 1
-    if cpu_jobs:
-        parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered",
-                            max_nbytes="1M")
-        for res in parallel(delayed(_run_job)(j, X[j.representation], labels, splits, cfg,
-                                              threads, "cpu") for j in cpu_jobs):
-            records.extend(res)
-            bar.update(1)
-    for j in dev_jobs:  # GPU work stays in this process, one job at a time
-        records.extend(_run_job(j, X[j.representation], labels, splits, cfg, 1, str(dev)))
-        bar.update(1)
-    bar.close()
+    records.extend(_run_jobs(jobs, X, labels, splits, cfg, n_jobs, dev))
     wall = time.perf_counter() - t0
 
-    predictions = {(r["representation"], r["classifier"], r["task"], r["split"]): r.pop("predictions")
-                   for r in records}
-    scores = pd.DataFrame.from_records(records)
-    order = {n: i for i, n in enumerate(embeddings)}
-    scores = scores.assign(
-        _r=scores["representation"].map(order),
-        _c=scores["classifier"].map({c: i for i, c in enumerate(CLASSIFIERS)}),
-        _t=scores["task"].map({t: i for i, t in enumerate(TASKS)}),
-    ).sort_values(["_r", "_c", "_t", "split"]).drop(columns=["_r", "_c", "_t"]).reset_index(drop=True)
+    scores, predictions = _score_table(records, list(embeddings))
     settings = {
         "n_splits": len(splits), "test_size": cfg.test_size, "seed": cfg.seed,
         "split_seeds": [cfg.seed + i for i in range(len(splits))], "stratified": cfg.stratify,

@@ -151,6 +151,65 @@ def _p_at_z(profile: Profile, data: RetrievalData) -> tuple[int, ...]:
     return tuple(profile.p_at_z.get(data.level, (10,)))
 
 
+@dataclass
+class _Rows:
+    """The comparison's tables as rows, one run (loss x seed) at a time."""
+
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    years: list[pd.DataFrame] = field(default_factory=list)
+    curves: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    #: one run's example retrievals per loss (the first seed's), for the strips
+    examples: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+
+    def add(self, dataset: str, spec: str, seed: int, tr: Any, ev: Any, epochs: int) -> None:
+        for name, value in ev.metrics.items():
+            self.metrics.append({"dataset": dataset, "loss": spec, "seed": seed, "metric": name,
+                                 "value": float(value)})
+        if not ev.per_year.empty:
+            self.years.append(ev.per_year.assign(loss=spec, seed=seed))
+        for rec in tr.history:
+            self.curves.append({"loss": spec, "seed": seed, **{("loss_value" if k == "loss" else k): v
+                                                               for k, v in rec.items()}})
+        self.runs.append({"loss": spec, "seed": seed, "train_seconds": tr.seconds,
+                          "train_images_per_s": tr.images_per_s, "epochs": epochs,
+                          "final_loss": tr.history[-1]["loss"] if tr.history else math.nan,
+                          "best_epoch": -1 if tr.best_epoch is None else tr.best_epoch,
+                          "collapsed_epochs": tr.collapsed_epochs})
+        self.examples.setdefault(spec, ev.examples)
+
+    def per_year(self) -> pd.DataFrame:
+        columns = ["loss", "seed", "year", "metric", "value", "n_queries"]
+        return (pd.concat(self.years, ignore_index=True)[columns] if self.years
+                else pd.DataFrame(columns=columns))
+
+
+def _load(dataset: str | Path | RetrievalData, prof: Profile,
+          data_options: dict[str, Any] | None) -> RetrievalData:
+    if isinstance(dataset, RetrievalData):
+        return dataset
+    kind = str(dataset) if str(dataset) in prof.data else "manifest"
+    return load_retrieval_data(dataset, **{**prof.data.get(kind, {}), **(data_options or {})})
+
+
+def _train_and_measure(spec: str, seed: int, data: RetrievalData, val: ImageSet | None,
+                       transform: BatchTransform, prof: Profile, dev: torch.device
+                       ) -> tuple[Any, Any]:
+    """(training result, evaluation) of one loss and seed: a fresh model and fresh losses, so
+    no run inherits another's state."""
+    loss = loss_for(spec, prof)
+    code_losses = ({int(b): loss_for(spec, prof) for b in prof.hamming_bits}
+                   if prof.trains_code_heads(spec) else {})
+    tr = train_model(data, loss, prof, seed=seed, device=dev, desc=f"{spec} seed {seed}", val=val,
+                     code_losses=code_losses)
+    emb, codes = embed_all(tr.model, data.test, transform, device=dev, batch_size=prof.eval_batch_size,
+                           workers=prof.workers)
+    ev = retrieval_metrics(emb, data.test.labels, data.test.years, seed=seed,
+                           p_at_z=_p_at_z(prof, data), hamming_bits=prof.hamming_bits, codes=codes)
+    ev.metrics.update(_run_summary(tr, emb, data, transform, prof, dev, spec, seed))
+    return tr, ev
+
+
 def run_comparison(dataset: str | Path | RetrievalData = "digits",
                    losses: Sequence[str] = ComparisonConfig.losses,
                    seeds: Sequence[int] = ComparisonConfig.seeds,
@@ -185,51 +244,18 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
         build_loss(spec)
     prof = get_profile(profile, **(profile_overrides or {}))
     dev = resolve_device(device)
-    if isinstance(dataset, RetrievalData):
-        data = dataset
-    else:
-        kind = str(dataset) if str(dataset) in prof.data else "manifest"
-        data = load_retrieval_data(dataset, **{**prof.data.get(kind, {}), **(data_options or {})})
+    data = _load(dataset, prof, data_options)
     transform = BatchTransform(image_size_for(data, prof))
     data, val = split_validation(data, prof.val_fraction)
-    metric_rows: list[dict[str, Any]] = []
-    year_rows: list[pd.DataFrame] = []
-    curve_rows: list[dict[str, Any]] = []
-    run_rows: list[dict[str, Any]] = []
-    examples: dict[str, dict[str, np.ndarray]] = {}
+    rows = _Rows()
     start = time.perf_counter()
     for spec in losses:
         for seed in seeds:
-            loss = loss_for(spec, prof)
-            code_losses = ({int(b): loss_for(spec, prof) for b in prof.hamming_bits}
-                           if prof.trains_code_heads(spec) else {})
-            tr = train_model(data, loss, prof, seed=int(seed), device=dev, desc=f"{spec} seed {seed}", val=val,
-                             code_losses=code_losses)
-            emb, codes = embed_all(tr.model, data.test, transform, device=dev, batch_size=prof.eval_batch_size,
-                                   workers=prof.workers)
-            ev = retrieval_metrics(emb, data.test.labels, data.test.years, seed=int(seed),
-                                   p_at_z=_p_at_z(prof, data), hamming_bits=prof.hamming_bits, codes=codes)
-            ev.metrics.update(_run_summary(tr, emb, data, transform, prof, dev, spec, seed))
-            for name, value in ev.metrics.items():
-                metric_rows.append({"dataset": data.name, "loss": spec, "seed": int(seed), "metric": name,
-                                    "value": float(value)})
-            if not ev.per_year.empty:
-                year_rows.append(ev.per_year.assign(loss=spec, seed=int(seed)))
-            for rec in tr.history:
-                curve_rows.append({"loss": spec, "seed": int(seed), **{("loss_value" if k == "loss" else k): v
-                                                                        for k, v in rec.items()}})
-            run_rows.append({"loss": spec, "seed": int(seed), "train_seconds": tr.seconds,
-                             "train_images_per_s": tr.images_per_s, "epochs": prof.epochs,
-                             "final_loss": tr.history[-1]["loss"] if tr.history else math.nan,
-                             "best_epoch": -1 if tr.best_epoch is None else tr.best_epoch,
-                             "collapsed_epochs": tr.collapsed_epochs})
-            examples.setdefault(spec, ev.examples)
+            tr, ev = _train_and_measure(spec, int(seed), data, val, transform, prof, dev)
+            rows.add(data.name, spec, int(seed), tr, ev, prof.epochs)
             log.info("%s %s seed %s: mAP %.3f CMC@1 %.3f R@1 %.3f (%.0f s)", data.name, spec, seed,
                      ev.metrics["mAP"], ev.metrics["CMC@1"], ev.metrics["R@1"], tr.seconds)
-            del tr, emb
-    per_seed = pd.DataFrame(metric_rows)
-    per_year = (pd.concat(year_rows, ignore_index=True)[["loss", "seed", "year", "metric", "value", "n_queries"]]
-                if year_rows else pd.DataFrame(columns=["loss", "seed", "year", "metric", "value", "n_queries"]))
+            del tr  # the model's memory is free before the next run
     config = {"dataset": data.name, "level": data.level, "data_info": data.info, "losses": list(losses),
               "loss_descriptions": {s: LOSSES[parse_loss_spec(s)[0]].description for s in losses},
               "seeds": [int(s) for s in seeds], "device": str(dev), "profile": prof.to_dict(),
@@ -238,9 +264,10 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
               "seconds": time.perf_counter() - start,
               "loss_options": {s: _resolved_options(s, prof) for s in losses},
               "cmc": "first-match CMC (not the open-reid split-credit CMC of the AdaTriplet code)"}
-    result = _assemble(data.name, per_seed, per_year, pd.DataFrame(curve_rows), pd.DataFrame(run_rows), config)
+    result = _assemble(data.name, pd.DataFrame(rows.metrics), rows.per_year(),
+                       pd.DataFrame(rows.curves), pd.DataFrame(rows.runs), config)
     if strips:
-        result.pngs.update(_strip_pngs(data, examples))
+        result.pngs.update(_strip_pngs(data, rows.examples))
     if out_dir is not None:
         write_outputs(result, out_dir)
     return result

@@ -67,6 +67,66 @@ def _batches(images: ImageSet, batches: Iterator[list[int]] | list[list[int]], w
         yield x.to(device, non_blocking=pin), np.asarray(idx)
 
 
+@dataclass
+class _Step:
+    """One optimisation step on a batch: the model, its losses, the optimiser, the training
+    augmentation with its own generator, and the collapse monitor that watches every batch."""
+
+    model: EmbeddingNet
+    loss: RetrievalLoss
+    code_losses: dict[int, RetrievalLoss]
+    opt: torch.optim.Optimizer
+    transform: BatchTransform
+    gen: torch.Generator
+    labels: torch.Tensor  # every training image's label, on the device
+    monitor: CollapseMonitor
+
+    def __call__(self, images: torch.Tensor, idx: np.ndarray) -> float:
+        labels = self.labels[torch.as_tensor(idx, device=self.labels.device)]
+        x = self.transform(images, self.gen)
+        if self.code_losses:
+            emb, codes = self.model.forward_all(x)
+            value = self.loss(emb, labels)
+            for bits, code_loss in self.code_losses.items():
+                value = value + code_loss(codes[bits], labels)
+        else:
+            emb = self.model(x)
+            value = self.loss(emb, labels)
+        self.opt.zero_grad(set_to_none=True)
+        value.backward()
+        self.opt.step()
+        self.monitor.update(emb, labels)
+        return float(value.detach())
+
+    def end_epoch(self) -> dict[str, Any]:
+        """Advance the margin schedulers; the margins the epoch trained with and the monitor's
+        verdict, for the epoch's record."""
+        margins_used = self.loss.margins()
+        self.loss.on_epoch_end()
+        for code_loss in self.code_losses.values():
+            code_loss.on_epoch_end()
+        record: dict[str, Any] = {}
+        sched = getattr(self.loss, "scheduler", None)
+        if sched is not None and sched.history:
+            record.update({k: v for k, v in sched.history[-1].items() if k != "epoch"})
+        else:
+            record.update(margins_used)
+        return record
+
+
+def _train_epoch(step: _Step, images: ImageSet, sampler: MPerClassBatchSampler, workers: int,
+                 device: torch.device, bar: Any) -> tuple[float, int, int]:
+    """(summed loss, batches, images) of one pass of the sampler's batches."""
+    step.model.train()
+    total, n_batches, n_images = 0.0, 0, 0
+    for batch, idx in _batches(images, iter(sampler), workers, device):
+        total += step(batch, idx)
+        n_batches += 1
+        n_images += len(idx)
+        bar.update(1)
+    return total, n_batches, n_images
+
+
 def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, seed: int = 0,
                 device: torch.device | str = "cpu", desc: str = "train", val: ImageSet | None = None,
                 code_losses: dict[int, RetrievalLoss] | None = None) -> TrainResult:
@@ -85,6 +145,7 @@ def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, s
     if device.type == "cuda":
         # conv autotuning and TF32 matmuls: faster, at the price of bit-exact repeatability
         torch.backends.cudnn.benchmark = True
+    # seeded before the model is built: its initial weights come from the global generator
     seed_everything(seed)
     code_losses = {int(b): c.to(device) for b, c in (code_losses or {}).items()}
     model = build_model(profile.backbone, in_channels=data.channels, dim=profile.dim, weights=profile.weights,
@@ -96,50 +157,25 @@ def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, s
                                     batches_per_epoch=profile.batches_per_epoch)
     for lo in (loss, *code_losses.values()):
         lo.set_budget(profile.epochs, len(sampler), scale=profile.scale_schedules)
-    transform = BatchTransform(image_size_for(data, profile), train=profile.augment)
+    step = _Step(model, loss, code_losses, opt,
+                 BatchTransform(image_size_for(data, profile), train=profile.augment),
+                 torch.Generator(device=device).manual_seed(seed),
+                 torch.as_tensor(data.train.labels, device=device), CollapseMonitor())
     eval_transform = BatchTransform(image_size_for(data, profile))
-    gen = torch.Generator(device=device).manual_seed(seed)
-    labels_all = torch.as_tensor(data.train.labels, device=device)
-    monitor = CollapseMonitor()
     result = TrainResult(model)
     best_map = -math.inf
     warned = False
     start = time.perf_counter()
     bar = progress(total=profile.epochs * len(sampler), desc=desc, unit="batch")
     for epoch in range(profile.epochs):
-        model.train()
-        t0, total, n_batches, n_images = time.perf_counter(), 0.0, 0, 0
-        for images, idx in _batches(data.train, iter(sampler), profile.workers, device):
-            labels = labels_all[torch.as_tensor(idx, device=device)]
-            x = transform(images, gen)
-            if code_losses:
-                emb, codes = model.forward_all(x)
-                value = loss(emb, labels)
-                for bits, code_loss in code_losses.items():
-                    value = value + code_loss(codes[bits], labels)
-            else:
-                emb = model(x)
-                value = loss(emb, labels)
-            opt.zero_grad(set_to_none=True)
-            value.backward()
-            opt.step()
-            monitor.update(emb, labels)
-            total += float(value.detach())
-            n_batches += 1
-            n_images += len(idx)
-            bar.update(1)
-        margins_used = loss.margins()
-        loss.on_epoch_end()
-        for code_loss in code_losses.values():
-            code_loss.on_epoch_end()
+        t0 = time.perf_counter()
+        total, n_batches, n_images = _train_epoch(step, data.train, sampler, profile.workers,
+                                                  device, bar)
+        margins = step.end_epoch()
         record: dict[str, Any] = {"epoch": epoch, "loss": total / max(n_batches, 1),
                                   "seconds": time.perf_counter() - t0, "images": n_images}
-        sched = getattr(loss, "scheduler", None)
-        if sched is not None and sched.history:
-            record.update({k: v for k, v in sched.history[-1].items() if k != "epoch"})
-        else:
-            record.update(margins_used)
-        health = monitor.end_epoch()
+        record.update(margins)
+        health = step.monitor.end_epoch()
         record.update(health.as_dict())
         if health.collapsed and not warned:
             log.warning("%s: embedding collapse at epoch %d (mean negative-pair cosine %.3f, effective rank %.1f)",
@@ -158,7 +194,7 @@ def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, s
         if not math.isfinite(record["loss"]):
             log.warning("%s: loss is %s at epoch %d", desc, record["loss"], epoch)
     bar.close()
-    result.collapsed_epochs = monitor.epochs_collapsed
+    result.collapsed_epochs = step.monitor.epochs_collapsed
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     result.seconds = time.perf_counter() - start

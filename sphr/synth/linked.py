@@ -28,6 +28,9 @@ generator's own: the visits and the existing truth columns are the same with or 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -195,28 +198,47 @@ def latent_log_hazards(p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             "death": 0.085 * a + 0.35 * p["frailty"] + 0.4 * p["male"] + 0.15 * p["inflammation"]}
 
 
-def linked_records(seed: int, p: dict[str, np.ndarray], onset: dict[str, np.ndarray],
-                   hazard: dict[str, np.ndarray], insulin: np.ndarray, eid: np.ndarray,
-                   baseline_visit: pd.DataFrame, log_hazards: dict[str, np.ndarray] | None = None,
-                   ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """(records, true times): one row per record (eid, source, code, date), and the true
-    event times in years from baseline (0 = before baseline) with the cardiovascular and
-    background death hazards. ``log_hazards`` (cardiovascular, death) replace
-    :func:`latent_log_hazards` (the generator's non-linear world)."""
-    log_hazards = log_hazards or latent_log_hazards(p)
-    rng = np.random.default_rng([seed, LINKED_STREAM])
-    n = eid.shape[0]
-    male, frailty = p["male"], p["frailty"]
-    a = p["age"] - AGE_CENTRE
-    date0 = p["date0"]
-    window = (EXTRACT_DATE - date0).astype(float) / _DAYS  # years with records after baseline
-    hes_from = (HES_START - date0).astype(float) / _DAYS  # (negative) start of HES records
-    reg_from = (REGISTRY_START - date0).astype(float) / _DAYS
-    rec = _Records()
-    everyone = np.arange(n)
-    cid = _CODE_ID
+@dataclass
+class _Draw:
+    """What every step of :func:`linked_records` reads: one random stream, passed from step to
+    step in a fixed order (cardiovascular, cancer, death, diabetes, other diagnoses), so the
+    records of a seed never change; the records so far; and the participants' time windows."""
 
-    # ---- cardiovascular: prevalent from the baseline self-report, incident from the latents
+    rng: np.random.Generator
+    rec: _Records
+    everyone: np.ndarray
+    male: np.ndarray
+    frailty: np.ndarray
+    a: np.ndarray  # age - AGE_CENTRE
+    window: np.ndarray  # years with records after baseline
+    hes_from: np.ndarray  # (negative) start of HES records
+    reg_from: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.everyone.shape[0]
+
+
+class _Cardiovascular(NamedTuple):
+    hazard: np.ndarray
+    prevalent: np.ndarray
+    years: np.ndarray
+    code: np.ndarray
+    fatal: np.ndarray
+
+
+class _Cancer(NamedTuple):
+    prevalent: np.ndarray
+    site: np.ndarray
+    fatality: np.ndarray
+    years_malignant: np.ndarray
+    true_years: np.ndarray
+
+
+def _cardiovascular(d: _Draw, baseline_visit: pd.DataFrame,
+                    log_hazards: dict[str, np.ndarray]) -> _Cardiovascular:
+    """Prevalent from the baseline self-report, incident from the latents."""
+    rng, n, everyone, cid = d.rng, d.n, d.everyone, _CODE_ID
     illness = baseline_visit[[c for c in baseline_visit.columns if c.startswith("illness_code#")]]
     ill = illness.to_numpy(float)
     had_mi, had_stroke = (ill == 1075).any(axis=1), (ill == 1081).any(axis=1)
@@ -224,19 +246,24 @@ def linked_records(seed: int, p: dict[str, np.ndarray], onset: dict[str, np.ndar
     silent = ~had_mi & ~had_stroke & (rng.random(n) < np.clip(0.006 * h_cvd / h_cvd.mean(), 0, 0.05))
     prev_cvd = had_mi | had_stroke | silent
     t_cvd = np.where(prev_cvd, 0.0, rng.exponential(1.0 / h_cvd))
-    before = np.maximum(-rng.uniform(0.2, 10.0, n), hes_from + 0.01)
+    before = np.maximum(-rng.uniform(0.2, 10.0, n), d.hes_from + 0.01)
     # 80% of self-reported events were admitted since HES began; the silent ones only show there
     mi_code = np.where(rng.random(n) < 0.6, cid["I21.9"], cid["I25.2"])
     for mask, codes, share in ((had_mi, mi_code, 0.8), (had_stroke, cid["I63.9"], 0.8),
                                (silent, cid["I20.9"], 1.0)):
         kept = mask & (rng.random(n) < share)
-        rec.add(everyone[kept], "hospital", np.broadcast_to(codes, n)[kept], before[kept])
+        d.rec.add(everyone[kept], "hospital", np.broadcast_to(codes, n)[kept], before[kept])
     cvd_code = _ids(_CVD_EVENTS)[_pick(rng, _CVD_EVENTS, n)]
     fatal_cvd = ~prev_cvd & (rng.random(n) < 0.10)
     incident_cvd = ~prev_cvd & ~fatal_cvd
-    rec.add(everyone[incident_cvd], "hospital", cvd_code[incident_cvd], t_cvd[incident_cvd])
+    d.rec.add(everyone[incident_cvd], "hospital", cvd_code[incident_cvd], t_cvd[incident_cvd])
+    return _Cardiovascular(h_cvd, prev_cvd, t_cvd, cvd_code, fatal_cvd)
 
-    # ---- cancer: baseline registrations of the self-reported site, then new registrations
+
+def _cancer(d: _Draw, baseline_visit: pd.DataFrame, onset: dict[str, np.ndarray],
+            hazard: dict[str, np.ndarray]) -> _Cancer:
+    """Baseline registrations of the self-reported site, then new registrations."""
+    rng, n, everyone, cid, male, a = d.rng, d.n, d.everyone, _CODE_ID, d.male, d.a
     site_report = _first_code(baseline_visit, "cancer_code#")
     prev_cancer = onset["cancer"] == 0
     female_sites, male_sites = _pick(rng, _SITES_F, n), _pick(rng, _SITES_M, n)
@@ -248,77 +275,114 @@ def linked_records(seed: int, p: dict[str, np.ndarray], onset: dict[str, np.ndar
         reported[site_report == self_code] = cid[icd]
     prev_site = np.where(reported > 0, reported, site)
     kept = prev_cancer & (rng.random(n) < 0.92)
-    rec.add(everyone[kept], "cancer_registry", prev_site[kept],
-            np.maximum(-rng.uniform(0.3, 15.0, n), reg_from + 0.01)[kept])
+    d.rec.add(everyone[kept], "cancer_registry", prev_site[kept],
+              np.maximum(-rng.uniform(0.3, 15.0, n), d.reg_from + 0.01)[kept])
     extra = rng.exponential(1.0 / (0.5 * hazard["cancer"]))
     t_malignant = np.minimum(np.where(prev_cancer, np.inf, onset["cancer"]), extra)
     registered = rng.random(n) < 0.97
-    rec.add(everyone[registered], "cancer_registry", site[registered], t_malignant[registered])
+    d.rec.add(everyone[registered], "cancer_registry", site[registered], t_malignant[registered])
     in_hospital = rng.random(n) < 0.75
-    rec.add(everyone[in_hospital], "hospital", site[in_hospital],
-            (t_malignant + rng.exponential(0.1, n))[in_hospital])
+    d.rec.add(everyone[in_hospital], "hospital", site[in_hospital],
+              (t_malignant + rng.exponential(0.1, n))[in_hospital])
     t_nmsc = rng.exponential(1.0 / (0.004 * np.exp(0.07 * a) * np.where(male, 1.3, 1.0)))
     nmsc_code = np.array([cid["C44.3"], cid["C44.5"], cid["C44.6"]])[rng.integers(0, 3, n)]
-    rec.add(everyone, "cancer_registry", nmsc_code, t_nmsc)
+    d.rec.add(everyone, "cancer_registry", nmsc_code, t_nmsc)
     t_insitu = rng.exponential(1.0 / np.where(male, 1e-5, 0.0008))
-    rec.add(everyone, "cancer_registry",
-            np.where(rng.random(n) < 0.7, cid["D05.1"], cid["D06.9"]), t_insitu)
+    d.rec.add(everyone, "cancer_registry",
+              np.where(rng.random(n) < 0.7, cid["D05.1"], cid["D06.9"]), t_insitu)
     malignant_ids = _ids(_SITES_F + _SITES_M)
     true_cancer = np.where(prev_cancer & np.isin(prev_site, malignant_ids), 0.0, t_malignant)
+    return _Cancer(prev_cancer, site, fatality, t_malignant, true_cancer)
 
-    # ---- death: background hazard plus deaths from the events above
+
+def _death(d: _Draw, log_hazards: dict[str, np.ndarray], onset: dict[str, np.ndarray],
+           cvd: _Cardiovascular, cancer: _Cancer) -> tuple[np.ndarray, np.ndarray]:
+    """(years to death, death hazard): a background hazard plus deaths from the cancers and
+    cardiovascular events above, with an underlying and contributory causes."""
+    rng, n, everyone, cid = d.rng, d.n, d.everyone, _CODE_ID
     h_death = DEATH_BASE * np.exp(log_hazards["death"])
-    h_death = h_death * np.where(prev_cvd, 1.6, 1.0) * np.where(prev_cancer, 1.3, 1.0) * np.where(
-        onset["diabetes"] == 0, 1.5, 1.0)
+    h_death = h_death * np.where(cvd.prevalent, 1.6, 1.0) * np.where(
+        cancer.prevalent, 1.3, 1.0) * np.where(onset["diabetes"] == 0, 1.5, 1.0)
     t_background = rng.exponential(1.0 / h_death)
-    t_cancer_death = np.where(rng.random(n) < fatality, t_malignant + rng.exponential(2.5, n),
-                              np.inf)
-    t_cvd_death = np.where(fatal_cvd, t_cvd, np.where(
-        ~prev_cvd & (rng.random(n) < 0.10), t_cvd + rng.exponential(3.0, n), np.inf))
+    t_cancer_death = np.where(rng.random(n) < cancer.fatality,
+                              cancer.years_malignant + rng.exponential(2.5, n), np.inf)
+    t_cvd_death = np.where(cvd.fatal, cvd.years, np.where(
+        ~cvd.prevalent & (rng.random(n) < 0.10), cvd.years + rng.exponential(3.0, n), np.inf))
     causes = np.stack([t_background, t_cancer_death, t_cvd_death])
     t_death = causes.min(axis=0)
     why = causes.argmin(axis=0)
     other = _ids(_OTHER_DEATHS)[_pick(rng, _OTHER_DEATHS, n)]
-    underlying = np.where(why == 1, site, np.where(why == 2, np.where(
-        fatal_cvd, cvd_code, cid["I25.1"]), other))
-    died = t_death <= window
-    rec.add(everyone[died], "death", None, t_death[died])
+    underlying = np.where(why == 1, cancer.site, np.where(why == 2, np.where(
+        cvd.fatal, cvd.code, cid["I25.1"]), other))
+    died = t_death <= d.window
+    d.rec.add(everyone[died], "death", None, t_death[died])
     twice = died & (rng.random(n) < 0.005)  # a death registered twice (instance 1), same date
-    rec.add(everyone[twice], "death", None, t_death[twice], priority=1)
-    rec.add(everyone[died], "death_underlying", underlying[died], t_death[died])
+    d.rec.add(everyone[twice], "death", None, t_death[twice], priority=1)
+    d.rec.add(everyone[died], "death_underlying", underlying[died], t_death[died])
     diabetic_then = onset["diabetes"] <= t_death
     for code, share in (*_CONTRIBUTORY, ("E11.9", 0.0)):
         chance = np.where(diabetic_then, 0.45, 0.0) if code == "E11.9" else np.full(n, share)
         hit = died & (rng.random(n) < chance) & (underlying != cid[code])
-        rec.add(everyone[hit], "death_contributory", code, t_death[hit])
+        d.rec.add(everyone[hit], "death_contributory", code, t_death[hit])
+    return t_death, h_death
 
-    # ---- type 2 diabetes: hospital records of the cohort's own diagnoses
+
+def _diabetes(d: _Draw, onset: dict[str, np.ndarray], insulin: np.ndarray) -> None:
+    """Hospital records of the cohort's own diabetes diagnoses."""
+    rng, n, everyone, cid = d.rng, d.n, d.everyone, _CODE_ID
     prev_dm = onset["diabetes"] == 0
     dm_code = np.array([cid["E11.9"], cid["E11.6"], cid["E11.8"]])[
         rng.choice(3, n, p=[.7, .2, .1])]
     dm_code = np.where(insulin & (rng.random(n) < 0.35), cid["E10.9"], dm_code)  # as type 1
     dm_code = np.where(rng.random(n) < 0.08, cid["E14.9"], dm_code)  # coded as unspecified
     early = prev_dm & (rng.random(n) < 0.5)
-    rec.add(everyone[early], "hospital", dm_code[early],
-            np.maximum(-rng.uniform(0.1, 9.0, n), hes_from + 0.01)[early])
+    d.rec.add(everyone[early], "hospital", dm_code[early],
+              np.maximum(-rng.uniform(0.1, 9.0, n), d.hes_from + 0.01)[early])
     later = prev_dm & ~early & (rng.random(n) < 0.35)
-    rec.add(everyone[later], "hospital", dm_code[later], rng.exponential(3.0, n)[later])
+    d.rec.add(everyone[later], "hospital", dm_code[later], rng.exponential(3.0, n)[later])
     incident = ~prev_dm & (rng.random(n) < 0.45)
-    rec.add(everyone[incident], "hospital", dm_code[incident],
-            (onset["diabetes"] + rng.exponential(1.5, n))[incident])
+    d.rec.add(everyone[incident], "hospital", dm_code[incident],
+              (onset["diabetes"] + rng.exponential(1.5, n))[incident])
 
-    # ---- other hospital diagnoses, before and after baseline
-    k = np.minimum(rng.poisson(1.6 * np.exp(0.35 * frailty + 0.03 * a)), 8)
-    who = np.repeat(everyone, k)
+
+def _other_hospital(d: _Draw) -> None:
+    """Hospital codes outside every outcome set, before and after baseline."""
+    rng = d.rng
+    k = np.minimum(rng.poisson(1.6 * np.exp(0.35 * d.frailty + 0.03 * d.a)), 8)
+    who = np.repeat(d.everyone, k)
     codes = _ids(_OTHER_HOSPITAL)[_pick(rng, _OTHER_HOSPITAL, who.shape[0])]
-    when = rng.uniform(hes_from[who], window[who])
+    when = rng.uniform(d.hes_from[who], d.window[who])
     when = np.where(rng.random(who.shape[0]) < 0.004, np.nan, when)  # date unknown (1900-01-01)
-    rec.add(who, "hospital", codes, when, priority=2)
+    d.rec.add(who, "hospital", codes, when, priority=2)
 
-    records = _finish(rec.arrays(), t_death, window, eid, date0)
-    truth = {"true_years_type2_diabetes": onset["diabetes"], "true_years_cancer": true_cancer,
-             "true_years_cardiovascular": t_cvd, "true_years_death": t_death,
-             "hazard_cardiovascular": h_cvd, "hazard_death": h_death}
+
+def linked_records(seed: int, p: dict[str, np.ndarray], onset: dict[str, np.ndarray],
+                   hazard: dict[str, np.ndarray], insulin: np.ndarray, eid: np.ndarray,
+                   baseline_visit: pd.DataFrame, log_hazards: dict[str, np.ndarray] | None = None,
+                   ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """(records, true times): one row per record (eid, source, code, date), and the true
+    event times in years from baseline (0 = before baseline) with the cardiovascular and
+    background death hazards. ``log_hazards`` (cardiovascular, death) replace
+    :func:`latent_log_hazards` (the generator's non-linear world)."""
+    log_hazards = log_hazards or latent_log_hazards(p)
+    date0 = p["date0"]
+    window = (EXTRACT_DATE - date0).astype(float) / _DAYS
+    d = _Draw(rng=np.random.default_rng([seed, LINKED_STREAM]), rec=_Records(),
+              everyone=np.arange(eid.shape[0]), male=p["male"], frailty=p["frailty"],
+              a=p["age"] - AGE_CENTRE, window=window,
+              hes_from=(HES_START - date0).astype(float) / _DAYS,
+              reg_from=(REGISTRY_START - date0).astype(float) / _DAYS)
+    # the steps share one stream: their order is part of the frozen generator (docs/SYNTH.md)
+    cvd = _cardiovascular(d, baseline_visit, log_hazards)
+    cancer = _cancer(d, baseline_visit, onset, hazard)
+    t_death, h_death = _death(d, log_hazards, onset, cvd, cancer)
+    _diabetes(d, onset, insulin)
+    _other_hospital(d)
+
+    records = _finish(d.rec.arrays(), t_death, window, eid, date0)
+    truth = {"true_years_type2_diabetes": onset["diabetes"], "true_years_cancer": cancer.true_years,
+             "true_years_cardiovascular": cvd.years, "true_years_death": t_death,
+             "hazard_cardiovascular": cvd.hazard, "hazard_death": h_death}
     return records, truth
 
 
