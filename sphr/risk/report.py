@@ -281,7 +281,8 @@ def summary_sentences(discrimination: pd.DataFrame | None, heldout: pd.DataFrame
         mine.append(_heldout_sentence(sex, heldout, named=not mine or mine[0] is None))
         mine.append(_linked_sentence(sex, linked))
         d = disc[(disc["sex"] == sex) & (disc["method"] != "age")] if disc is not None else None
-        if d is not None and len(d):
+        # nobody validated at a repeat visit (a cohort without one): nothing to say of it
+        if d is not None and len(d) and (d[["n", "n_survival"]].fillna(0).to_numpy() > 0).any():
             mine += [_auroc_sentence(d), _c_index_sentence(d), _risk_ratio_sentence(d),
                      _reference_sentence(disc[disc["sex"] == sex])]
         mine_ = [m for m in mine if m]
