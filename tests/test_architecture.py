@@ -5,8 +5,8 @@
     ingest (sphr.data) -> cohorts (sphr.cohorts) -> train (sphr.train, sphr.losses, sphr.models)
       -> embed (sphr.baselines) -> evaluate (sphr.evaluate) | risk (sphr.risk) -> report (sphr.report)
     retrieval (sphr.retrieval): a separate branch; may import sphr.losses and sphr.models
-    shared (sphr.io, layout, artifacts, errors, labels, device, plots, progress, profiles): importable by all,
-    import no stage
+    shared (sphr.io, layout, artifacts, errors, labels, device, plots, progress, profiles, survival,
+    representation): importable by all, import no stage
 
 Imports are read with ``ast``: module-level and function-level ``import`` / ``from``
 statements (relative ones resolved), ``importlib.import_module("...")`` string literals, and
@@ -39,7 +39,7 @@ RANK: dict[str, int] = {"shared": -1, "synth": 0, "ingest": 0, "cohorts": 1, "tr
                         "evaluate": 4, "risk": 4, "report": 5}
 SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.errors", "sphr.labels",
                            "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles",
-                           "sphr.survival")
+                           "sphr.survival", "sphr.representation")
 #: outside the stage order: the CLI registers every stage's command, and the run's settings
 #: (sphr.settings) read every stage's config class
 OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli", "sphr.settings")

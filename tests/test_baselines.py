@@ -72,9 +72,30 @@ def test_transform_is_row_by_row(name, written, cohort_dir):
     np.testing.assert_allclose(model.transform(X[:7]), full[:7], atol=1e-5)
 
 
+@pytest.mark.parametrize("name", BASELINES)
+def test_the_shared_interface_saves_and_loads_every_baseline(name, written, cohort_dir,
+                                                              tmp_path):
+    """Every baseline is a sphr.representation.Representation: load reads the stage's
+    model.joblib, save -> load gives the same map, and load refuses a file of another kind."""
+    from sphr.representation import Representation
+
+    X = load_cohort(cohort_dir).matrix("test")
+    model = Representation.load(written / name / "model.joblib")
+    assert isinstance(model, Representation) and model.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(model.transform(X),
+                                  load_representation(written / name).transform(X))
+    again = type(model).load(model.save(tmp_path / f"{name}.joblib"))
+    np.testing.assert_array_equal(again.transform(X), model.transform(X))
+    if name != "raw":
+        with pytest.raises(InputError, match="not a Raw"):
+            make_representation("raw").load(written / name / "model.joblib")
+    with pytest.raises(InputError, match="missing representation file"):
+        Representation.load(tmp_path / "none.joblib")
+
+
 def test_no_test_participant_reaches_a_fit(cohort_dir, monkeypatch):
     """Sentinel: record every matrix handed to any representation's fit."""
-    import sphr.baselines.base as base
+    import sphr.representation as base
 
     seen: list[np.ndarray] = []
     original = base.Representation.fit

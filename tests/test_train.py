@@ -9,10 +9,20 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from sklearn.exceptions import NotFittedError
 
-from sphr.errors import ConfigError
+from sphr.errors import ConfigError, InputError
 from sphr.models import SPHRNet
-from sphr.train import TrainConfig, embed, load_model, run_train, save_model, train_many, train_sphr
+from sphr.train import (
+    SPHREmbedding,
+    TrainConfig,
+    embed,
+    load_model,
+    run_train,
+    save_model,
+    train_many,
+    train_sphr,
+)
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +141,74 @@ def test_embed_save_load_round_trip(data, tmp_path):
     loaded = load_model(tmp_path)
     assert not loaded.training and next(loaded.parameters()).device.type == "cpu"
     np.testing.assert_array_equal(embed(loaded, X, device="cpu"), Z)
+
+
+# ----------------------------------------------------------------------------- SPHREmbedding
+
+def test_sphr_embedding_is_todays_trainer(data):
+    """fit is train_sphr (the same weights and loss curve, bit for bit, for the same seed),
+    transform is embed."""
+    X, T, y = data
+    ref = train_sphr(X, T, cfg(epochs=3, seed=5), labels=y)
+    est = SPHREmbedding(cfg(epochs=3, seed=5)).fit(X, labels=y, triplets=T)
+    assert _same(est.model_, ref.model)
+    assert est.training_.loss_curve == ref.loss_curve
+    np.testing.assert_array_equal(est.transform(X), embed(ref.model, X, device="cpu"))
+    # y is the labels, as scikit-learn passes them
+    by_y = SPHREmbedding(cfg(epochs=3, seed=5)).fit(X, y, triplets=T)
+    assert _same(by_y.model_, ref.model)
+    assert (est.n_features_in_, est.n_components_) == (12, 32)
+    assert not hasattr(est, "feature_names_in_")  # a plain array names no feature
+
+
+def test_sphr_embedding_is_deterministic_with_a_seed(data):
+    X, T, y = data
+    a, b, c = (SPHREmbedding(cfg(seed=s)).fit(X, labels=y, triplets=T) for s in (2, 2, 3))
+    np.testing.assert_array_equal(a.transform(X), b.transform(X))
+    assert not np.allclose(a.transform(X), c.transform(X))
+
+
+def test_sphr_embedding_clones_and_reports_its_parameters(data):
+    from sklearn.base import clone
+
+    X, T, y = data
+    est = SPHREmbedding(cfg(seed=4), device="cpu")
+    assert est.get_params() == {"config": cfg(seed=4), "device": "cpu"}
+    est.fit(X, labels=y, triplets=T)
+    copy = clone(est)
+    assert copy.get_params() == est.get_params() and not hasattr(copy, "model_")
+    assert _same(copy.fit(X, labels=y, triplets=T).model_, est.model_)
+    with pytest.raises(NotFittedError):
+        SPHREmbedding().transform(X)
+
+
+def test_sphr_embedding_save_load_round_trip_in_todays_format(data, tmp_path):
+    """save writes model.pt byte for byte as sphr train always has (save_model), so load reads
+    a file written before the class existed; loaded, it embeds the same."""
+    X, T, y = data
+    names = [f"f{i}" for i in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    est = SPHREmbedding(cfg(epochs=1)).fit(frame, labels=y, triplets=T)
+    assert list(est.feature_names_in_) == names
+    est.save(tmp_path / "a" / "model.pt")
+    save_model(est.model_, est.config_, names, tmp_path / "b")  # the function run_train used
+    assert (tmp_path / "a" / "model.pt").read_bytes() == (tmp_path / "b" / "model.pt").read_bytes()
+    loaded = SPHREmbedding.load(tmp_path / "b", device="cpu")
+    assert loaded.config_ == est.config_ and loaded.training_ is None
+    assert list(loaded.feature_names_in_) == names and loaded.n_features_in_ == 12
+    np.testing.assert_array_equal(loaded.transform(X), est.transform(frame))
+    again = SPHREmbedding.load(loaded.save(tmp_path / "c"))  # load -> save -> load
+    assert _same(again.model_, est.model_) and again.config_ == est.config_
+    with pytest.raises(InputError, match="missing SPHR model"):
+        SPHREmbedding.load(tmp_path / "nowhere.pt")
+    with pytest.raises(InputError, match="fitted on 12 features"):
+        loaded.transform(X[:, :5])
+
+
+def test_sphr_embedding_is_a_representation():
+    from sphr.representation import Representation
+
+    assert issubclass(SPHREmbedding, Representation)
 
 
 def test_run_train_writes_the_stage_files(cohorts_dir, tmp_path):

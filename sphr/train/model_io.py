@@ -48,8 +48,9 @@ def save_model(model: SPHRNet, config: Any, feature_names: Sequence[str],
     return write_bytes(buf.getvalue(), path)
 
 
-def load_model(path: str | Path) -> SPHRNet:
-    """The model saved by :func:`save_model` (a file or its folder), on the CPU in eval mode."""
+def load_checkpoint(path: str | Path) -> tuple[SPHRNet, dict[str, Any]]:
+    """The network saved by :func:`save_model` (a file or its folder), on the CPU in eval mode,
+    and the file's other entries (``config``, ``feature_names``, ...)."""
     path = Path(path)
     if path.is_dir():
         path = path / MODEL_FILE
@@ -64,7 +65,12 @@ def load_model(path: str | Path) -> SPHRNet:
         net.load_state_dict(state)
     except (KeyError, RuntimeError, TypeError, AttributeError) as exc:
         raise InputError(f"not an SPHR model file ({exc})", file=path) from exc
-    return net.eval()
+    return net.eval(), {k: v for k, v in obj.items() if k != "state_dict"}
+
+
+def load_model(path: str | Path) -> SPHRNet:
+    """The model saved by :func:`save_model` (a file or its folder), on the CPU in eval mode."""
+    return load_checkpoint(path)[0]
 
 
 def embed(model: SPHRNet, X: np.ndarray, device: str | torch.device = "auto",

@@ -13,8 +13,8 @@ from sphr.cohorts.triplets import read_triplets
 from sphr.io import staged_outputs, write_bytes, write_json, write_parquet
 from sphr.profiles import DEFAULT_PROFILE
 from sphr.train.config import TrainConfig
-from sphr.train.model_io import embed, save_model
-from sphr.train.trainer import TrainResult, train_sphr
+from sphr.train.embedding import SPHREmbedding
+from sphr.train.trainer import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +98,12 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
     labels = cohort.train["label"].to_numpy(np.int64)
     if checkpoint_dir is None and config.checkpoint_every > 0:
         checkpoint_dir = out_dir / "checkpoint"
-    res: TrainResult = train_sphr(X, triplets, config, labels=labels,
-                                  checkpoint_dir=checkpoint_dir, resume=resume,
-                                  augmented=cohort.train["augmented"].to_numpy(bool))
-    Z_train = embed(res.model, X, device=config.device)
-    Z_test = embed(res.model, X_test, device=config.device)
+    sphr = SPHREmbedding(config).fit(X, labels=labels, triplets=triplets,
+                                     augmented=cohort.train["augmented"].to_numpy(bool),
+                                     feature_names=cohort.features,
+                                     checkpoint_dir=checkpoint_dir, resume=resume)
+    res: TrainResult = sphr.training_
+    Z_train, Z_test = sphr.transform(X), sphr.transform(X_test)
     report = {
         "cohort": str(cohort.directory), "sex": cohort.sex, "loss": config.loss,
         "config": config.to_dict(), "data": data_key(X, labels, triplets), "device": res.device, "n_triplets": res.n_triplets,
@@ -113,7 +114,7 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
         "embeddings_finite": bool(np.isfinite(Z_train).all() and np.isfinite(Z_test).all()),
     }
     with staged_outputs(out_dir) as stage:
-        save_model(res.model, config, cohort.features, stage / "model.pt")
+        sphr.save(stage / "model.pt")
         write_parquet(embedding_frame(cohort.train, Z_train), stage / "embeddings_train.parquet")
         write_parquet(embedding_frame(cohort.test, Z_test), stage / "embeddings_test.parquet")
         write_loss_curve(res, f"SPHR {cohort.sex}, {config.loss}", stage)
