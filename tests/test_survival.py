@@ -270,7 +270,8 @@ def test_c_of_the_negated_score_is_one_minus_c(data):
                     auroc_td_weighted(t, e, -s, h, weights))
         ok = np.isfinite(a)
         np.testing.assert_allclose(a[ok] + a_neg[ok], 1.0, atol=1e-12)
-        assert ((a[ok] >= 0) & (a[ok] <= 1)).all()
+        # in [0, 1] up to rounding: the IPCW sums can land a unit in the last place above 1
+        assert ((a[ok] >= -1e-12) & (a[ok] <= 1 + 1e-12)).all()
 
 
 @st.composite

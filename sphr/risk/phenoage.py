@@ -98,7 +98,7 @@ CRP_MG_L_PER_MG_DL = 10.0
 #: A CRP of 0 is a below-detection reading coded as zero; ln(0) = -inf would give
 #: PhenoAge -inf. Such a reading says only "at most the assay's lower limit", so it is
 #: scored at the lowest limit we know of: 0.08 mg/L, the bottom of UKB's reportable
-#: range (as :mod:`sphr.data.synth` uses). No reported value lies below it (NHANES
+#: range (as :mod:`sphr.synth.cohort` uses). No reported value lies below it (NHANES
 #: 1999-2000 reports 0.1 mg/L and up), so the floor moves no measured value.
 CRP_FLOOR_MG_L = 0.08
 

@@ -258,6 +258,12 @@ def _linked_sentence(sex: str, linked: dict[str, pd.DataFrame] | None) -> str | 
     return text + "."
 
 
+def _validated(disc: pd.DataFrame) -> bool:
+    """Whether anybody was validated at a repeat visit (people, or people over visits 1-3)."""
+    cols = [c for c in ("n", "n_survival") if c in disc.columns]
+    return bool((disc[cols].fillna(0).to_numpy() > 0).any()) if cols else False
+
+
 def summary_sentences(discrimination: pd.DataFrame | None, heldout: pd.DataFrame,
                       outcome: str = OUTCOME, rows: pd.DataFrame | None = None,
                       linked: dict[str, pd.DataFrame] | None = None) -> list[str]:
@@ -282,7 +288,7 @@ def summary_sentences(discrimination: pd.DataFrame | None, heldout: pd.DataFrame
         mine.append(_linked_sentence(sex, linked))
         d = disc[(disc["sex"] == sex) & (disc["method"] != "age")] if disc is not None else None
         # nobody validated at a repeat visit (a cohort without one): nothing to say of it
-        if d is not None and len(d) and (d[["n", "n_survival"]].fillna(0).to_numpy() > 0).any():
+        if d is not None and len(d) and _validated(d):
             mine += [_auroc_sentence(d), _c_index_sentence(d), _risk_ratio_sentence(d),
                      _reference_sentence(disc[disc["sex"] == sex])]
         mine_ = [m for m in mine if m]
@@ -965,7 +971,7 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
         columns=["sex", "method", "mode", "partition", "n", "normal_share", "low", "high"])
     # the repeat-visit figures only where somebody validated had a repeat visit
     has_disc = discrimination is not None and len(discrimination) > 0 and \
-        bool((discrimination[["n", "n_survival"]].fillna(0).to_numpy() > 0).any())
+        _validated(discrimination)
     ctx: dict[str, Any] = {
         "title": "Single-visit health risk groups",
         "provenance": _provenance(path, summary),
