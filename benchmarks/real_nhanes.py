@@ -88,9 +88,9 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
     from sphr.data.ingest import run_ingest
     from sphr.data.outcomes import load_outcome_config
     from sphr.layout import baselines_dir, cohort_dir, train_dir
+    from sphr.risk.apply import run_score
     from sphr.risk.config import RiskConfig
     from sphr.risk.pipeline import run_risk
-    from sphr.risk.score import run_score
     from sphr.train import TrainConfig, run_train
 
     run = work / "run"
@@ -105,8 +105,7 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
                       replace(TrainConfig.profile(profile), seed=seed, device="cpu"))
             run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), ["deep_patient"],
                           seed=seed, device="cpu")
-    from sphr.risk.config import DEFAULT_METHODS
-    from sphr.risk.spaces import SPHR_VARIANTS
+    from sphr.risk.config import DEFAULT_METHODS, SPHR_VARIANTS
 
     methods = (*DEFAULT_METHODS, *SPHR_VARIANTS) if variants else DEFAULT_METHODS
     scored = {}

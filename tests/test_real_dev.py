@@ -120,7 +120,7 @@ def test_supervised_comparator_is_fitted_on_linked_deaths_and_judged_on_them(fit
 
 
 def test_score_applies_every_method_to_a_held_out_slice(fitted, tmp_path):
-    from sphr.risk.score import run_score
+    from sphr.risk.apply import run_score
 
     run, held_csv = fitted
     report = run_score(run, held_csv, tmp_path / "scored")
@@ -151,30 +151,36 @@ def test_score_applies_every_method_to_a_held_out_slice(fitted, tmp_path):
 
 def test_marker_scaler_sees_only_real_training_rows(fitted):
     """The marker space of the risk stage: changing a calibration or test person's raw
-    values, or an augmented row's, moves nothing fitted."""
-    from sphr.artifacts import load_cohort
-    from sphr.risk.fit import marker_cohort
+    values, or an augmented row's, moves nothing fitted (the scaler the risk model keeps)."""
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.fit import read_inputs
+    from sphr.risk.model import RiskModel
 
     run, _ = fitted
+    config = RiskConfig(methods=("raw_euclidean",), modes=("calibrated",), sexes=("female",))
+
+    def scaler(run_dir: Path) -> dict:
+        model = RiskModel(config).fit([read_inputs(run_dir, "female", config)])
+        return model.sexes_["female"].marker_scaler_.to_dict()
+
+    before = scaler(run)
     cdir = run / "cohorts" / "female"
-    cohort = load_cohort(cdir)
-    before, _ = marker_cohort(cohort, cdir)
-    moved = cdir.parent.parent / "moved_female"
-    moved.mkdir()
+    moved_run = run.parent / "moved_run"
+    moved = moved_run / "cohorts" / "female"
+    moved.mkdir(parents=True)
     for f in cdir.iterdir():
         (moved / f.name).write_bytes(f.read_bytes())
+    features = json.loads((cdir / "features.json").read_text())
     for part in ("test", "calibration"):
         raw = pd.read_parquet(moved / f"{part}_raw.parquet")
-        raw[cohort.features] = raw[cohort.features] * 7.0
+        raw[features] = raw[features] * 7.0
         raw.to_parquet(moved / f"{part}_raw.parquet")
-    after, _ = marker_cohort(load_cohort(moved), moved)
-    assert after.scaler.to_dict() == before.scaler.to_dict()
+    assert scaler(moved_run) == before
     raw = pd.read_parquet(moved / "train_raw.parquet")
     real = ~raw["augmented"].to_numpy(bool)
-    raw.loc[real, cohort.features] = raw.loc[real, cohort.features] * 7.0
+    raw.loc[real, features] = raw.loc[real, features] * 7.0
     raw.to_parquet(moved / "train_raw.parquet")
-    assert marker_cohort(load_cohort(moved), moved)[0].scaler.to_dict() != \
-        before.scaler.to_dict()
+    assert scaler(moved_run) != before
 
 
 def test_cox_comparator_never_reads_a_test_outcome_nor_its_own():

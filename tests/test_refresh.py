@@ -9,7 +9,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 import pytest
-from test_risk import _cli, _fake_train_module, write_small_deep_models
+from test_risk import _cli, write_small_deep_models
 
 from sphr.data.fingerprint import fingerprint, stat_key, tree_sha256
 from sphr_dagster.automation import SETTLE_SECONDS, new_export_sensor
@@ -41,23 +41,17 @@ def test_fingerprint_is_content_not_mtime(tmp_path):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, ingest_dir, cohorts_dir):
     """RUN with the fixture ingest (baseline and follow-up only) and cohorts, a tiny
-    DeepPatient, a small SPHR-shaped net (test_risk's stand-in) and ``sphr risk``'s model."""
-    import sys
-
-    mp = pytest.MonkeyPatch()
-    fake = _fake_train_module()
-    mp.setitem(sys.modules, "sphr.train", fake)
+    DeepPatient, a small real SPHR (test_risk's) and ``sphr risk``'s model."""
     run = tmp_path_factory.mktemp("refresh_run")
     (run / "ingest").mkdir()
     for name in ("baseline.parquet", "followup.parquet", "ingest_report.json"):
         if (ingest_dir / name).exists():
             (run / "ingest" / name).symlink_to(ingest_dir / name)
     (run / "cohorts").symlink_to(cohorts_dir)
-    write_small_deep_models(run, cohorts_dir, fake.net)
+    write_small_deep_models(run, cohorts_dir)
     assert _cli(["risk", str(run), "--bootstrap", "20", "--methods",
                  "raw_euclidean,mahalanobis,deep_patient,sphr,phenoage"]) == 0
-    yield run
-    mp.undo()
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +201,7 @@ def test_missing_features_are_imputed_from_the_model_only(risk_out, run_dir, coh
     training partition's median (what the normalizer kept), whatever the test data hold."""
     from sphr.cohorts.normalize import QuantileNormalizer
     from sphr.risk.impute import training_medians
-    from sphr.risk.score import find_model_dir, score_baseline
+    from sphr.risk.model import RiskModel, find_model_dir
 
     baseline = pd.read_parquet(run_dir / "ingest" / "baseline.parquet")
     model = find_model_dir(run_dir)
@@ -219,7 +213,8 @@ def test_missing_features_are_imputed_from_the_model_only(risk_out, run_dir, coh
     frame = baseline.copy()
     frame.loc[frame["eid"] == target, holes] = np.nan
     frame.loc[frame["eid"] == sparse, norm.features_[1:40]] = np.nan
-    rows, people, unscorable, _ = score_baseline(frame, model, run_dir / "x.csv")
+    fitted = RiskModel.load(model)
+    rows, people, unscorable, _ = fitted.score(frame, source=run_dir / "x.csv")
     person = people.set_index("eid").loc[target]
     assert person["imputed_features"] == 3 and set(person["imputed"].split(";")) == set(holes)
     assert target in set(rows["eid"])
@@ -236,7 +231,7 @@ def test_missing_features_are_imputed_from_the_model_only(risk_out, run_dir, coh
     moved = frame.copy()
     others = moved["eid"] != target
     moved.loc[others, holes] = moved.loc[others, holes] * 1.3
-    rows2, _, _, _ = score_baseline(moved, model, run_dir / "x.csv", allow_out_of_range=True)
+    rows2, _, _, _ = fitted.score(moved, source=run_dir / "x.csv", allow_out_of_range=True)
     a = rows[rows["eid"] == target].sort_values(["method", "mode"])["distance"].to_numpy()
     b = rows2[rows2["eid"] == target].sort_values(["method", "mode"])["distance"].to_numpy()
     assert a == pytest.approx(b)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import types
 
 import numpy as np
 import pandas as pd
@@ -14,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sphr.errors import InputError
-from sphr.risk import GROUPS, RiskModel, assign_groups, make_intervals
-from sphr.risk.fit import COLUMNS
+from sphr.risk import GROUPS, assign_groups, make_intervals
+from sphr.risk.calibration import pooled_windows
+from sphr.risk.distance import DistanceModel
 from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
-from sphr.risk.model import pooled_windows
+from sphr.risk.model import COLUMNS
 from sphr.risk.validation import higher_vs_normal, time_correlation, validation_table, wilson
 
 # ----------------------------------------------------------------------------- intervals
@@ -76,7 +75,7 @@ SQUARES = np.arange(11.0) ** 2  # P50 = 25; P2.5 = 0.25, P97.5 = 95.25, P1 = 0.1
 
 
 def test_paper_mode_known_answer():
-    model = RiskModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(SQUARES))
+    model = DistanceModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(SQUARES))
     iv = model.intervals("46-50")
     # N = [d(P2.5), d(P97.5)] = [24.75, 70.25]; LR = [24.9, 73.1] widened to contain N
     assert iv.normal_low == pytest.approx(24.75) and iv.normal_high == pytest.approx(70.25)
@@ -89,7 +88,7 @@ def test_paper_mode_known_answer():
 
 
 def test_paper_mode_degenerate_interval_is_swapped():
-    model = RiskModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(100 - SQUARES))
+    model = DistanceModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(100 - SQUARES))
     iv = model.intervals("46-50")  # d(P2.5) = 70.25 > d(P97.5) = 24.75
     assert (iv.normal_low, iv.normal_high) == pytest.approx((24.75, 70.25))
     assert "normal_swapped" in iv.repairs
@@ -99,17 +98,17 @@ def test_calibrated_mode_known_answer():
     """Training BFH give the reference and the age standardization; the calibration BFH (whom
     the fit never sees) give a one-sided conformal bound."""
     calibration = _bfh(25.0 + np.arange(1.0, 21.0))  # distances 1..20 to the reference 25
-    model = RiskModel("raw_euclidean", "calibrated", ["a"], min_group_size=2,
+    model = DistanceModel("raw_euclidean", "calibrated", ["a"], min_group_size=2,
                       standardize_min_group=2).fit(_bfh(SQUARES), calibration)
-    assert model.strata["46-50"]["reference"] == pytest.approx([25.0])
+    assert model.strata_["46-50"]["reference"] == pytest.approx([25.0])
     # training own distances 0 9 11 16 21 24 24 25 39 56 75: median 24, IQR 32 - 13.5
-    assert model.standardizer.center_["46-50"] == pytest.approx(24.0)
-    assert model.standardizer.scale_["46-50"] == pytest.approx(18.5 / 1.349)
+    assert model.standardizer_.center_["46-50"] == pytest.approx(24.0)
+    assert model.standardizer_.scale_["46-50"] == pytest.approx(18.5 / 1.349)
     # n = 20: the 95% bound is the ceil(21 * 0.95) = 20th smallest calibration distance
-    assert model.bounds.normal.method == "conformal" and model.bounds.normal.n == 20
+    assert model.bounds_.normal.method == "conformal" and model.bounds_.normal.n == 20
     iv = model.intervals("46-50")
     assert iv.normal_high == pytest.approx(20.0) and iv.normal_low == -np.inf
-    assert model.bounds.lower.method == "lognormal" and iv.lower_high > 20.0
+    assert model.bounds_.lower.method == "lognormal" and iv.lower_high > 20.0
     out = model.transform(_people([25.0, 45.0, 45.5, 25.0 + iv.lower_high + 1]))
     # one-sided: distance 0 is Normal (the paper's two-sided mapping would not say so)
     assert out["group"].tolist() == [NORMAL, NORMAL, LOWER_RISK, HIGHER_RISK]
@@ -120,20 +119,20 @@ def test_calibrated_mode_known_answer():
 
 def test_calibrated_mode_needs_calibration_rows():
     with pytest.raises(InputError, match="calibration"):
-        RiskModel("raw_euclidean", "calibrated", ["a"], min_group_size=2).fit(_bfh(SQUARES))
+        DistanceModel("raw_euclidean", "calibrated", ["a"], min_group_size=2).fit(_bfh(SQUARES))
 
 
 def test_fit_uses_only_real_bfh_rows():
     train = pd.concat([_bfh(SQUARES),
                        _bfh(np.full(5, 1e6)).assign(augmented=True),  # augmented BFH
                        _bfh(np.full(5, -1e6)).assign(label=np.int8(1))])  # not BFH
-    model = RiskModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(train)
-    assert model.strata["46-50"]["reference"] == pytest.approx([25.0])
-    assert model.strata["46-50"]["n_bfh"] == 11
+    model = DistanceModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(train)
+    assert model.strata_["46-50"]["reference"] == pytest.approx([25.0])
+    assert model.strata_["46-50"]["n_bfh"] == 11
 
 
 def test_age_outside_groups_joins_nearest_and_unknown_group_is_an_error():
-    model = RiskModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(SQUARES))
+    model = DistanceModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(SQUARES))
     out = model.transform(pd.DataFrame({"a": [25.0, 25.0, 25.0], "age_years": [30.0, 48.0, 80.0]}))
     assert out["age_group"].tolist() == ["36-45", "46-50", "66-75"]
     with pytest.raises(InputError, match="age groups"):
@@ -150,15 +149,15 @@ def test_mahalanobis_matches_the_formula():
     X = rng.multivariate_normal([0, 1, 2], cov, size=400)
     train = pd.DataFrame(X, columns=["a", "b", "c"]).assign(label=np.int8(2), augmented=False,
                                                             age_group="51-55")
-    model = RiskModel("mahalanobis", "paper", ["a", "b", "c"]).fit(train)
-    VI = np.linalg.inv(model.space.covariance)
+    model = DistanceModel("mahalanobis", "paper", ["a", "b", "c"]).fit(train)
+    VI = np.linalg.inv(model.space_.covariance_)
     p50 = np.percentile(X, 50, axis=0)
     new = rng.normal(size=(5, 3))
     out = model.transform(pd.DataFrame(new, columns=["a", "b", "c"]).assign(age_group="51-55"))
     expected = [mahalanobis(x, p50, VI) for x in new]
     assert out["distance"].to_numpy() == pytest.approx(expected, rel=1e-9)
     # the shrunk covariance stays close to the true one with 400 rows
-    assert np.abs(model.space.covariance - cov).max() < 0.4
+    assert np.abs(model.space_.covariance_ - cov).max() < 0.4
 
 
 def test_p0_method_uses_only_p0_markers():
@@ -166,7 +165,7 @@ def test_p0_method_uses_only_p0_markers():
     rng = np.random.default_rng(1)
     train = pd.DataFrame(rng.normal(size=(30, 3)), columns=features).assign(
         label=np.int8(2), augmented=False, age_group="56-60")
-    model = RiskModel("p0_euclidean", "paper", features).fit(train)
+    model = DistanceModel("p0_euclidean", "paper", features).fit(train)
     a = pd.DataFrame({"glucose": [0.0], "bmi": [0.0], "hdl": [0.0], "age_group": ["56-60"]})
     b = a.assign(bmi=100.0)
     assert model.transform(a)["distance"].iloc[0] == model.transform(b)["distance"].iloc[0]
@@ -214,69 +213,37 @@ def test_validation_table_counts_and_time_correlation():
 
 # ----------------------------------------------------------------------------- run dir, CLI
 
-def _fake_train_module():
-    """Stand-in for sphr.train with the contract load_model / embed (SPHR-shaped MLP)."""
-    import torch
-    from torch import nn
-
-    mod = types.ModuleType("sphr.train")
-
-    def net(n: int, width: int) -> nn.Module:
-        return nn.Sequential(nn.Linear(n, 16), nn.Dropout(0.1), nn.PReLU(), nn.Linear(16, width),
-                             nn.PReLU())
-
-    def load_model(path):
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
-        model = net(ckpt["n_features"], ckpt["config"]["width"])
-        model.load_state_dict(ckpt["state_dict"])
-        return model.eval()
-
-    def embed(model, X, device="auto"):
-        with torch.no_grad():
-            return model(torch.as_tensor(X, dtype=torch.float32)).numpy()
-
-    mod.load_model, mod.embed, mod.net = load_model, embed, net
-    return mod
-
-
 @pytest.fixture(scope="module")
-def fake_train():
-    mp = pytest.MonkeyPatch()
-    mod = _fake_train_module()
-    mp.setitem(sys.modules, "sphr.train", mod)
-    yield mod
-    mp.undo()
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory, ingest_dir, cohorts_dir, fake_train):
-    """RUN with the fixture ingest and cohorts, a tiny DeepPatient and a small SPHR-shaped net."""
+def run_dir(tmp_path_factory, ingest_dir, cohorts_dir):
+    """RUN with the fixture ingest and cohorts, a tiny DeepPatient and a small real SPHR."""
     run = tmp_path_factory.mktemp("run")
     (run / "ingest").symlink_to(ingest_dir)
     (run / "cohorts").symlink_to(cohorts_dir)
-    write_small_deep_models(run, cohorts_dir, fake_train.net)
+    write_small_deep_models(run, cohorts_dir)
     return run
 
 
-def write_small_deep_models(run, cohorts_dir, net) -> None:
-    """A tiny DeepPatient and an SPHR-shaped network (``net(n_features, width)``) per sex in
-    RUN/baselines and RUN/train, so the risk stage has every method on the small fixture."""
-    import torch
-
+def write_small_deep_models(run, cohorts_dir) -> None:
+    """A tiny DeepPatient and a small SPHR (an 8-wide SPHREmbedding trained for one epoch
+    on 2,000 of the cohort's triplets) per sex in RUN/baselines and RUN/train, so the risk
+    stage has every method on the small fixture, read as the pipeline's are."""
     from sphr.artifacts import load_cohort
     from sphr.baselines.pipeline import run_baselines
+    from sphr.cohorts.triplets import read_triplets
     from sphr.layout import baselines_dir, train_dir
+    from sphr.train import SPHREmbedding, TrainConfig
 
     for i, sex in enumerate(("female", "male")):
         run_baselines(cohorts_dir / sex, baselines_dir(run, sex), ["deep_patient"], device="cpu",
                       params={"deep_patient": {"epochs": 2, "hidden": (24, 16)}})
-        features = load_cohort(cohorts_dir / sex).features
-        torch.manual_seed(i)
-        model = net(len(features), 8)
-        train_dir(run, sex).mkdir(parents=True)
-        torch.save({"state_dict": model.state_dict(), "config": {"width": 8},
-                    "feature_names": features, "n_features": len(features)},
-                   train_dir(run, sex) / "model.pt")
+        cohort = load_cohort(cohorts_dir / sex)
+        X = cohort.matrix("train")
+        triplets = read_triplets(cohorts_dir / sex / "triplets.npz", len(X))[:2000]
+        config = TrainConfig(epochs=1, out_dim=8, batch_size=500, seed=i, device="cpu",
+                             threads=1, checkpoint_every=0)
+        SPHREmbedding(config).fit(X, labels=cohort.train["label"].to_numpy(), triplets=triplets,
+                                  feature_names=cohort.features
+                                  ).save(train_dir(run, sex) / "model.pt")
 
 
 def _cli(argv: list[str]) -> int:
@@ -298,8 +265,7 @@ def risk_out(run_dir):
 
 def test_risk_cli_writes_every_output(risk_out, cohorts_dir):
     from sphr.artifacts import load_cohort
-    from sphr.risk.config import SHIPPED_SPHR
-    from sphr.risk.spaces import METHODS, PAPER_METHODS, SPHR_VARIANTS
+    from sphr.risk.config import METHODS, PAPER_METHODS, SHIPPED_SPHR, SPHR_VARIANTS
 
     # the variants that did not win are options, not defaults
     METHODS = tuple(m for m in METHODS if m not in SPHR_VARIANTS or m == SHIPPED_SPHR)
@@ -384,7 +350,7 @@ def test_report_renders_to_a_nonblank_png(risk_out, tmp_path):
 
 
 def test_score_reproduces_risk_groups(risk_out, run_dir, ukb_export, tmp_path):
-    from sphr.risk.score import run_score
+    from sphr.risk.apply import run_score
 
     report = run_score(run_dir, ukb_export, tmp_path / "scored")
     scored = pd.read_parquet(tmp_path / "scored" / "risk_groups.parquet")
@@ -404,6 +370,40 @@ def test_score_reproduces_risk_groups(risk_out, run_dir, ukb_export, tmp_path):
     assert (both["group_new"] == both["group"]).mean() > 0.999
 
 
+def test_risk_model_fit_save_load_score_reproduces_the_fitted_rows(run_dir, tmp_path):
+    """One fitted object: RiskModel.fit -> save -> load -> score gives the calibration and
+    test people the rows the fit gave them (from the baseline in UKB units, through the saved
+    normalizer, marker scaler, representations, references, standardizers and bounds), and
+    a loaded model saves as the folder it was read from."""
+    from sphr.data.fingerprint import tree_sha256
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.fit import fit_run
+    from sphr.risk.model import RiskModel
+
+    config = RiskConfig(n_bootstrap=10, n_bootstrap_linked=10, device="cpu")
+    fitted = fit_run(run_dir, config)
+    assert set(fitted.sexes_) == {"female", "male"} and tuple(fitted.rows_.columns) == COLUMNS
+    fitted.save(tmp_path / "model")
+    loaded = RiskModel.load(tmp_path / "model", device="cpu")
+    assert loaded.config == config and loaded.skipped_ == fitted.skipped_
+    assert loaded.unscored_ == fitted.unscored_
+    baseline = pd.read_parquet(run_dir / "ingest" / "baseline.parquet")
+    scored = loaded.score(baseline)
+    assert tuple(scored.rows.columns) == COLUMNS and scored.report["rows"] == len(scored.rows)
+    held_out = fitted.rows_[fitted.rows_["partition"].isin(("calibration", "test"))]
+    assert {"sphr", "sphr_joint", "deep_patient", "mahalanobis", "phenoage"} <= \
+        set(held_out["method"])
+    both = held_out.merge(scored.rows, on=["eid", "method", "mode"], suffixes=("", "_new"))
+    assert len(both) == len(held_out)
+    for col in ("distance", "score", "normal_high", "lower_high"):
+        np.testing.assert_allclose(both[f"{col}_new"], both[col], rtol=1e-6, atol=1e-6,
+                                   err_msg=col)
+    assert (both["group_new"] == both["group"]).all()
+    assert (both["label_new"] == both["label"]).all()  # the saved clinical ranges
+    loaded.save(tmp_path / "again")
+    assert tree_sha256(tmp_path / "again") == tree_sha256(tmp_path / "model")
+
+
 @pytest.fixture(scope="module")
 def small_cohort():
     from sphr.synth.cohort import generate_cohort
@@ -412,7 +412,7 @@ def small_cohort():
 
 
 def test_score_refuses_wrong_units(risk_out, run_dir, small_cohort, tmp_path):
-    from sphr.risk.score import run_score
+    from sphr.risk.apply import run_score
     from sphr.synth.cohort import SyntheticCohort
     from sphr.synth.export import write_export
 
@@ -428,7 +428,7 @@ def test_score_refuses_wrong_units(risk_out, run_dir, small_cohort, tmp_path):
 
 
 def test_score_refuses_a_missing_feature(risk_out, run_dir, small_cohort, tmp_path):
-    from sphr.risk.score import run_score
+    from sphr.risk.apply import run_score
     from sphr.synth.export import write_export
 
     good = write_export(small_cohort, tmp_path / "ok.csv", "ukbconv", decoys=0, seed=3)
@@ -447,9 +447,9 @@ def test_score_labels_with_the_runs_custom_ranges(ingest_dir, ukb_export, tmp_pa
     ``sphr score`` had its own copy of the labelling with the default ranges)."""
     from sphr.cohorts import CohortConfig, run_cohorts
     from sphr.cohorts.ranges import P0_RANGES, assign_classes, ranges_for, with_overrides
+    from sphr.risk.apply import run_score
     from sphr.risk.config import RiskConfig
     from sphr.risk.pipeline import risk_for_sex
-    from sphr.risk.score import run_score
 
     overrides = {"glucose": {"low": 3.5, "high": 6.1}, "hdl": {"female": {"low": 1.1}}}
     run = tmp_path / "run"
@@ -479,15 +479,16 @@ def test_sphr_variants_are_fitted_on_training_bfh_saved_and_scored_alike(run_dir
     """docs/METHODS.md "SPHR variants aimed at risk": each variant is deterministic, its
     reference comes from the training BFH only, and sphr score reproduces it on new people."""
     from sphr.artifacts import load_cohort
-    from sphr.risk.config import RiskConfig
-    from sphr.risk.fit import fit_sex
+    from sphr.layout import train_dir
+    from sphr.risk.apply import run_score
+    from sphr.risk.config import SPHR_VARIANTS, RiskConfig
+    from sphr.risk.fit import fit_run
     from sphr.risk.pipeline import run_risk
-    from sphr.risk.score import run_score
-    from sphr.risk.spaces import SPHR_VARIANTS, build_space
+    from sphr.risk.spaces import EmbeddingSpace, build_space
 
     config = RiskConfig(methods=("sphr", *SPHR_VARIANTS), modes=("calibrated",),
                         n_bootstrap=10, n_bootstrap_linked=10)
-    a, b = (fit_sex(run_dir, "female", config).rows() for _ in range(2))
+    a, b = (fit_run(run_dir, config, ("female",)).rows_ for _ in range(2))
     pd.testing.assert_frame_equal(a, b)  # same inputs and seed: the same rows
     assert set(a["method"]) == {"sphr", *SPHR_VARIANTS}
     # the age line and the young reference are fitted on the rows given: BFH training rows
@@ -495,11 +496,14 @@ def test_sphr_variants_are_fitted_on_training_bfh_saved_and_scored_alike(run_dir
     bfh = cohort.train[(cohort.train["label"] == 2) & ~cohort.train["augmented"]]
     X = bfh[cohort.features].to_numpy(float)
     ages = bfh["age_years"].to_numpy(float)
-    line = build_space("sphr_age_line", cohort.features, run=run_dir, sex="female").fit(X, ages)
+    sphr = {"sphr": train_dir(run_dir, "female") / "model.pt"}
+    line = build_space("sphr_age_line", cohort.features, representations=sphr).fit(X, ages=ages)
     assert np.abs(line.transform(X).mean(axis=0)).max() < 1e-6  # least-squares residuals
-    young = build_space("sphr_young", cohort.features, run=run_dir, sex="female").fit(X, ages)
+    young = build_space("sphr_young", cohort.features, representations=sphr).fit(X, ages=ages)
     rows = ages <= 50 if (ages <= 50).sum() >= 10 else np.argsort(ages, kind="stable")[:10]
-    assert np.allclose(young.center, np.median(young.inner.transform(X[rows]), axis=0))
+    assert np.allclose(young.center_, np.median(young.space.transform(X[rows]), axis=0))
+    # a composition of the SPHR representation (read through its interface) and a rule
+    assert isinstance(young.space, EmbeddingSpace) and young.space.kind == "sphr"
     out = tmp_path / "risk"
     run_risk(run_dir, out, config)
     scored = pd.read_parquet(run_score(out, ukb_export, tmp_path / "scored") and

@@ -108,20 +108,20 @@ def test_calibration_partition_never_reaches_a_fit(cohorts_dir):
 def test_calibration_rows_set_bounds_only(cohorts_dir):
     """Moving the calibration BFH changes the bounds and nothing that was fitted."""
     from sphr.artifacts import load_cohort
-    from sphr.risk.model import RiskModel
+    from sphr.risk.distance import DistanceModel
 
     c = load_cohort(cohorts_dir / "female")
     far = c.calibration.copy()
     far[c.features] = far[c.features] + 3.0
     for method in ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation"):
-        a = RiskModel(method, "calibrated", c.features).fit(c.train, c.calibration)
-        b = RiskModel(method, "calibrated", c.features).fit(c.train, far)
-        for g in a.strata:
-            assert a.strata[g]["reference"] == b.strata[g]["reference"]
-        assert a.standardizer.to_dict() == b.standardizer.to_dict()
-        if hasattr(a.space, "L"):
-            assert np.array_equal(a.space.L, b.space.L)
-        assert b.bounds.normal.value != a.bounds.normal.value
+        a = DistanceModel(method, "calibrated", c.features).fit(c.train, c.calibration)
+        b = DistanceModel(method, "calibrated", c.features).fit(c.train, far)
+        for g in a.strata_:
+            assert a.strata_[g]["reference"] == b.strata_[g]["reference"]
+        assert a.standardizer_.to_dict() == b.standardizer_.to_dict()
+        if hasattr(a.space_, "L_"):
+            assert np.array_equal(a.space_.L_, b.space_.L_)
+        assert b.bounds_.normal.value != a.bounds_.normal.value
 
 
 def test_supervised_scores_are_cross_fitted():

@@ -1,5 +1,5 @@
-"""The real training stage feeds the risk stage: no stand-in for sphr.train here (tests/test_risk.py
-replaces it with a small network for speed, module-wide)."""
+"""The real training stage feeds the risk stage: SPHR trained by ``run_train`` at the demo
+profile (tests/test_risk.py trains a smaller SPHREmbedding for speed)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def trained_risk_run(tmp_path, ingest_dir, cohorts_dir, methods):
 
 
 def test_risk_with_a_really_trained_sphr_model(tmp_path, ingest_dir, cohorts_dir):
-    """The real training stage -> the risk stage, no stand-in for sphr.train: the risk model
-    carries the trained network unchanged and scores every participant with it."""
+    """The real training stage -> the risk stage: the risk model carries the trained network
+    unchanged (the same file) and scores every participant with it."""
     import hashlib
 
     import numpy as np
@@ -34,7 +34,7 @@ def test_risk_with_a_really_trained_sphr_model(tmp_path, ingest_dir, cohorts_dir
 
     from sphr.artifacts import load_cohort, read_embeddings
     from sphr.layout import train_dir
-    from sphr.train import embed, load_model
+    from sphr.train import SPHREmbedding
 
     def sha256(path):
         return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -52,5 +52,6 @@ def test_risk_with_a_really_trained_sphr_model(tmp_path, ingest_dir, cohorts_dir
         assert not np.allclose(np.sort(sphr["distance"]), np.sort(raw["distance"]))
         # and the kept file embeds the test participants as the training stage did
         _, Z_train_stage = read_embeddings(train_dir(run, sex) / "embeddings_test.parquet")
-        Z = embed(load_model(kept), load_cohort(cohorts_dir / sex).matrix("test"), device="cpu")
+        Z = SPHREmbedding.load(kept, device="cpu").transform(
+            load_cohort(cohorts_dir / sex).matrix("test"))
         np.testing.assert_allclose(Z, Z_train_stage, rtol=1e-5, atol=1e-6)

@@ -48,15 +48,18 @@ docs/METHODS.md#risk-groups).
 
 ``sphr score RUN_DIR NEW_EXPORT --out DIR`` writes ``risk_groups.parquet`` /
 ``.csv`` with the same columns (``partition`` = ``new``, ``label`` from the
-export's answers where known, else -1) for a new export (:mod:`sphr.risk.score`), every
+export's answers where known, else -1) for a new export (:mod:`sphr.risk.apply`), every
 method included: the supervised comparators' fold models and PhenoAge's line are saved.
+The fitted model is one object, :class:`sphr.risk.model.RiskModel` (``fit`` / ``save`` /
+``load`` / ``score``); the module map is in docs/ARCHITECTURE.md.
 """
 
 from sphr import lazy_exports
+from sphr.risk.config import METHODS
 from sphr.risk.intervals import GROUPS, MODES, Intervals, assign_groups, make_intervals
-from sphr.risk.spaces import METHODS
 
-__all__ = ["GROUPS", "METHODS", "MODES", "Intervals", "RiskModel", "assign_groups",
-           "make_intervals"]
+__all__ = ["GROUPS", "METHODS", "MODES", "DistanceModel", "Intervals", "RiskModel",
+           "assign_groups", "make_intervals"]
 # pandas-backed; imported on first use so the CLI parser stays light
-__getattr__ = lazy_exports(__name__, {"sphr.risk.model": ("RiskModel",)})
+__getattr__ = lazy_exports(__name__, {"sphr.risk.model": ("RiskModel",),
+                                      "sphr.risk.distance": ("DistanceModel",)})

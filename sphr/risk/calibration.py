@@ -66,6 +66,24 @@ def upper_bound(scores: np.ndarray, level: float) -> Bound:
     return Bound(float(np.exp(bound) + shift), level, int(n), "lognormal")
 
 
+def pooled_windows(counts: list[int], min_size: int) -> list[list[int]]:
+    """For each age group index, the group indices whose members form its set: the group
+    itself, then its neighbours, nearest first (the lower one first on a tie), until
+    ``min_size`` members (the reference of a distance method and the age standardization
+    of a score borrow alike)."""
+    k = len(counts)
+    out = []
+    for i in range(k):
+        chosen, radius = [i], 1
+        while sum(counts[j] for j in chosen) < min_size and len(chosen) < k:
+            for j in (i - radius, i + radius):
+                if 0 <= j < k:
+                    chosen.append(j)
+            radius += 1
+        out.append(sorted(chosen))
+    return out
+
+
 def calibrated_groups(score: np.ndarray, normal_bound: float, lower_bound: float) -> np.ndarray:
     """Normal at or below the 95% bound, Lower Risk up to the 99% bound, Higher Risk beyond.
 
@@ -101,8 +119,6 @@ class AgeStandardizer:
         self.pooled_: dict[str, list[str]] = {}
 
     def fit(self, scores: np.ndarray, groups: np.ndarray) -> AgeStandardizer:
-        from sphr.risk.model import pooled_windows
-
         scores, groups = np.asarray(scores, np.float64), np.asarray(groups, object)
         if scores.size < 3:
             raise InputError(f"need at least 3 training BFH scores, got {scores.size}")

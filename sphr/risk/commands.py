@@ -106,7 +106,7 @@ def _risk(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from sphr.risk.score import run_score
+    from sphr.risk.apply import run_score
 
     report = run_score(args.run_dir, args.export, args.out,
                        allow_out_of_range=args.allow_out_of_range, device=args.device)

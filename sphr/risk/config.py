@@ -10,9 +10,26 @@ from dataclasses import dataclass
 from sphr.errors import ConfigError
 from sphr.labels import SEXES
 from sphr.risk.intervals import MODES
-from sphr.risk.spaces import METHODS, SPHR_VARIANTS
 
-#: scores given per person (:mod:`sphr.risk.scores`); ``supervised_xgboost`` stands for every
+#: SPHR variants aimed at risk (docs/METHODS.md, "SPHR variants aimed at risk"): the same
+#: network, another reference or a joint space (``sphr_joint`` is computed by default:
+#: :data:`SHIPPED_SPHR`)
+SPHR_VARIANTS: tuple[str, ...] = ("sphr_age_line", "sphr_young", "sphr_joint")
+#: the distance methods (a space G and a reference per age group; :mod:`sphr.risk.spaces`)
+METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
+                            "p0_euclidean", "deep_patient", "sphr", *SPHR_VARIANTS)
+#: the paper's five; mode ``paper`` (Eq. A.4) is defined for these
+PAPER_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "p0_euclidean", "deep_patient",
+                                  "sphr")
+DISPLAY: dict[str, str] = {
+    "raw_euclidean": "Euclidean (raw)", "mahalanobis": "Mahalanobis (age-group BFH)",
+    "homeostatic_dysregulation": "Homeostatic dysregulation",
+    "p0_euclidean": "P0 (Euclidean)", "deep_patient": "DeepPatient", "sphr": "SPHR",
+    "phenoage": "PhenoAge acceleration", "supervised_xgboost": "Supervised XGBoost (uses outcome)",
+    "age": "Age alone", "sphr_age_line": "SPHR, age-line reference",
+    "sphr_young": "SPHR, young reference", "sphr_joint": "SPHR + markers (shipped)",
+}
+#: scores given per person (:mod:`sphr.risk.comparators`); ``supervised_xgboost`` stands for every
 #: supervised comparator (:mod:`sphr.risk.supervised`): one per linked outcome
 #: (``supervised_death``, ...) and the repeat-visit one, whichever the export allows
 SCORE_METHODS: tuple[str, ...] = ("phenoage", "supervised_xgboost")

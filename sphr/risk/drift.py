@@ -7,8 +7,8 @@ training partition), read as an equally weighted sample. Per feature and sex:
 * **PSI** (population stability index) over the training deciles: below 0.1
   stable, 0.1-0.25 a moderate shift, above ``PSI_WARN`` (0.25) drift (warning);
 * the two-sample **KS** statistic against the quantile grid (reported);
-* the **unit test** already used by ``sphr score``: the share of new values
-  outside the training range and the ratio of medians. More than
+* the **unit test** already used by ``sphr score`` (:func:`sphr.risk.model.check_units`):
+  the share of new values outside the training range and the ratio of medians. More than
   ``OUT_OF_RANGE_SHARE`` outside (glucose in mg/dL is x18) is a unit mistake:
   blocking.
 """
@@ -23,7 +23,7 @@ from scipy.stats import ks_2samp
 
 from sphr.cohorts.normalize import QuantileNormalizer
 from sphr.labels import SEX_CODE
-from sphr.risk.score import OUT_OF_RANGE_SHARE, find_model_dir
+from sphr.risk.model import MODEL_FILE, OUT_OF_RANGE_SHARE, find_model_dir
 
 PSI_WARN = 0.25
 PSI_MODERATE = 0.1
@@ -63,7 +63,7 @@ def drift_table(baseline: pd.DataFrame, model: str | Path) -> pd.DataFrame:
     from sphr.io import read_json
 
     model_dir = find_model_dir(model)
-    spec = read_json(model_dir / "risk_model.json")
+    spec = read_json(model_dir / MODEL_FILE)
     rows = []
     for sex in spec["sexes"]:
         norm = QuantileNormalizer.load(model_dir / sex / "normalizer.json")

@@ -10,22 +10,20 @@ listed in :mod:`sphr.risk` into one staged output folder.
 from __future__ import annotations
 
 import logging
-import shutil
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sphr.cohorts.age import DEFAULT_AGE_GROUPS
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.labels import SEX_CODE
 from sphr.layout import cohort_dir, ingest_dir, risk_dir
 from sphr.risk.config import RiskConfig
-from sphr.risk.fit import fit_sex, read_age_groups
+from sphr.risk.fit import fit_run
 from sphr.risk.intervals import NORMAL
+from sphr.risk.model import RiskModel
 from sphr.risk.supervised import evaluated_on
 from sphr.risk.validation import (
     higher_vs_normal,
@@ -37,21 +35,6 @@ from sphr.risk.validation import (
 )
 
 log = logging.getLogger(__name__)
-
-MODEL_VERSION = 3
-
-
-def _age_groups(run: Path) -> tuple[tuple[int, int], ...]:
-    return read_age_groups(run) or DEFAULT_AGE_GROUPS
-
-
-def _clinical_ranges(run: Path, sex: str) -> list[dict]:
-    """The P0 ranges ``sphr cohorts`` used for ``sex`` (its report), as records."""
-    from sphr.cohorts.ranges import P0_RANGES, ranges_for
-
-    report = cohort_dir(run, sex) / "cohort_report.json"
-    records = read_json(report).get("clinical_ranges") if report.exists() else None
-    return records or [asdict(r) for r in ranges_for(sex, P0_RANGES)]
 
 
 def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
@@ -123,22 +106,12 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
     if not (cohort_dir(run, sex) / "train.parquet").exists():
         raise InputError(f"no {sex} cohort (run `sphr cohorts`)", file=cohort_dir(run, sex))
     followup_path = ingest_dir(run) / "followup.parquet"
+    fitted = fit_run(run, config, (sex,))
+    rows = fitted.rows_
     with staged_outputs(out) as stage:
-        model_dir = stage / "model" / sex
-        model_dir.mkdir(parents=True, exist_ok=True)
-        fitted = fit_sex(run, sex, config, model_dir, _age_groups(run))
-        rows, sex_spec = fitted.rows(), fitted.spec
-        for name in ("normalizer.json", "features.json"):
-            shutil.copyfile(cohort_dir(run, sex) / name, model_dir / name)
-        # the BFH ranges the cohort was labelled with: `sphr score` labels new people alike
-        write_json(_clinical_ranges(run, sex), model_dir / "clinical_ranges.json")
-        skipped = {f"{sex}/{m}": why for m, why in fitted.skipped.items()}
-        unscored = {f"{sex}/{m}": v for m, v in fitted.unscored.items()}
-        spec = {"version": MODEL_VERSION, "age_groups": _age_groups(run),
-                "config": asdict(config), "sexes": {sex: sex_spec}, "skipped": skipped,
-                "unscored": unscored}
+        spec = read_json(fitted.save(stage / "model"))
+        skipped, unscored = fitted.skipped_, fitted.unscored_
         rows["sex"] = rows["sex"].astype(str)
-        write_json(spec, stage / "model" / "risk_model.json")
         write_parquet(rows, stage / "risk_groups.parquet")
         write_parquet(thresholds_table(spec), stage / "thresholds.parquet")
         write_parquet(normal_share_table(rows), stage / "heldout_bfh.parquet")
@@ -210,13 +183,9 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
         parts = [p for p in parts if len(p)] or parts[:1]  # an empty table adds no dtype
         return pd.concat(parts, ignore_index=True) if parts else None
 
-    specs = [read_json(Path(d) / "model" / "risk_model.json") for d in sex_dirs]
-    spec = {**specs[0], "sexes": {}, "skipped": {}, "unscored": {}}
-    for sp in specs:
-        spec["sexes"].update(sp["sexes"])
-        spec["skipped"].update(sp["skipped"])
-        spec["unscored"].update(sp.get("unscored", {}))
-    sexes = list(spec["sexes"])
+    # the per-sex models as one, nothing refitted: each sex's folder is saved as it was read
+    model = RiskModel.combine([RiskModel.load(Path(d) / "model") for d in sex_dirs])
+    sexes = list(model.sexes_)
     rows, thresholds, normal_share = (concat("risk_groups.parquet"), concat("thresholds.parquet"),
                                       concat("heldout_bfh.parquet"))
     validation, correlation = concat("validation.parquet"), concat("time_correlation.parquet")
@@ -225,9 +194,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
         discrimination["p_diff_holm"] = holm(discrimination["p_diff"].to_numpy(float))
     linked = {k: t for k in LINKED_TABLES if (t := concat(f"linked_{k}.parquet")) is not None}
     with staged_outputs(out) as stage:
-        for d, sex in zip(sex_dirs, sexes, strict=True):
-            shutil.copytree(Path(d) / "model" / sex, stage / "model" / sex)
-        write_json(spec, stage / "model" / "risk_model.json")
+        spec = read_json(model.save(stage / "model"))
         write_parquet(rows, stage / "risk_groups.parquet")
         write_text(rows.to_csv(index=False), stage / "risk_groups.csv")
         write_parquet(thresholds, stage / "thresholds.parquet")

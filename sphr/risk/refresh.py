@@ -32,7 +32,7 @@ import pandas as pd
 from sphr.data.fingerprint import tree_sha256
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
-from sphr.risk.score import find_model_dir, score_baseline
+from sphr.risk.model import RiskModel, find_model_dir
 
 HEADLINE = (("sphr", "calibrated"), ("mahalanobis", "calibrated"), ("raw_euclidean", "calibrated"))
 INDEX = "index.json"
@@ -150,8 +150,8 @@ def run_refresh(run: str | Path, baseline: pd.DataFrame, export: str | Path, exp
         raise InputError("empty model folder", file=model_dir)
     root = refresh_root(run)
     prev_dir = previous_refresh(root, export_version)
-    rows, participants, unscorable, score_report = score_baseline(
-        baseline, model_dir, Path(export), allow_out_of_range=allow_out_of_range, device=device)
+    rows, participants, unscorable, score_report = RiskModel.load(model_dir, device=device).score(
+        baseline, source=export, allow_out_of_range=allow_out_of_range)
     rows = rows.merge(participants[["eid", "imputed_features"]], on="eid", how="left")
     method, mode = headline(rows)
     export_rows = rows.loc[(rows["method"] == method) & (rows["mode"] == mode),

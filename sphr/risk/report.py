@@ -54,10 +54,10 @@ from sphr.report import (
     table,
     text_width,
 )
+from sphr.risk.config import DISPLAY
 from sphr.risk.curves import OUTCOME, cumulative_new_diagnosis, shares
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_Q, LOWER_RISK, NORMAL, NORMAL_Q
 from sphr.risk.paper import PAPER_TIME_CORRELATION, paper_cell
-from sphr.risk.spaces import DISPLAY
 from sphr.risk.supervised import is_supervised
 from sphr.risk.validation import higher_vs_normal, wide_table
 

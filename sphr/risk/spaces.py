@@ -1,360 +1,410 @@
-"""The representation G of each risk method, applied to the normalized cohort features.
+"""The representation G of each risk method, applied to the cohort features.
 
-Every method measures a Euclidean distance in some space Z = G(X), where X are
-the per-sex quantile-normalized features of ``cohorts/<sex>/*.parquet``:
+Every method measures a Euclidean distance in some space Z = G(X), where X are the per-sex
+features of ``cohorts/<sex>/*.parquet`` (quantile-normalized, or in the marker space:
+``RiskConfig.distance_space``). Each G is a representation (:mod:`sphr.representation`:
+``fit`` / ``transform``, ``n_features_in_``), fitted by :class:`~sphr.risk.distance.DistanceModel`
+on the rows the method says: the real bona fide healthy (BFH) training rows, and for the
+young references their ages (``fit(X, ages=...)``). ``transform`` keeps float64.
 
 ``raw_euclidean``
-    G = identity on all kept features. **Decision**: the *normalized* features,
-    not raw UKB units: the paper's "raw data (preprocessed but not transformed)"
-    is the preprocessed matrix, and in raw units the distance would be decided
-    by the fields with the largest numbers (MET minutes, platelet counts).
+    :class:`ColumnSelector` on all kept features. **Decision**: the *normalized* features,
+    not raw UKB units: the paper's "raw data (preprocessed but not transformed)" is the
+    preprocessed matrix, and in raw units the distance would be decided by the fields with
+    the largest numbers (MET minutes, platelet counts).
 ``mahalanobis``
-    G(x) = x L with L L^T = Sigma^-1, so ||G(x) - G(y)|| is the Mahalanobis
-    distance. Sigma: Ledoit-Wolf shrunk covariance of the sex's real BFH
-    training rows, pooled over age groups (a group holds too few BFH members
-    for a 60-dimensional covariance; shrinkage keeps it invertible).
+    :class:`Whitening`: G(x) = x L with L L^T = Sigma^-1, so ||G(x) - G(y)|| is the
+    Mahalanobis distance. Sigma: Ledoit-Wolf shrunk covariance of the sex's real BFH
+    training rows, pooled over age groups (a group holds too few BFH members for a
+    60-dimensional covariance; shrinkage keeps it invertible).
 ``homeostatic_dysregulation``
-    Cohen et al.'s homeostatic dysregulation (Cohen et al. 2013, Mech Ageing Dev
-    134:110-117): the Mahalanobis distance to one *young* healthy reference
-    for everyone, not to the person's age group: mean and Ledoit-Wolf covariance
-    of the training BFH aged at most ``young_max_age`` (default 50), all features
-    but age. ``mahalanobis`` above is *not* this measure (its reference is the
-    person's own age group and its covariance is pooled over all ages), so both
-    are reported under their own names.
+    :class:`YoungWhitening`, Cohen et al.'s homeostatic dysregulation (Cohen et al. 2013,
+    Mech Ageing Dev 134:110-117): the Mahalanobis distance to one *young* healthy reference
+    for everyone, not to the person's age group: mean and Ledoit-Wolf covariance of the
+    training BFH aged at most ``young_max_age`` (default 50), all features but age.
+    ``mahalanobis`` above is *not* this measure (its reference is the person's own age group
+    and its covariance is pooled over all ages), so both are reported under their own names.
 ``p0_euclidean``
-    G = the normalized P0 markers (cholesterol, HDL, LDL, triglycerides,
+    :class:`ColumnSelector` on the P0 markers (cholesterol, HDL, LDL, triglycerides,
     glucose, HbA1c, CRP), those the completeness filter kept.
-``deep_patient``
-    the fitted DeepPatient of ``RUN/baselines/<sex>/deep_patient/model.joblib``.
-``sphr``
-    the NPLB-trained SPHR network of ``RUN/train/<sex>/nplb/model.pt``, through
-    ``sphr.train.load_model`` / ``sphr.train.embed`` (imported lazily).
+``deep_patient``, ``sphr``
+    :class:`EmbeddingSpace` around a representation an earlier stage fitted, read through
+    the one representation interface (:func:`load_representation`): DeepPatient
+    (``RUN/baselines/<sex>/deep_patient/model.joblib``) and SPHR
+    (:class:`~sphr.train.embedding.SPHREmbedding`, ``RUN/train/<sex>/nplb/model.pt``).
+    It is not refitted here.
+``sphr_age_line``, ``sphr_young``, ``sphr_joint``
+    SPHR's embedding composed with a reference rule (docs/METHODS.md, "SPHR variants aimed
+    at risk"): :class:`AgeLineReference`, :class:`YoungReference`, :class:`JointSpace`.
+
+In the saved model (``RUN/risk/model/<sex>/``) a space is a spec in ``risk_model.json``
+(:meth:`Space.to_spec`) and its files; :func:`load_space` rebuilds it, checking checksums.
 """
 
 from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from sphr.cohorts.ranges import P0_RANGES
 from sphr.errors import ConfigError, InputError
+from sphr.representation import Representation
+from sphr.risk.config import METHODS, SPHR_VARIANTS
+from sphr.train.embedding import SPHREmbedding
 
-#: SPHR variants aimed at risk (docs/METHODS.md, "SPHR variants aimed at risk"): the same
-#: network, another reference or a joint space (``sphr_joint`` is computed by default:
-#: :data:`sphr.risk.config.SHIPPED_SPHR`)
-SPHR_VARIANTS: tuple[str, ...] = ("sphr_age_line", "sphr_young", "sphr_joint")
-#: the distance methods (a space G and a reference per age group)
-METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
-                            "p0_euclidean", "deep_patient", "sphr", *SPHR_VARIANTS)
-#: the paper's five; mode ``paper`` (Eq. A.4) is defined for these
-PAPER_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "p0_euclidean", "deep_patient",
-                                  "sphr")
-DISPLAY: dict[str, str] = {
-    "raw_euclidean": "Euclidean (raw)", "mahalanobis": "Mahalanobis (age-group BFH)",
-    "homeostatic_dysregulation": "Homeostatic dysregulation",
-    "p0_euclidean": "P0 (Euclidean)", "deep_patient": "DeepPatient", "sphr": "SPHR",
-    "phenoage": "PhenoAge acceleration", "supervised_xgboost": "Supervised XGBoost (uses outcome)",
-    "age": "Age alone", "sphr_age_line": "SPHR, age-line reference",
-    "sphr_young": "SPHR, young reference", "sphr_joint": "SPHR + markers (shipped)",
-}
 P0_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(r.marker for r in P0_RANGES))
+#: the representation each deep method embeds with
+EMBEDDED_BY: dict[str, str] = {"deep_patient": "deep_patient", "sphr": "sphr",
+                               **{m: "sphr" for m in SPHR_VARIANTS}}
 
 
 def sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-class Space:
-    """``fit`` on the BFH matrix (most spaces ignore it), ``transform`` any rows."""
+def p0_columns(features: list[str]) -> list[str]:
+    return [m for m in P0_MARKERS if m in features]
 
-    kind = "space"
 
+class Space(Representation):
+    """A risk method's representation: ``fit(X, ages=...)`` on the rows the method says,
+    ``transform`` any rows (float64); ``to_spec`` writes it into a model folder."""
+
+    output_dtype = np.float64
+    kind: ClassVar[str] = "space"
     #: True when the space maps its own reference to the origin (one reference for all ages)
-    origin_reference = False
+    origin_reference: ClassVar[bool] = False
 
-    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> Space:
-        return self
+    def _fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> None:
+        """Most spaces learn nothing from the rows."""
 
-    def transform(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def save(self, directory: Path, method: str) -> dict[str, Any]:
+    def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
+        """Write the fitted state into ``directory``; the spec :func:`load_space` reads."""
         return {"kind": self.kind}
 
 
-class Columns(Space):
+def _column_index(features: list[str], columns: list[str]) -> np.ndarray:
+    missing = [c for c in columns if c not in features]
+    if missing or not columns:
+        raise ConfigError(f"columns {missing or columns} are not among the cohort features")
+    return np.array([list(features).index(c) for c in columns])
+
+
+class ColumnSelector(Space):
     """Identity on a subset of the features (all of them for ``raw_euclidean``)."""
 
     kind = "columns"
 
     def __init__(self, features: list[str], columns: list[str]) -> None:
-        missing = [c for c in columns if c not in features]
-        if missing or not columns:
-            raise ConfigError(f"columns {missing or columns} are not among the cohort features")
-        self.columns = list(columns)
-        self.index = np.array([features.index(c) for c in columns])
+        self.features = features
+        self.columns = columns
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return np.asarray(X, np.float64)[:, self.index]
+    def _fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> None:
+        self.index_ = _column_index(self.features, self.columns)
 
-    def save(self, directory: Path, method: str) -> dict[str, Any]:
-        return {"kind": self.kind, "columns": self.columns}
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(X, np.float64)[:, self.index_]
+
+    def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
+        return {"kind": self.kind, "columns": list(self.columns)}
+
+    @classmethod
+    def restore(cls, features: list[str], columns: list[str]) -> ColumnSelector:
+        out = cls(features, columns)
+        out.index_, out.n_features_in_ = _column_index(features, columns), len(features)
+        return out
+
+
+def _ledoit_wolf(X: np.ndarray, what: str) -> Any:
+    from sklearn.covariance import LedoitWolf
+
+    if X.shape[0] < 2:
+        raise InputError(f"need at least 2 {what} rows for a covariance, got {X.shape[0]}")
+    return LedoitWolf().fit(X)
 
 
 class Whitening(Space):
-    """Mahalanobis distance as a Euclidean distance after x -> x L."""
+    """Mahalanobis distance as a Euclidean distance after x -> x L (fitted: ``L_``,
+    ``covariance_``, ``shrinkage_``)."""
 
     kind = "whitening"
 
-    def __init__(self, L: np.ndarray | None = None) -> None:
-        self.L = L
+    def _fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> None:
+        lw = _ledoit_wolf(np.asarray(X, np.float64), "BFH")
+        self.covariance_, self.shrinkage_ = lw.covariance_, float(lw.shrinkage_)
+        self.L_ = np.linalg.cholesky(np.linalg.inv(self.covariance_))
 
-    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> Whitening:
-        from sklearn.covariance import LedoitWolf
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(X, np.float64) @ self.L_
 
-        X = np.asarray(X, np.float64)
-        if X.shape[0] < 2:
-            raise InputError(f"need at least 2 BFH rows for a covariance, got {X.shape[0]}")
-        lw = LedoitWolf().fit(X)
-        self.covariance, self.shrinkage = lw.covariance_, float(lw.shrinkage_)
-        self.L = np.linalg.cholesky(np.linalg.inv(self.covariance))
-        return self
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return np.asarray(X, np.float64) @ self.L
-
-    def save(self, directory: Path, method: str) -> dict[str, Any]:
-        np.save(directory / f"{method}_whitening.npy", self.L)
+    def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
+        np.save(directory / f"{method}_whitening.npy", self.L_)
         return {"kind": self.kind, "file": f"{method}_whitening.npy",
-                "shrinkage": getattr(self, "shrinkage", None)}
+                "shrinkage": getattr(self, "shrinkage_", None)}
+
+    @classmethod
+    def restore(cls, L: np.ndarray) -> Whitening:
+        out = cls()
+        out.L_, out.n_features_in_ = L, L.shape[0]
+        return out
 
 
-class Homeostatic(Space):
-    """Homeostatic dysregulation: x -> (x - mu_young) L_young, so the distance to the origin
-    is the Mahalanobis distance to the young reference (see the module docstring)."""
+def young_rows(ages: np.ndarray | None, young_max_age: float, n: int, what: str) -> np.ndarray:
+    """The reference rows aged at most ``young_max_age`` (a mask); with fewer than 10 of
+    them, the youngest 10 stand in (indices; recorded in the model as ``n_reference``)."""
+    if ages is None:
+        raise InputError(f"{what} needs the ages of the reference rows", field="age_years")
+    young = np.asarray(ages, float) <= young_max_age
+    if young.sum() < 10:
+        return np.argsort(np.asarray(ages, float), kind="stable")[:min(10, n)]
+    return young
+
+
+class YoungWhitening(Space):
+    """Homeostatic dysregulation: x -> (x - mu_young) L_young on every feature but age, so the
+    distance to the origin is the Mahalanobis distance to the young reference (module doc).
+    Fitted: ``columns_``, ``mean_``, ``L_``, ``n_reference_``, ``shrinkage_``."""
 
     kind = "homeostatic"
     origin_reference = True
 
-    def __init__(self, features: list[str], young_max_age: float = 50.0,
-                 mean: np.ndarray | None = None, L: np.ndarray | None = None) -> None:
-        self.columns = [f for f in features if f != "age"]
-        self.index = np.array([features.index(c) for c in self.columns])
+    def __init__(self, features: list[str], young_max_age: float = 50.0) -> None:
+        self.features = features
         self.young_max_age = young_max_age
-        self.mean, self.L = mean, L
 
-    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> Homeostatic:
-        from sklearn.covariance import LedoitWolf
+    def _columns(self) -> None:
+        self.columns_ = [f for f in self.features if f != "age"]
+        self.index_ = np.array([list(self.features).index(c) for c in self.columns_])
 
-        X = np.asarray(X, np.float64)[:, self.index]
-        if ages is None:
-            raise InputError("homeostatic dysregulation needs the ages of the reference rows",
-                             field="age_years")
-        young = np.asarray(ages, float) <= self.young_max_age
-        if young.sum() < 10:  # too few young BFH: the youngest 10 stand in (recorded)
-            young = np.argsort(np.asarray(ages, float), kind="stable")[:min(10, len(X))]
-        ref = X[young]
-        if ref.shape[0] < 2:
-            raise InputError(f"need at least 2 young BFH rows for a covariance, got {ref.shape[0]}")
-        lw = LedoitWolf().fit(ref)
-        self.n_reference, self.shrinkage = int(ref.shape[0]), float(lw.shrinkage_)
-        self.mean = lw.location_
-        self.L = np.linalg.cholesky(np.linalg.inv(lw.covariance_))
-        return self
+    def _fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> None:
+        self._columns()
+        X = np.asarray(X, np.float64)[:, self.index_]
+        ref = X[young_rows(ages, self.young_max_age, len(X), "homeostatic dysregulation")]
+        lw = _ledoit_wolf(ref, "young BFH")
+        self.n_reference_, self.shrinkage_ = int(ref.shape[0]), float(lw.shrinkage_)
+        self.mean_ = lw.location_
+        self.L_ = np.linalg.cholesky(np.linalg.inv(lw.covariance_))
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return (np.asarray(X, np.float64)[:, self.index] - self.mean) @ self.L
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        return (np.asarray(X, np.float64)[:, self.index_] - self.mean_) @ self.L_
 
-    def save(self, directory: Path, method: str) -> dict[str, Any]:
-        np.savez(directory / f"{method}.npz", mean=self.mean, L=self.L)
-        return {"kind": self.kind, "file": f"{method}.npz", "columns": self.columns,
+    def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
+        np.savez(directory / f"{method}.npz", mean=self.mean_, L=self.L_)
+        return {"kind": self.kind, "file": f"{method}.npz", "columns": self.columns_,
                 "young_max_age": self.young_max_age,
-                "n_reference": getattr(self, "n_reference", None),
+                "n_reference": getattr(self, "n_reference_", None),
                 "sha256": sha256(directory / f"{method}.npz")}
 
-
-class Fitted(Space):
-    """A fitted ``sphr.baselines`` representation (``.transform``)."""
-
-    kind = "representation"
-
-    def __init__(self, model: Any, source: Path | None = None) -> None:
-        self.model, self.source = model, source
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return np.asarray(self.model.transform(np.asarray(X, np.float32)), np.float64)
-
-    def save(self, directory: Path, method: str) -> dict[str, Any]:
-        import joblib
-
-        joblib.dump(self.model, directory / f"{method}.joblib")
-        return {"kind": self.kind, "file": f"{method}.joblib", "source": str(self.source),
-                "sha256": sha256(directory / f"{method}.joblib")}
+    @classmethod
+    def restore(cls, features: list[str], young_max_age: float, mean: np.ndarray,
+                L: np.ndarray) -> YoungWhitening:
+        out = cls(features, young_max_age)
+        out._columns()
+        out.mean_, out.L_, out.n_features_in_ = mean, L, len(features)
+        return out
 
 
-class SphrNet(Space):
-    """The SPHR network via the training stage's ``load_model`` / ``embed`` contract."""
+class EmbeddingSpace(Space):
+    """A representation an earlier stage fitted (DeepPatient, SPHR), not refitted here:
+    ``fit`` only checks the width. ``source``: the file it was read from; a representation
+    read from a file is saved as that file, byte for byte (the model folder's checksum is
+    then the stage's file's), any other through its own ``save``."""
 
-    kind = "sphr"
+    def __init__(self, representation: Representation, source: str | Path | None = None) -> None:
+        self.representation = representation
+        self.source = source
 
-    def __init__(self, path: Path, features: list[str], device: str = "auto") -> None:
-        import torch
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return "sphr" if isinstance(self.representation, SPHREmbedding) else "representation"
 
-        train = _sphr_train()
-        self.path, self.device = Path(path), device
-        ckpt = torch.load(self.path, map_location="cpu", weights_only=False)
-        names = list(ckpt.get("feature_names") or [])
-        if names and names != list(features):
-            raise InputError(f"SPHR was trained on other features than the cohort "
-                             f"({len(names)} vs {len(features)})", file=self.path,
+    def _fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> None:
+        width = getattr(self.representation, "n_features_in_", None)
+        if width is not None and width != X.shape[1]:
+            raise InputError(f"the representation was fitted on {width} features, the cohort "
+                             f"has {X.shape[1]}", file=self.source)
+
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        return np.asarray(self.representation.transform(np.asarray(X, np.float32)), np.float64)
+
+    def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
+        name = "sphr.pt" if self.kind == "sphr" else f"{method}.joblib"
+        if self.source is not None and Path(self.source).is_file():
+            shutil.copyfile(self.source, directory / name)
+        else:
+            self.representation.save(directory / name)
+        return {"kind": self.kind, "file": name, "source": str(self.source),
+                "sha256": sha256(directory / name)}
+
+    @classmethod
+    def restore(cls, representation: Representation, features: list[str],
+                source: str | Path | None = None) -> EmbeddingSpace:
+        """Around a fitted representation; refuses one trained on other features (by name,
+        where it records them)."""
+        names = getattr(representation, "feature_names_in_", None)
+        if names is not None and list(names) != list(features):
+            what = "SPHR" if isinstance(representation, SPHREmbedding) else "the representation"
+            raise InputError(f"{what} was trained on other features than the cohort "
+                             f"({len(names)} vs {len(features)})", file=source,
                              field="feature_names")
-        self.model = train.load_model(self.path)
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        Z = _sphr_train().embed(self.model, np.asarray(X, np.float32), device=self.device)
-        return np.asarray(Z, np.float64)
-
-    def save(self, directory: Path, method: str) -> dict[str, Any]:
-        shutil.copyfile(self.path, directory / "sphr.pt")
-        return {"kind": self.kind, "file": "sphr.pt", "source": str(self.path),
-                "sha256": sha256(directory / "sphr.pt")}
+        out = cls(representation, source)
+        out.n_features_in_ = len(features)
+        return out
 
 
-class AgeLine(Space):
+class AgeLineReference(Space):
     """``sphr_age_line``: G(x) minus the line of the embedded training BFH on (normalized) age,
-    per embedding dimension, so the reference follows a person's own age."""
+    per embedding dimension, so the reference follows a person's own age (fitted: ``coef_``,
+    intercept and slope, (2, width))."""
 
     kind = "age_line"
     origin_reference = True
 
-    def __init__(self, inner: Space, features: list[str], coef: np.ndarray | None = None) -> None:
-        if "age" not in features:
+    def __init__(self, space: Space, features: list[str]) -> None:
+        self.space = space
+        self.features = features
+
+    def _age(self) -> None:
+        if "age" not in self.features:
             raise ConfigError("sphr_age_line needs age among the cohort features")
-        self.inner, self.age = inner, features.index("age")
-        self.coef = coef  # (2, width): intercept and slope
+        self.age_index_ = list(self.features).index("age")
 
-    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> AgeLine:
-        Z = self.inner.transform(X)
-        A = np.column_stack([np.ones(len(X)), np.asarray(X, np.float64)[:, self.age]])
-        self.coef = np.linalg.lstsq(A, Z, rcond=None)[0]
-        return self
+    def _design(self, X: np.ndarray) -> np.ndarray:
+        return np.column_stack([np.ones(len(X)), np.asarray(X, np.float64)[:, self.age_index_]])
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        A = np.column_stack([np.ones(len(X)), np.asarray(X, np.float64)[:, self.age]])
-        return self.inner.transform(X) - A @ self.coef
+    def _fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> None:
+        self._age()
+        Z = self.space.fit(X, ages=ages).transform(X)
+        self.coef_ = np.linalg.lstsq(self._design(X), Z, rcond=None)[0]
 
-    def save(self, directory: Path, method: str) -> dict[str, Any]:
-        np.save(directory / f"{method}.npy", self.coef)
-        return {"kind": self.kind, "file": f"{method}.npy", "inner": self.inner.save(directory, "sphr"),
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        return self.space.transform(X) - self._design(X) @ self.coef_
+
+    def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
+        np.save(directory / f"{method}.npy", self.coef_)
+        return {"kind": self.kind, "file": f"{method}.npy",
+                "inner": self.space.to_spec(directory, "sphr"),
                 "sha256": sha256(directory / f"{method}.npy")}
+
+    @classmethod
+    def restore(cls, space: Space, features: list[str], coef: np.ndarray) -> AgeLineReference:
+        out = cls(space, features)
+        out._age()
+        out.coef_, out.n_features_in_ = coef, len(features)
+        return out
 
 
 class YoungReference(Space):
     """``sphr_young``: G(x) minus the median of the embedded training BFH aged at most
-    ``young_max_age``: one young reference for everyone (homeostatic dysregulation's idea)."""
+    ``young_max_age``: one young reference for everyone (homeostatic dysregulation's idea;
+    fitted: ``center_``)."""
 
     kind = "young_reference"
     origin_reference = True
 
-    def __init__(self, inner: Space, young_max_age: float = 50.0,
-                 center: np.ndarray | None = None) -> None:
-        self.inner, self.young_max_age, self.center = inner, young_max_age, center
+    def __init__(self, space: Space, young_max_age: float = 50.0) -> None:
+        self.space = space
+        self.young_max_age = young_max_age
 
-    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> YoungReference:
-        if ages is None:
-            raise InputError("sphr_young needs the ages of the reference rows", field="age_years")
-        young = np.asarray(ages, float) <= self.young_max_age
-        if young.sum() < 10:  # too few young BFH: the youngest 10 stand in
-            young = np.argsort(np.asarray(ages, float), kind="stable")[:min(10, len(X))]
-        self.center = np.median(self.inner.transform(np.asarray(X)[young]), axis=0)
-        return self
+    def _fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> None:
+        rows = young_rows(ages, self.young_max_age, len(X), "sphr_young")
+        self.center_ = np.median(self.space.fit(X, ages=ages).transform(np.asarray(X)[rows]),
+                                 axis=0)
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return self.inner.transform(X) - self.center
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        return self.space.transform(X) - self.center_
 
-    def save(self, directory: Path, method: str) -> dict[str, Any]:
-        np.save(directory / f"{method}.npy", self.center)
+    def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
+        np.save(directory / f"{method}.npy", self.center_)
         return {"kind": self.kind, "file": f"{method}.npy", "young_max_age": self.young_max_age,
-                "inner": self.inner.save(directory, "sphr"),
+                "inner": self.space.to_spec(directory, "sphr"),
                 "sha256": sha256(directory / f"{method}.npy")}
 
+    @classmethod
+    def restore(cls, space: Space, young_max_age: float, center: np.ndarray,
+                n_features: int) -> YoungReference:
+        out = cls(space, young_max_age)
+        out.center_, out.n_features_in_ = center, n_features
+        return out
 
-class Joint(Space):
+
+class JointSpace(Space):
     """``sphr_joint``: [G(x) / s_G, x / s_x], each part divided by the median distance of the
-    training BFH to their own median in it, so the embedding and the markers weigh equally."""
+    training BFH to their own median in it, so the embedding and the markers weigh equally
+    (fitted: ``scales_``)."""
 
     kind = "joint"
 
-    def __init__(self, inner: Space, scales: np.ndarray | None = None) -> None:
-        self.inner, self.scales = inner, scales
+    def __init__(self, space: Space) -> None:
+        self.space = space
 
-    def fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> Joint:
+    def _fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> None:
         X = np.asarray(X, np.float64)
-        parts = (self.inner.transform(X), X)
-        self.scales = np.array([np.median(np.linalg.norm(P - np.median(P, axis=0), axis=1))
-                                for P in parts])
-        self.scales = np.where(self.scales > 0, self.scales, 1.0)
-        return self
+        parts = (self.space.fit(X, ages=ages).transform(X), X)
+        scales = np.array([np.median(np.linalg.norm(P - np.median(P, axis=0), axis=1))
+                           for P in parts])
+        self.scales_ = np.where(scales > 0, scales, 1.0)
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
+    def _transform(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, np.float64)
-        return np.hstack([self.inner.transform(X) / self.scales[0], X / self.scales[1]])
+        return np.hstack([self.space.transform(X) / self.scales_[0], X / self.scales_[1]])
 
-    def save(self, directory: Path, method: str) -> dict[str, Any]:
-        return {"kind": self.kind, "scales": self.scales.tolist(),
-                "inner": self.inner.save(directory, "sphr")}
+    def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
+        return {"kind": self.kind, "scales": self.scales_.tolist(),
+                "inner": self.space.to_spec(directory, "sphr")}
 
-
-def _sphr_train():
-    import importlib
-
-    try:  # import_module reads sys.modules, so a stand-in module works in tests
-        train = importlib.import_module("sphr.train")
-    except ImportError as exc:
-        raise ConfigError(f"the SPHR method needs sphr.train ({exc})") from None
-    return train
+    @classmethod
+    def restore(cls, space: Space, scales: np.ndarray, n_features: int) -> JointSpace:
+        out = cls(space)
+        out.scales_, out.n_features_in_ = scales, n_features
+        return out
 
 
-def p0_columns(features: list[str]) -> list[str]:
-    return [m for m in P0_MARKERS if m in features]
+def load_representation(path: str | Path, device: str = "auto") -> Representation:
+    """A fitted representation from its file, through the one interface: SPHR's ``model.pt``
+    (:meth:`SPHREmbedding.load`), any other a saved :class:`~sphr.representation.Representation`
+    (``model.joblib`` of ``sphr baselines``)."""
+    path = Path(path)
+    if path.suffix == ".pt":
+        return SPHREmbedding.load(path, device=device)
+    if not path.is_file():
+        raise InputError(f"missing {path.name} (run `sphr baselines`)", file=path)
+    return Representation.load(path)
 
 
-def build_space(method: str, features: list[str], *, run: Path | None = None,
-                sex: str | None = None, device: str = "auto") -> Space:
-    """An unfitted space for ``method``; deep methods are read from the run directory."""
+def build_space(method: str, features: list[str], *,
+                representations: Mapping[str, Representation | str | Path] | None = None,
+                device: str = "auto") -> Space:
+    """An unfitted space for ``method``; the deep methods embed with ``representations``
+    (``deep_patient`` / ``sphr``: a fitted representation or the file to read it from)."""
     if method == "raw_euclidean":
-        return Columns(features, list(features))
+        return ColumnSelector(features, list(features))
     if method == "p0_euclidean":
-        return Columns(features, p0_columns(features))
+        return ColumnSelector(features, p0_columns(features))
     if method == "mahalanobis":
         return Whitening()
     if method == "homeostatic_dysregulation":
-        return Homeostatic(features)
-    if method in ("deep_patient", "sphr", *SPHR_VARIANTS) and (run is None or sex is None):
-        raise ConfigError(f"method {method} needs the run directory and sex")
-    if method == "deep_patient":
-        from sphr.baselines.pipeline import load_representation
-        from sphr.layout import baselines_dir
-
-        rep = baselines_dir(run, sex) / "deep_patient"
-        return Fitted(load_representation(rep), rep / "model.joblib")
-    if method == "sphr" or method in SPHR_VARIANTS:
-        from sphr.layout import train_dir
-
-        path = train_dir(run, sex) / "model.pt"
-        if not path.exists():
-            raise InputError("missing SPHR model (run `sphr train`)", file=path)
-        net = SphrNet(path, features, device)
-        if method == "sphr_age_line":
-            return AgeLine(net, features)
-        if method == "sphr_young":
-            return YoungReference(net)
-        return Joint(net) if method == "sphr_joint" else net
-    raise ConfigError(f"unknown risk method {method!r}: choose from {', '.join(METHODS)}")
+        return YoungWhitening(features)
+    if method not in EMBEDDED_BY:
+        raise ConfigError(f"unknown risk method {method!r}: choose from {', '.join(METHODS)}")
+    name = EMBEDDED_BY[method]
+    given = (representations or {}).get(name)
+    if given is None:
+        raise ConfigError(f"method {method} needs the {name} representation")
+    if isinstance(given, (str, Path)):
+        inner = EmbeddingSpace.restore(load_representation(given, device), features, given)
+    else:
+        inner = EmbeddingSpace.restore(given, features)
+    if method == "sphr_age_line":
+        return AgeLineReference(inner, features)
+    if method == "sphr_young":
+        return YoungReference(inner)
+    return JointSpace(inner) if method == "sphr_joint" else inner
 
 
 def _checked(spec: dict[str, Any], directory: Path) -> Path:
@@ -369,28 +419,25 @@ def _checked(spec: dict[str, Any], directory: Path) -> Path:
 
 def load_space(spec: dict[str, Any], directory: Path, features: list[str],
                device: str = "auto") -> Space:
-    """Rebuild a space saved by ``Space.save`` (for ``sphr score``), checking checksums."""
-    kind = spec["kind"]
+    """Rebuild a space written by :meth:`Space.to_spec`, checking checksums (nothing refitted)."""
+    kind, n = spec["kind"], len(features)
     if kind == "columns":
-        return Columns(features, spec["columns"])
+        return ColumnSelector.restore(features, spec["columns"])
     if kind == "joint":
-        return Joint(load_space(spec["inner"], directory, features, device),
-                     np.asarray(spec["scales"], float))
+        return JointSpace.restore(load_space(spec["inner"], directory, features, device),
+                                  np.asarray(spec["scales"], float), n)
     if kind in ("age_line", "young_reference"):
         inner = load_space(spec["inner"], directory, features, device)
         arr = np.load(_checked(spec, directory))
-        return AgeLine(inner, features, arr) if kind == "age_line" else \
-            YoungReference(inner, spec["young_max_age"], arr)
+        return AgeLineReference.restore(inner, features, arr) if kind == "age_line" else \
+            YoungReference.restore(inner, spec["young_max_age"], arr, n)
     path = _checked(spec, directory)
     if kind == "whitening":
-        return Whitening(np.load(path))
+        return Whitening.restore(np.load(path))
     if kind == "homeostatic":
         with np.load(path) as arrays:
-            return Homeostatic(features, spec["young_max_age"], arrays["mean"], arrays["L"])
-    if kind == "representation":
-        import joblib
-
-        return Fitted(joblib.load(path), path)
-    if kind == "sphr":
-        return SphrNet(path, features, device)
+            return YoungWhitening.restore(features, spec["young_max_age"], arrays["mean"],
+                                          arrays["L"])
+    if kind in ("representation", "sphr"):
+        return EmbeddingSpace.restore(load_representation(path, device), features, path)
     raise InputError(f"unknown space kind {kind!r}", file=directory)

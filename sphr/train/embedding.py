@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -23,7 +23,9 @@ from sphr.errors import InputError, SphrError
 from sphr.representation import Representation, as_matrix
 from sphr.train.config import TrainConfig
 from sphr.train.model_io import embed, load_checkpoint, save_model
-from sphr.train.trainer import EpochCallback, TrainResult, train_sphr
+
+if TYPE_CHECKING:
+    from sphr.train.trainer import EpochCallback, TrainResult
 
 
 class SPHREmbedding(Representation):
@@ -63,6 +65,10 @@ class SPHREmbedding(Representation):
         if feature_names is None and hasattr(X, "columns"):
             feature_names = [str(c) for c in X.columns]
         X = as_matrix(X, what="SPHREmbedding.fit input")
+        # the trainer (and the losses it builds) only where a model is trained: loading and
+        # embedding, what the risk stage and `sphr score` do, need the network alone
+        from sphr.train.trainer import train_sphr
+
         if labels is None:
             labels = y
         config = self._resolved_config()

@@ -1,0 +1,247 @@
+"""``DistanceModel``: references and intervals per age group of one sex, for one distance method
+and mode (:class:`sphr.risk.model.RiskModel` holds one per method and mode of each sex).
+
+``fit`` takes a cohort training frame (``cohorts/<sex>/train.parquet``) and uses
+only its bona fide healthy rows that are real (``label == 2`` and not
+``augmented``) for the space (e.g. a covariance), the references r_g and the
+age standardization of the score; it never sees test rows because it is never
+given them. Mode ``calibrated`` also takes the calibration frame
+(``cohorts/<sex>/calibration.parquet``): the bounds come from its BFH rows'
+distances, which are out of sample for every fit (:mod:`sphr.risk.calibration`).
+
+**Decision (small groups)**: an age group with fewer than ``min_group_size`` real
+BFH training members borrows the members of its neighbouring age groups,
+nearest first (the lower neighbour first on a tie), until it has enough; the
+groups used are recorded as ``pooled_groups``. Each group keeps its own
+reference and intervals.
+
+**Age outside every group**: participants carry the ``age_group`` written by
+``sphr cohorts``; a frame with only ages is grouped with
+:func:`sphr.cohorts.age.assign_age_groups` (nearest-group rule: a 35-year-old
+joins 36-45, a 76-year-old 66-75). An ``age_group`` name the model does not know
+is an ``InputError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+
+from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
+from sphr.errors import ConfigError, InputError
+from sphr.labels import BONA_FIDE_HEALTHY
+from sphr.risk.calibration import AgeStandardizer, CalibratedBounds, pooled_windows
+from sphr.risk.config import METHODS
+from sphr.risk.intervals import (
+    LOWER_Q,
+    MODES,
+    NORMAL_Q,
+    Intervals,
+    assign_groups,
+    euclidean,
+    paper_intervals,
+)
+from sphr.risk.spaces import Space, build_space
+
+OUTPUT_COLUMNS: tuple[str, ...] = ("age_group", "distance", "score", "group", "normal_low",
+                                   "normal_high", "lower_low", "lower_high")
+#: the interval columns (a NaN low is "no lower bound": the calibrated mode is one-sided)
+INTERVAL_COLUMNS: tuple[str, ...] = ("normal_low", "normal_high", "lower_low", "lower_high")
+
+
+def age_groups_of(frame: pd.DataFrame, age_groups: tuple[tuple[int, int], ...]) -> np.ndarray:
+    """The frame's ``age_group`` column, or groups from ``age_years`` / ``age``."""
+    if "age_group" in frame.columns and frame["age_group"].notna().all():
+        return frame["age_group"].astype(str).to_numpy(object)
+    for col in ("age_years", "age"):
+        if col in frame.columns:
+            return assign_age_groups(frame[col].to_numpy(float), age_groups)[0]
+    raise InputError("need an age_group, age_years or age column to pick the age reference",
+                     field="age_group")
+
+
+def bfh_rows(frame: pd.DataFrame) -> np.ndarray:
+    """Mask of the real (not augmented) bona fide healthy rows of a cohort frame."""
+    for col in ("label", "augmented"):
+        if col not in frame.columns:
+            raise InputError(f"cohort frame has no {col!r} column", field=col)
+    return (frame["label"].to_numpy() == BONA_FIDE_HEALTHY) & ~frame["augmented"].to_numpy(bool)
+
+
+class DistanceModel(BaseEstimator):
+    """Health distance to the age group's BFH reference, and its risk group (Appendix B).
+
+    Parameters: the ``method`` and ``mode``, the ``features`` (columns of the frames given),
+    the age groups and pooling sizes, and ``space``, the method's representation (a space of
+    :mod:`sphr.risk.spaces`, fitted here on the BFH rows; ``None``: built for the method;
+    a representation fitted by an earlier stage inside it is not refitted). Fitted
+    attributes: ``space_``, ``strata_`` (per age group: reference, BFH counts, pooled
+    groups, percentile distances, intervals), ``standardizer_`` and, in mode
+    ``calibrated``, ``bounds_``.
+
+    ``score`` is the distance standardized per age group among the training BFH
+    (:class:`sphr.risk.calibration.AgeStandardizer`): comparable across ages, so it
+    is the continuous score the discrimination metrics use.
+    """
+
+    def __init__(self, method: str, mode: str, features: list[str], *,
+                 age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS,
+                 min_group_size: int = 10, standardize_min_group: int = 30,
+                 space: Space | None = None) -> None:
+        self.method, self.mode = method, mode
+        self.features = features
+        self.age_groups = age_groups
+        self.min_group_size = min_group_size
+        self.standardize_min_group = standardize_min_group
+        self.space = space
+
+    def _check_params(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"unknown risk method {self.method!r}: choose from "
+                              f"{', '.join(METHODS)}")
+        if self.mode not in MODES:
+            raise ConfigError(f"unknown risk mode {self.mode!r}: choose from {', '.join(MODES)}")
+        if self.min_group_size < 2:
+            raise ConfigError("min_group_size must be at least 2")
+
+    @property
+    def _groups(self) -> tuple[tuple[int, int], ...]:
+        return tuple(tuple(g) for g in self.age_groups)
+
+    def _matrix(self, frame: pd.DataFrame) -> np.ndarray:
+        missing = [f for f in self.features if f not in frame.columns]
+        if missing:
+            raise InputError(f"missing feature column(s) {missing[:5]}", field=missing[0])
+        return frame[list(self.features)].to_numpy(np.float64)
+
+    def fit(self, train: pd.DataFrame, calibration: pd.DataFrame | None = None) -> DistanceModel:
+        """References from the real BFH rows of ``train``; calibrated bounds from the BFH rows
+        of ``calibration`` (required in mode ``calibrated``, ignored in mode ``paper``)."""
+        self._check_params()
+        bfh = bfh_rows(train)
+        if bfh.sum() < 2:
+            raise InputError(f"need at least 2 real bona fide healthy training rows, got {bfh.sum()}")
+        frame = train.loc[bfh]
+        X = self._matrix(frame)
+        groups = age_groups_of(frame, self._groups)
+        ages = frame["age_years"].to_numpy(float) if "age_years" in frame.columns else None
+        space = self.space if self.space is not None else build_space(self.method,
+                                                                      list(self.features))
+        self.space_ = space.fit(X, ages=ages)
+        Z = self.space_.transform(X)
+        names = group_names(self._groups)
+        unknown = sorted(set(groups) - set(names))
+        if unknown:
+            raise InputError(f"age groups {unknown} are not in the model's {names}", field="age_group")
+        counts = [int((groups == g).sum()) for g in names]
+        self.strata_: dict[str, dict[str, Any]] = {}
+        for name, window in zip(names, pooled_windows(counts, self.min_group_size), strict=True):
+            members = np.isin(groups, [names[j] for j in window])
+            self.strata_[name] = self._stratum(X[members], Z[members], counts[names.index(name)],
+                                               [names[j] for j in window])
+        own, _ = self.distance(frame)
+        self.standardizer_ = AgeStandardizer(names, self.standardize_min_group).fit(own, groups)
+        self.bounds_: CalibratedBounds | None = None
+        if self.mode == "calibrated":
+            self._calibrate(calibration)
+        return self
+
+    def _calibrate(self, calibration: pd.DataFrame | None) -> None:
+        if calibration is None or calibration.empty:
+            raise InputError("mode 'calibrated' needs the calibration partition "
+                             "(cohorts/<sex>/calibration.parquet; re-run `sphr cohorts`)")
+        cal = calibration.loc[bfh_rows(calibration)]
+        if len(cal) < 3:
+            raise InputError(f"need at least 3 calibration BFH rows, got {len(cal)}")
+        z = self.score(cal)
+        self.bounds_ = CalibratedBounds.fit(z)
+        for name, st in self.strata_.items():
+            c, sc = self.standardizer_.center_[name], self.standardizer_.scale_[name]
+            st["intervals"] = {"normal_low": None, "normal_high": c + sc * self.bounds_.normal.value,
+                               "lower_low": None, "lower_high": c + sc * self.bounds_.lower.value,
+                               "repairs": []}
+
+    def _stratum(self, X: np.ndarray, Z: np.ndarray, own: int, window: list[str]) -> dict[str, Any]:
+        qs = (50.0, *NORMAL_Q, *LOWER_Q)
+        profiles = dict(zip(qs, np.percentile(X, qs, axis=0), strict=True))
+        G = {q: self.space_.transform(p[None, :])[0] for q, p in profiles.items()}
+        # a space with its own fixed reference (homeostatic dysregulation: the young
+        # reference's mean) maps that reference to the origin
+        r = np.zeros_like(G[50.0]) if getattr(self.space_, "origin_reference", False) else G[50.0]
+        pdist = {q: float(euclidean(G[q][None, :], r)[0]) for q in qs if q != 50.0}
+        own_d = euclidean(Z, r)
+        iv = paper_intervals(pdist.__getitem__) if self.mode == "paper" else None
+        return {"n_bfh": own, "n_reference": int(X.shape[0]), "pooled_groups": window,
+                "reference": r.tolist(), "percentile_distances": {str(q): d for q, d in pdist.items()},
+                "bfh_distance_percentiles": dict(zip(
+                    ("1", "2.5", "50", "97.5", "99"),
+                    np.percentile(own_d, (1, 2.5, 50, 97.5, 99)).tolist(), strict=True)),
+                "intervals": iv.as_dict() if iv else None}
+
+    def intervals(self, age_group: str) -> Intervals:
+        d = self.strata_[age_group]["intervals"]
+        lows = [-np.inf if d[k] is None else float(d[k]) for k in ("normal_low", "lower_low")]
+        return Intervals(lows[0], d["normal_high"], lows[1], d["lower_high"],
+                         tuple(d["repairs"]))
+
+    def distance(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(health distance, age group) of every row."""
+        if not getattr(self, "strata_", None):
+            raise ConfigError("DistanceModel is not fitted")
+        groups = age_groups_of(frame, self._groups)
+        unknown = sorted(set(groups) - set(self.strata_))
+        if unknown:
+            raise InputError(f"age groups {unknown} are not in the fitted model "
+                             f"({', '.join(self.strata_)})", field="age_group")
+        Z = self.space_.transform(self._matrix(frame))
+        refs = np.stack([np.asarray(self.strata_[g]["reference"]) for g in groups]) if len(groups) \
+            else np.empty((0, Z.shape[1]))
+        return euclidean(Z, refs), groups
+
+    def score(self, frame: pd.DataFrame) -> np.ndarray:
+        """Age-standardized distance (larger is worse)."""
+        d, groups = self.distance(frame)
+        return self.standardizer_.transform(d, groups)
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """distance, score, group and the interval used, one row per input row (same order)."""
+        s, groups = self.distance(frame)
+        out = pd.DataFrame({"age_group": groups, "distance": s,
+                            "score": self.standardizer_.transform(s, groups),
+                            "group": np.empty(len(s), dtype=object)})
+        for col in INTERVAL_COLUMNS:
+            out[col] = np.nan
+        for g in np.unique(groups):
+            rows = np.flatnonzero(groups == g)
+            iv = self.intervals(g)
+            out.loc[rows, "group"] = assign_groups(s[rows], iv)
+            for col in INTERVAL_COLUMNS:
+                v = getattr(iv, col)
+                out.loc[rows, col] = v if np.isfinite(v) else np.nan
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "mode": self.mode, "features": list(self.features),
+                "age_groups": [list(g) for g in self._groups],
+                "min_group_size": self.min_group_size, "strata": self.strata_,
+                "standardizer": self.standardizer_.to_dict() if self.standardizer_ else None,
+                "bounds": self.bounds_.as_dict() if self.bounds_ else None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], space: Space) -> DistanceModel:
+        """The model :meth:`to_dict` saved, with its fitted ``space`` (nothing refitted)."""
+        model = cls(data["method"], data["mode"], data["features"],
+                    age_groups=tuple(tuple(g) for g in data["age_groups"]),
+                    min_group_size=data["min_group_size"], space=space)
+        model._check_params()
+        model.space_ = space
+        model.strata_ = data["strata"]
+        model.standardizer_ = (AgeStandardizer.from_dict(data["standardizer"],
+                                                         group_names(model._groups))
+                               if data.get("standardizer") else None)
+        model.bounds_ = (CalibratedBounds.from_dict(data["bounds"]) if data.get("bounds")
+                         else None)
+        return model
