@@ -1,4 +1,5 @@
-"""NHANES 1999-2000 mortality check on real people (docs/NHANES.md).
+"""NHANES 1999-2000 mortality check on real people (docs/NHANES.md; the study:
+benchmarks/nhanes_1999_2000.py).
 
 Scores the 4,086 people of the vendored NHANES file (PhenoAge, homeostatic
 dysregulation, raw Euclidean distance, age), reports Harrell's C against
@@ -50,7 +51,8 @@ def main() -> None:
                         "normalizer, capped at |z| = 5.2)")
     args = parser.parse_args()
 
-    from sphr.risk.nhanes import nhanes_mortality
+    # the study module sits beside this script (benchmarks/ is on sys.path when it runs)
+    from nhanes_1999_2000 import nhanes_mortality
 
     t = time.perf_counter()
     result = nhanes_mortality(out_dir=args.out, seed=args.seed, n_bootstrap=args.bootstrap,

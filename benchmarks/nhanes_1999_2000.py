@@ -1,6 +1,7 @@
 """Real people: do single-visit health scores rank later deaths? (NHANES 1999-2000).
 
-An adapter, not a UK Biobank stage: the vendored file (``sphr/data/real``, see its
+The study behind ``benchmarks/nhanes_mortality.py`` (docs/NHANES.md), kept beside it and out
+of the library: no stage uses it. An adapter, not a UK Biobank stage: the vendored file (``sphr/data/real``, see its
 README) has the nine PhenoAge markers, age, sex and linked all-cause mortality of
 4,086 US adults, but no condition answers, so there are no apparently healthy /
 BFH labels. The check rebuilds the parts of the risk method that need no labels
@@ -386,6 +387,48 @@ def km_figure(time_: np.ndarray, event: np.ndarray, groups: dict[str, np.ndarray
     return to_png(fig)
 
 
+def _grouped(scores: pd.DataFrame, cal: np.ndarray, ev: np.ndarray, e: np.ndarray,
+             concordance: dict[str, dict]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """One row per score (C-index, and for the age-free ones the calibrated bounds and each
+    group's count, share and deaths) and the evaluated people's groups per grouped score."""
+    grouped: dict[str, np.ndarray] = {}
+    rows = []
+    for name in SCORES:
+        row = {"score": name, "n": int(ev.sum()), **concordance[name]}
+        if name in GROUPED_SCORES:
+            normal = upper_bound(scores.loc[cal, name].to_numpy(), NORMAL_LEVEL)
+            lower = upper_bound(scores.loc[cal, name].to_numpy(), LOWER_LEVEL)
+            g = calibrated_groups(scores.loc[ev, name].to_numpy(), normal.value, lower.value)
+            grouped[name] = g
+            row |= {"normal_bound": normal.value, "normal_method": normal.method,
+                    "lower_bound": lower.value, "lower_method": lower.method}
+            for group in GROUPS:
+                key = group.lower().replace(" ", "_")
+                row[f"n_{key}"] = int((g == group).sum())
+                row[f"share_{key}"] = float((g == group).mean())
+                row[f"deaths_{key}"] = int(e[g == group].sum())
+        rows.append(row)
+    return pd.DataFrame(rows), grouped
+
+
+def _hazard_ratios(cox: dict) -> dict[str, float]:
+    """Higher Risk vs Normal, age-adjusted and unadjusted (NaN where nobody is Higher Risk)."""
+    nan = {"hr": math.nan, "low": math.nan, "high": math.nan}
+    adj, raw = cox["age_adjusted"].get(HIGHER_RISK, nan), cox["unadjusted"].get(HIGHER_RISK, nan)
+    return {"hr_higher_vs_normal": adj["hr"], "hr_low": adj["low"], "hr_high": adj["high"],
+            "hr_higher_vs_normal_unadjusted": raw["hr"], "hr_unadjusted_low": raw["low"],
+            "hr_unadjusted_high": raw["high"]}
+
+
+def _write(out_dir: str | Path, table: pd.DataFrame, png: bytes, result: dict) -> None:
+    from sphr.io import staged_outputs, write_bytes, write_json, write_parquet
+
+    with staged_outputs(out_dir) as stage:
+        write_parquet(table, stage / "nhanes_mortality_scores.parquet")
+        write_bytes(png, stage / "nhanes_mortality_km.png")
+        write_json(result, stage / "nhanes_mortality.json")
+
+
 def nhanes_mortality(path: str | Path | None = None, *,
                      reference_max_age: float = REFERENCE_MAX_AGE,
                      calibration_size: float = 0.2, n_bootstrap: int = 1000, seed: int = 0,
@@ -406,32 +449,8 @@ def nhanes_mortality(path: str | Path | None = None, *,
     t, e = people["time_years"].to_numpy()[ev], people["event"].to_numpy()[ev]
     concordance = concordance_with_ci(t, e, scores.loc[ev].reset_index(drop=True),
                                       n_bootstrap, boot_seed)
-
-    grouped: dict[str, np.ndarray] = {}
-    rows = []
-    for name in SCORES:
-        row = {"score": name, "n": int(ev.sum()), **concordance[name]}
-        if name in GROUPED_SCORES:
-            normal = upper_bound(scores.loc[cal, name].to_numpy(), NORMAL_LEVEL)
-            lower = upper_bound(scores.loc[cal, name].to_numpy(), LOWER_LEVEL)
-            g = calibrated_groups(scores.loc[ev, name].to_numpy(), normal.value, lower.value)
-            grouped[name] = g
-            row |= {"normal_bound": normal.value, "normal_method": normal.method,
-                    "lower_bound": lower.value, "lower_method": lower.method}
-            for group in GROUPS:
-                key = group.lower().replace(" ", "_")
-                row[f"n_{key}"] = int((g == group).sum())
-                row[f"share_{key}"] = float((g == group).mean())
-                row[f"deaths_{key}"] = int(e[g == group].sum())
-        rows.append(row)
-    table = pd.DataFrame(rows)
-
-    age_ev = people["age"].to_numpy()[ev]
-    cox = cox_hazard_ratios(t, e, grouped["mahalanobis"], age_ev)
-    higher_adj = cox["age_adjusted"].get(HIGHER_RISK, {"hr": math.nan, "low": math.nan,
-                                                       "high": math.nan})
-    higher_raw = cox["unadjusted"].get(HIGHER_RISK, {"hr": math.nan, "low": math.nan,
-                                                     "high": math.nan})
+    table, grouped = _grouped(scores, cal, ev, e, concordance)
+    cox = cox_hazard_ratios(t, e, grouped["mahalanobis"], people["age"].to_numpy()[ev])
     png = km_figure(t, e, {name: grouped[name] for name in GROUPED_SCORES})
 
     result = {
@@ -439,16 +458,13 @@ def nhanes_mortality(path: str | Path | None = None, *,
         "median_follow_up_years": float(np.median(t)),
         **{f"c_index_{k}": v["c_index"] for k, v in concordance.items()},
         **{f"c_index_{k}_ci": [v["ci_low"], v["ci_high"]] for k, v in concordance.items()},
-        "hr_higher_vs_normal": higher_adj["hr"], "hr_low": higher_adj["low"],
-        "hr_high": higher_adj["high"],
-        "hr_higher_vs_normal_unadjusted": higher_raw["hr"],
-        "hr_unadjusted_low": higher_raw["low"], "hr_unadjusted_high": higher_raw["high"],
+        **_hazard_ratios(cox),
         "cox_mahalanobis": cox,
         "group_shares": {name: {group: float((g == group).mean()) for group in GROUPS}
                          for name, g in grouped.items()},
         "bounds": {r["score"]: {"normal": r["normal_bound"], "normal_method": r["normal_method"],
                                 "lower_risk": r["lower_bound"], "lower_method": r["lower_method"]}
-                   for r in rows if r["score"] in GROUPED_SCORES},
+                   for r in table.to_dict("records") if r["score"] in GROUPED_SCORES},
         "space": space,
         # share of evaluated marker values at the quantile normalizer's cap (0 in the
         # marker space, which has no cap) and beyond the fitted range (either space)
@@ -469,10 +485,5 @@ def nhanes_mortality(path: str | Path | None = None, *,
         "seconds": round(time.perf_counter() - started, 2),
     }
     if out_dir is not None:
-        from sphr.io import staged_outputs, write_bytes, write_json, write_parquet
-
-        with staged_outputs(out_dir) as stage:
-            write_parquet(table, stage / "nhanes_mortality_scores.parquet")
-            write_bytes(png, stage / "nhanes_mortality_km.png")
-            write_json(result, stage / "nhanes_mortality.json")
+        _write(out_dir, table, png, result)
     return result
