@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sphr import lazy_exports
+from sphr.baselines.config import BASELINES
 from sphr.errors import ConfigError
 
 if TYPE_CHECKING:
     from sphr.baselines.base import Representation
 
-#: representations this package fits, in the paper's column order
-BASELINES: tuple[str, ...] = ("raw", "pca", "ica", "diffmap", "deep_patient")
 #: every representation in the tables; ``sphr`` is read from the training stage
 REPRESENTATIONS: tuple[str, ...] = (*BASELINES, "sphr")
 #: how the paper's tables name them

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sphr.baselines import BASELINES
+#: representations this package fits, in the paper's column order (here, not in the package's
+#: ``__init__``, which imports the estimators that read this module: no import circle)
+BASELINES: tuple[str, ...] = ("raw", "pca", "ica", "diffmap", "deep_patient")
 
 
 @dataclass(frozen=True)
