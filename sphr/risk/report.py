@@ -947,6 +947,68 @@ def _read_followup(followup: pd.DataFrame | str | Path | None) -> pd.DataFrame |
     return pd.read_parquet(path) if path.exists() else None
 
 
+def _central(linked: dict[str, pd.DataFrame] | None, sexes: list[str]
+             ) -> tuple[list[Figure], str | None]:
+    """The central figures, the cumulative incidence by group of the linked outcome with the
+    most events (one per sex), and that outcome (None without linked records)."""
+    outcome = main_outcome(linked)
+    linked_ci = (linked or {}).get("cumulative_incidence")
+    if outcome is None or linked_ci is None or not len(linked_ci):
+        return [], outcome
+    lc = linked_ci[linked_ci["outcome"] == outcome]
+    what = outcome.replace("_", " ")
+    return [_cumulative_plot(lc, sex, f"{sex.capitalize()}: cumulative incidence of {what} "
+                                      "(linked records) by group",
+                             ylabel="cumulative incidence (%)")
+            for sex in sexes if (lc["sex"] == sex).any()], outcome
+
+
+def _followup_figures(rows: pd.DataFrame, fu: pd.DataFrame | None, sexes: list[str]
+                      ) -> list[Figure]:
+    """The share with a new diagnosis over the repeat visits by group, one per sex."""
+    curves = cumulative_new_diagnosis(rows, fu) if fu is not None else None
+    if curves is None or curves.empty:
+        return []
+    return [_cumulative_plot(curves, sex, f"{sex.capitalize()}: share with a new diagnosis "
+                                          "(self-reported at visits 1-3) by group, mode calibrated")
+            for sex in sexes if (curves["sex"] == sex).any()]
+
+
+def _validation_section(validation: pd.DataFrame | None, correlation: pd.DataFrame | None,
+                        modes: list[str]) -> dict[str, Any] | None:
+    """Table 4's shape beside the paper's, Higher Risk vs Normal and the time correlations."""
+    if validation is None or not len(validation):
+        return None
+    wide = wide_table(validation)
+    wide["paper N / LR / HR"] = [" / ".join(paper_cell(r.sex, r.method, r.measure, g) or "-"
+                                           for g in GROUPS) for r in wide.itertuples()]
+    wide["method"] = wide["method"].map(_name)
+    return {"figs": [_validation_plot(validation, m) for m in modes],
+            "wide": table(wide), "hvn": table(higher_vs_normal(validation)),
+            "correlation": table(correlation) if correlation is not None else None,
+            "paper_r": ", ".join(f"{k} r={r} (p={p})"
+                                 for k, (r, p) in PAPER_TIME_CORRELATION.items())}
+
+
+def _appendix(rows: pd.DataFrame, thresholds: pd.DataFrame, summary: dict[str, Any],
+              heldout: pd.DataFrame, discrimination: pd.DataFrame | None, has_disc: bool,
+              sexes: list[str], modes: list[str]) -> dict[str, Any]:
+    """The appendix's definitions, tables and the paper mode's figures."""
+    return {
+        "definitions": _definitions(summary),
+        "disc_table": table(_discrimination_compact(discrimination)) if has_disc else None,
+        "heldout_compact": table(_heldout_compact(heldout)) if len(heldout) else None,
+        "heldout_full": table(heldout, "{:.3f}") if len(heldout) else None,
+        "shares_table": table(shares(rows, ["sex", "method", "mode"])),
+        "age_table": table(_age_table(rows)) if "calibrated" in modes else None,
+        "paper_share_fig": _share_plot(rows, "paper") if "paper" in modes else None,
+        "paper_distance_figs": [_distance_plot(rows, thresholds, sex, "paper")
+                                for sex in sexes if "paper" in modes],
+        "thresholds": _thresholds_tables(thresholds),
+        "higher_rows": int((rows["group"] == HIGHER_RISK).sum()),
+    }
+
+
 def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
                  validation: pd.DataFrame | None, correlation: pd.DataFrame | None,
                  summary: dict[str, Any], heldout: pd.DataFrame | None = None,
@@ -972,6 +1034,11 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
     # the repeat-visit figures only where somebody validated had a repeat visit
     has_disc = discrimination is not None and len(discrimination) > 0 and \
         _validated(discrimination)
+    # the central figure: the linked outcome with the most events when there are linked
+    # records, its forest plot, and the repeat visits' forest beside them where they exist
+    central, outcome = _central(linked, sexes)
+    has_linked = outcome is not None and linked.get("discrimination") is not None
+    fu = _read_followup(followup)
     ctx: dict[str, Any] = {
         "title": "Single-visit health risk groups",
         "provenance": _provenance(path, summary),
@@ -979,70 +1046,24 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
         "n_rows": len(rows),
         "paragraph": summary_paragraph(discrimination, heldout, rows=rows, linked=linked),
         "share_fig": _share_plot(rows, "calibrated") if "calibrated" in modes else None,
+        "outcome": outcome.replace("_", " ") if outcome else None,
+        "linked_forest": _linked_forest_plot(linked["discrimination"],
+                                             linked.get("hazard_ratio"), outcome)
+        if has_linked else None,
+        "central": central, "forest": _forest_plot(discrimination) if has_disc else None,
+        "unscored": table(_unscored_table(summary)) if summary.get("unscored") else None,
+        "linked_tables": [(name.replace("_", " "), table(frame, "{:.3g}"))
+                          for name, frame in (linked or {}).items()
+                          if name != "cumulative_incidence" and frame is not None and len(frame)],
+        "followup_figs": _followup_figures(rows, fu, sexes), "followup_given": fu is not None,
+        "age_fig": _age_share_plot(rows) if "calibrated" in modes else None,
+        "distance_figs": [_distance_plot(rows, thresholds, sex, "calibrated")
+                          for sex in sexes if "calibrated" in modes],
+        "validation": _validation_section(validation, correlation, modes),
+        **_appendix(rows, thresholds, summary, heldout, discrimination, has_disc, sexes, modes),
     }
-
-    # the central figure: the linked outcome with the most events when there are linked
-    # records, its forest plot, and the repeat visits' forest beside them where they exist
-    central: list[Figure] = []
-    outcome = main_outcome(linked)
-    linked_ci = (linked or {}).get("cumulative_incidence")
-    if outcome is not None and linked_ci is not None and len(linked_ci):
-        lc = linked_ci[linked_ci["outcome"] == outcome]
-        what = outcome.replace("_", " ")
-        central += [_cumulative_plot(lc, sex, f"{sex.capitalize()}: cumulative incidence of "
-                                              f"{what} (linked records) by group",
-                                     ylabel="cumulative incidence (%)")
-                    for sex in sexes if (lc["sex"] == sex).any()]
-    ctx["outcome"] = outcome.replace("_", " ") if outcome else None
-    has_linked = outcome is not None and linked.get("discrimination") is not None
-    ctx["linked_forest"] = _linked_forest_plot(
-        linked["discrimination"], linked.get("hazard_ratio"), outcome) if has_linked else None
-    forest = _forest_plot(discrimination) if has_disc else None
-    ctx["central"] = central
-    ctx["forest"] = forest
-    ctx["unscored"] = table(_unscored_table(summary)) if summary.get("unscored") else None
-    ctx["linked_tables"] = [(name.replace("_", " "), table(frame, "{:.3g}"))
-                            for name, frame in (linked or {}).items()
-                            if name != "cumulative_incidence" and frame is not None and len(frame)]
-
-    fu = _read_followup(followup)
-    curves = cumulative_new_diagnosis(rows, fu) if fu is not None else None
-    ctx["followup_figs"] = [] if curves is None or curves.empty else [
-        _cumulative_plot(curves, sex, f"{sex.capitalize()}: share with a new diagnosis "
-                                      "(self-reported at visits 1-3) by group, mode calibrated")
-        for sex in sexes if (curves["sex"] == sex).any()]
-    ctx["followup_given"] = fu is not None
-    ctx["age_fig"] = _age_share_plot(rows) if "calibrated" in modes else None
-    ctx["distance_figs"] = [_distance_plot(rows, thresholds, sex, "calibrated")
-                            for sex in sexes if "calibrated" in modes]
-
-    # appendix
-    ctx["definitions"] = _definitions(summary)
-    ctx["disc_table"] = table(_discrimination_compact(discrimination)) if has_disc else None
-    ctx["heldout_compact"] = table(_heldout_compact(heldout)) if len(heldout) else None
-    ctx["heldout_full"] = table(heldout, "{:.3f}") if len(heldout) else None
-    val: dict[str, Any] | None = None
-    if validation is not None and len(validation):
-        wide = wide_table(validation)
-        wide["paper N / LR / HR"] = [" / ".join(paper_cell(r.sex, r.method, r.measure, g) or "-"
-                                               for g in GROUPS) for r in wide.itertuples()]
-        wide["method"] = wide["method"].map(_name)
-        val = {"figs": [_validation_plot(validation, m) for m in modes],
-               "wide": table(wide), "hvn": table(higher_vs_normal(validation)),
-               "correlation": table(correlation) if correlation is not None else None,
-               "paper_r": ", ".join(f"{k} r={r} (p={p})"
-                                    for k, (r, p) in PAPER_TIME_CORRELATION.items())}
-    ctx["validation"] = val
-    ctx["shares_table"] = table(shares(rows, ["sex", "method", "mode"]))
-    ctx["age_table"] = table(_age_table(rows)) if "calibrated" in modes else None
-    ctx["paper_share_fig"] = _share_plot(rows, "paper") if "paper" in modes else None
-    ctx["paper_distance_figs"] = [_distance_plot(rows, thresholds, sex, "paper")
-                                  for sex in sexes if "paper" in modes]
-    ctx["thresholds"] = _thresholds_tables(thresholds)
-    ctx["higher_rows"] = int((rows["group"] == HIGHER_RISK).sum())
-
     out = write_text(render("risk.html.j2", **ctx), path)
-    main = central[0] if central else ctx["linked_forest"] or forest or ctx["share_fig"]
+    main = central[0] if central else ctx["linked_forest"] or ctx["forest"] or ctx["share_fig"]
     if main is not None:
         write_bytes(main.png, path.with_name(path.stem + "_summary.png"))
     t_html = time.perf_counter() - t0
