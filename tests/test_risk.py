@@ -513,3 +513,39 @@ def test_sphr_variants_are_fitted_on_training_bfh_saved_and_scored_alike(run_dir
     assert set(both["method"]) == {"sphr", *SPHR_VARIANTS} and len(both) == len(fitted)
     assert both["distance_new"].to_numpy() == pytest.approx(both["distance"].to_numpy(),
                                                            rel=1e-5, abs=1e-5)
+
+
+def test_sphr_variant_references_see_only_training_bfh(run_dir):
+    """The age line, the young reference and the joint scales are fitted on the real training
+    BFH alone: moving calibration, test, augmented or non-BFH training rows moves none of
+    them, moving a training BFH row does (docs/METHODS.md, SPHR variants aimed at risk)."""
+    from sphr.artifacts import load_cohort
+    from sphr.layout import train_dir
+    from sphr.risk.distance import DistanceModel
+    from sphr.risk.spaces import build_space
+
+    cohort = load_cohort(run_dir / "cohorts" / "female")
+    sphr = {"sphr": train_dir(run_dir, "female") / "model.pt"}
+
+    def fitted(train: pd.DataFrame, calibration: pd.DataFrame) -> dict[str, np.ndarray]:
+        out = {}
+        for method in ("sphr_age_line", "sphr_young", "sphr_joint"):
+            space = build_space(method, cohort.features, representations=sphr)
+            model = DistanceModel(method, "calibrated", cohort.features, space=space)
+            model.fit(train, calibration)
+            probe = cohort.test[cohort.features].to_numpy(float)[:20]
+            out[method] = model.space_.transform(probe)
+        return out
+
+    before = fitted(cohort.train, cohort.calibration)
+    train, calibration = cohort.train.copy(), cohort.calibration.copy()
+    moved = (train["label"] != 2) | train["augmented"]
+    train.loc[moved, cohort.features] += 3.0
+    calibration[cohort.features] += 3.0
+    after = fitted(train, calibration)
+    for method in before:
+        assert np.array_equal(before[method], after[method]), method
+    bfh = np.flatnonzero(~moved.to_numpy())
+    train.loc[train.index[bfh[:5]], cohort.features] += 3.0
+    again = fitted(train, calibration)
+    assert all(not np.array_equal(before[m], again[m]) for m in before)
