@@ -326,6 +326,12 @@ def score_tables(args: argparse.Namespace, spaces: tuple[str, ...]) -> dict[str,
     return tables
 
 
+def evaluated_on(method: str, outcome: str) -> bool:
+    from sphr.risk.supervised import evaluated_on as rule
+
+    return rule(method, outcome)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/real_nhanes"))
@@ -369,7 +375,9 @@ def main() -> None:
     for space, wide in tables.items():
         if not np.array_equal(wide["eid"].to_numpy(), first["eid"].to_numpy()):
             raise SystemExit(f"the {space} scores cover other people than the first space's")
-        names = [c for c in wide.columns if c not in ("eid", "sex", "time_years", "died")]
+        # a supervised comparator is judged on the outcome it was fitted to only (death here)
+        names = [c for c in wide.columns if c not in ("eid", "sex", "time_years", "died")
+                 and evaluated_on(c, "death")]
         c, n, draws[space] = c_indices(wide, names, args.bootstrap, args.seed)
         result["c_index"][space], result["n_scored"][space] = c, n
     result["paired"] = comparisons(draws)
