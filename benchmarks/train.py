@@ -23,8 +23,20 @@ least time any fp32 loop needs, so ``max_fp32_speedup_b*`` = listing / floor bou
 speedup an fp32 trainer can reach. Last line: one JSON object (device, s/epoch of each at
 each batch size, speedups, floors).
 
+On a CUDA device (issue 31) ``ours`` is the compiled step's epoch as CUDA graph replays
+(``sphr.train.graph``; ``ours_cuda_graphs_b*`` says whether it captured), and the JSON adds
+at batch 256: the per-batch fused step without graphs (``fused_nograph_s_per_epoch_b256``,
+the 0.92 s of 2026-11-25), graphs of several steps (``graph_steps{4,16}_...``), stacks of
+pure-loss models as one graph, K = 7 (seven losses/settings, seven seeds) and K = 14 (the
+same on two data sets of one shape, the two sexes) with the K = 7 stack without graphs,
+the 7-loss comparison (its 3 pure losses captured, the other 4 eager; null without
+pytorch-metric-learning), and the host synchronisations per epoch once the graphs are
+captured (``graph_host_syncs_per_epoch_b256``, torch's sync debug mode; 1 is the epoch's
+one read). ``--json-out FILE`` writes the JSON after each step, so a run cut short still
+leaves what it measured.
+
     python benchmarks/train.py [--device auto|cpu|cuda] [--epochs 2] [--rows 20000]
-        [--precision auto|fp32|bf16|tf32] [--compile auto|on|off]
+        [--precision auto|fp32|bf16|tf32] [--compile auto|on|off] [--json-out FILE]
 """
 
 from __future__ import annotations
@@ -110,15 +122,23 @@ def listing_train(X, T, *, epochs: int, batch_size: int, device: torch.device, s
     return model.eval(), curve, float(np.mean(times[time_from:] or times))
 
 
-def ours_train(X, T, y, *, epochs: int, batch_size: int, device: str, seed: int = 0,
-               precision: str = "fp32", compile: bool = False):
-    from sphr.train import TrainConfig, train_sphr
+def paper_config(*, epochs: int, batch_size: int, device: str, seed: int = 0,
+                 precision: str = "fp32", compile: bool = False, **more):
+    from sphr.train import TrainConfig
 
-    cfg = dataclasses.replace(TrainConfig.profile("paper"), epochs=epochs, batch_size=batch_size,
-                              device=device, seed=seed, checkpoint_every=0,
-                              precision=precision, compile=compile)
+    return dataclasses.replace(TrainConfig.profile("paper"), epochs=epochs,
+                               batch_size=batch_size, device=device, seed=seed,
+                               checkpoint_every=0, precision=precision, compile=compile, **more)
+
+
+def ours_train(X, T, y, *, epochs: int, batch_size: int, device: str, seed: int = 0,
+               precision: str = "fp32", compile: bool = False, on_epoch=None, **more):
+    from sphr.train import train_sphr
+
+    cfg = paper_config(epochs=epochs, batch_size=batch_size, device=device, seed=seed,
+                       precision=precision, compile=compile, **more)
     t0 = time.perf_counter()
-    res = train_sphr(X, T, cfg, labels=y)
+    res = train_sphr(X, T, cfg, labels=y, on_epoch=on_epoch)
     return res, time.perf_counter() - t0
 
 
@@ -173,6 +193,73 @@ def matmul_floor(n_features: int, batch_size: int, n_triplets: int, device: torc
     return best
 
 
+#: seven pure-loss models (the comparison's three pure losses at several settings), seeds 0-6
+SEVEN = (("nplb", 1.0, 2), ("triplet", 0.5, 2), ("distance_swap", 1.0, 2), ("nplb", 1.0, 4),
+         ("triplet", 1.0, 2), ("nplb", 2.0, 2), ("distance_swap", 0.5, 2))
+
+
+def stack_seconds(results) -> float:
+    """Training s/epoch of the stacks that trained ``results`` (one each, summed: a mixed
+    stack on CUDA is a captured pure stack and an eager one)."""
+    stacks = {(r.timings["models_in_stack"], r.timings["device_epoch"]): r for r in results}
+    return sum(epoch_seconds(r.timings)[0] for r in stacks.values())
+
+
+def host_syncs(X, T, y, *, epochs: int, device: str, precision: str) -> list[int]:
+    """Device-to-host synchronisations per epoch of a graph run (torch's sync debug mode)."""
+    import warnings
+
+    counts: list[int] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            def on_epoch(epoch, values):
+                counts.append(sum("synchronizing" in str(w.message) for w in caught))
+
+            ours_train(X, T, y, epochs=epochs, batch_size=256, device=device,
+                       precision=precision, compile=True, on_epoch=on_epoch)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    return [b - a for a, b in itertools.pairwise([0, *counts])]
+
+
+def cuda_extras(X, T, y, *, epochs: int, device: str, precision: str, emit) -> None:
+    """The CUDA graph measurements at batch 256 (see the module docstring); ``emit(key,
+    value)`` records each as it comes."""
+    from sphr.train import COMPARISON_LOSSES, TrainData, train_jobs, train_many
+
+    base = {"epochs": epochs, "batch_size": 256, "device": device, "precision": precision,
+            "compile": True}
+    # in order of what they decide, so a run cut short loses the least
+    res, _ = ours_train(X, T, y, cuda_graphs="off", **base)
+    emit("fused_nograph_s_per_epoch_b256", round(epoch_seconds(res.timings)[0], 4))
+    seven = [paper_config(**base, loss=loss, margin=m, p=p, seed=i)
+             for i, (loss, m, p) in enumerate(SEVEN)]
+    first = TrainData(X, T, y)
+    X2, T2, y2 = synthetic(len(X), len(T), seed=1)  # a second data set of the same shape
+    for name, jobs in (("k7", [(first, c) for c in seven]),
+                       ("k14", [(d, c) for d in (first, TrainData(X2, T2, y2)) for c in seven])):
+        results = train_jobs(jobs)
+        emit(f"stacked_{name}_graph_s_per_epoch_b256", round(stack_seconds(results), 4))
+        emit(f"stacked_{name}_cuda_graphs", all(r.timings["cuda_graphs"] for r in results))
+    emit("graph_host_syncs_per_epoch_b256",
+         host_syncs(X, T, y, epochs=4, device=device, precision=precision))
+    for steps in (4, 16):
+        res, _ = ours_train(X, T, y, steps_per_graph=steps, **base)
+        emit(f"graph_steps{steps}_s_per_epoch_b256", round(epoch_seconds(res.timings)[0], 4))
+    results = train_jobs([(first, dataclasses.replace(c, cuda_graphs="off")) for c in seven])
+    emit("stacked_k7_nograph_s_per_epoch_b256", round(stack_seconds(results), 4))
+    try:
+        import pytorch_metric_learning  # noqa: F401 - three of the seven losses need it
+    except ImportError:
+        emit("loss_comparison7_s_per_epoch_b256", None)
+        return
+    configs = [paper_config(**base, loss=loss) for loss in COMPARISON_LOSSES]
+    emit("loss_comparison7_s_per_epoch_b256",
+         round(stack_seconds(train_many(X, T, configs, labels=y)), 4))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
@@ -182,6 +269,7 @@ def main() -> None:
     parser.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16", "tf32"),
                         help="the trainer's precision (auto: sphr.device.fast_settings)")
     parser.add_argument("--compile", default="auto", choices=("auto", "on", "off"))
+    parser.add_argument("--json-out", default=None, help="also write the JSON here, after each step")
     args = parser.parse_args()
 
     import os
@@ -200,6 +288,14 @@ def main() -> None:
                               "n_triplets": len(T), "n_features": X.shape[1],
                               "timed_epochs": args.epochs, "ours_precision": precision,
                               "ours_compile": compiled}
+
+    def emit(key: str, value: object) -> None:
+        out[key] = value
+        print(f"{key}: {value}", file=sys.stderr, flush=True)
+        if args.json_out:
+            with open(args.json_out, "w") as f:
+                json.dump(out, f, indent=1)
+
     for bs in (256, 4096):
         # listing: warm-up epoch + timed epochs in one run
         _, _, listing = listing_train(X, T, epochs=args.epochs + 1, batch_size=bs, device=device)
@@ -208,6 +304,9 @@ def main() -> None:
                             precision=precision, compile=compiled)
         ours, validation = epoch_seconds(res.timings)
         out[f"ours_fused_step_b{bs}"] = res.timings["fused_step"]
+        if device.type == "cuda":
+            out[f"ours_cuda_graphs_b{bs}"] = res.timings["cuda_graphs"]
+            out[f"ours_graph_failed_b{bs}"] = res.timings["graph_failed"]
         out[f"ours_validation_s_per_epoch_b{bs}"] = round(validation, 4)
         if (precision, compiled) != ("fp32", False):  # the defaults too, for the ratio
             plain, _ = ours_train(X, T, y, epochs=args.epochs + 1, batch_size=bs,
@@ -220,10 +319,13 @@ def main() -> None:
         out[f"listing_1000_epochs_s_b{bs}"] = round(1000 * listing, 1)
         floor = matmul_floor(X.shape[1], bs, len(T), device)
         out[f"matmul_floor_s_per_epoch_b{bs}"] = round(floor, 4)
-        out[f"max_fp32_speedup_b{bs}"] = round(listing / floor, 2)
+        emit(f"max_fp32_speedup_b{bs}", round(listing / floor, 2))  # and the file, so far
         print(f"batch {bs}: listing {listing:.3f} s/epoch, ours {ours:.3f} s/epoch "
               f"({listing / ours:.2f}x); model selection {validation:.3f} s/epoch",
               file=sys.stderr)
+    if device.type == "cuda" and compiled:
+        cuda_extras(X, T, y, epochs=args.epochs + 1, device=str(device), precision=precision,
+                    emit=emit)
     print(json.dumps(out))
 
 

@@ -303,6 +303,128 @@ def test_gpu_bf16_and_stack(data):
     assert _same(alone.model, many[0].model, exact=False, atol=1e-3)
 
 
+def _gpu_syncs_per_epoch(run):
+    """Run ``run(on_epoch)`` with torch's sync debug mode on; the (file, line) of every
+    device-to-host synchronisation, per epoch."""
+    import warnings
+
+    per_epoch: list[list[tuple[str, int]]] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            seen = [0]
+
+            def on_epoch(epoch, values):
+                syncs = [w for w in caught if "synchronizing" in str(w.message)]
+                per_epoch.append([(w.filename, w.lineno) for w in syncs[seen[0]:]])
+                seen[0] = len(syncs)
+
+            result = run(on_epoch)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    return result, per_epoch
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_graph_step_draws_the_per_batch_steps_batches_and_masks():
+    """DeviceEpoch captured as CUDA graphs (generators registered with the graphs, keys drawn
+    in them) against the per-batch fused step, fp32: the same batches and masks, so the same
+    weights up to float rounding; several steps per graph change nothing."""
+    from sphr.losses import build_loss
+    from sphr.train.fused import FusedStep, draw_keys, gather_rows
+    from sphr.train.graph import DeviceEpoch
+    from sphr.train.stacked import init_model, stack_params
+
+    dev = torch.device("cuda")  # fp32 products: torch leaves TF32 off for matmuls by default
+    g0 = torch.Generator().manual_seed(0)
+    X = torch.randn(500, 16, generator=g0).to(dev)
+    T = torch.randint(0, 500, (1100, 3), generator=g0).to(dev)  # 4 x 256 + 76
+
+    def stack():
+        params = stack_params([init_model(16, s) for s in (0, 7)], dev)
+        opt = torch.optim.Adam(params, lr=1e-3, fused=True)
+        losses = [build_loss("nplb"), build_loss("triplet", margin=0.5)]
+        return params, FusedStep(params, opt, losses, dropout=0.1, bf16=False)
+
+    results = []
+    for steps_per_graph in (1, 3, None):  # None: the per-batch loop
+        params, step = stack()
+        gens = [torch.Generator(device=dev).manual_seed(s) for s in (0, 7)]
+        epoch = DeviceEpoch(step, X, T, gens, batch_size=256, n_models=2, capture=True,
+                            steps_per_graph=steps_per_graph or 1)
+        curve = []
+        for _ in range(4):
+            perms = torch.stack([torch.randperm(len(T), generator=g, device=dev) for g in gens])
+            if steps_per_graph is not None:
+                curve.append(epoch.run(perms))
+                continue
+            total = torch.zeros(2, device=dev)
+            for start in range(0, len(T), 256):
+                total += step(X, gather_rows(T, perms[:, start:start + 256]),
+                              draw_keys(gens, dev))
+            curve.append(total / 5)
+        if steps_per_graph is not None:
+            assert epoch.captured and not epoch.failed, epoch.failed
+        results.append((torch.stack(curve).cpu(), [p.detach().cpu() for p in params]))
+    (c1, p1), (c3, p3), (ref_c, ref_p) = results
+    assert torch.equal(c1, c3) and all(torch.equal(a, b) for a, b in zip(p1, p3, strict=True))
+    assert torch.allclose(c1, ref_c, rtol=1e-4, atol=1e-6)
+    for a, b in zip(p1, ref_p, strict=True):
+        assert torch.allclose(a, b, atol=3e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_graph_training_equals_the_per_batch_step_and_reads_the_host_once(data):
+    """cuda_graphs="auto" on CUDA (bf16, compiled, model selection on): the epoch is graph
+    replays, within bf16 noise of the per-batch step ("off"), and once its graphs are
+    captured (epoch 3 on) an epoch synchronises with the host once: its one read of the
+    mean loss and the validation together."""
+    X, T, y = data
+    c = cfg(device="cuda", precision="bf16", compile=True, epochs=5, validation_size=0.2)
+    graph, syncs = _gpu_syncs_per_epoch(lambda cb: train_sphr(X, T, c, labels=y, on_epoch=cb))
+    plain = train_sphr(X, T, dataclasses.replace(c, cuda_graphs="off"), labels=y)
+    assert graph.timings["cuda_graphs"] and graph.timings["graph_failed"] is None
+    assert not plain.timings["device_epoch"]
+    assert [len(s) for s in syncs[2:]] == [1, 1, 1], syncs
+    assert np.allclose(graph.loss_curve, plain.loss_curve, rtol=2e-2)
+    assert np.allclose(graph.validation["val_loss"], plain.validation["val_loss"], rtol=2e-2)
+    # the same kept epoch, and weights that moved alike from the same start (bf16 rounding
+    # tilts Adam's steps a little; other batches or masks would move them apart)
+    from sphr.train.stacked import init_model
+
+    assert graph.validation["best_epoch"] == plain.validation["best_epoch"]
+    init = init_model(X.shape[1], c.seed, c.out_dim, c.dropout).state_dict()
+    for k, w in graph.model.state_dict().items():
+        ref = plain.model.state_dict()[k]
+        assert (w - ref).norm() <= 0.25 * (ref - init[k]).norm() + 1e-6, k
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_two_data_sets_and_seeds_in_one_graph_stack(data):
+    """Pure losses, two seeds, two data sets of one shape as one captured stack (fp32): each
+    model as alone; a mixed stack's eager part (MDR) trains apart."""
+    from sphr.train import TrainData, train_jobs
+
+    X, T, y = data
+    rng = np.random.default_rng(1)
+    other = TrainData(X[::-1].copy() + rng.normal(size=X.shape).astype(np.float32) * 0.1,
+                      T, y[::-1].copy())
+    first = TrainData(X, T, y)
+    c = cfg(device="cuda", compile=True, epochs=3, batch_size=128)
+    jobs = [(d, dataclasses.replace(c, loss=loss, seed=seed)) for d in (first, other)
+            for loss, seed in (("nplb", 0), ("triplet", 3), ("mdr", 0))]
+    stacked = train_jobs(jobs)
+    assert [r.timings["models_in_stack"] for r in stacked] == [4, 4, 2, 4, 4, 2]
+    assert [r.timings["cuda_graphs"] for r in stacked] == [True, True, False] * 2
+    for (d, cj), r in zip(jobs, stacked, strict=True):
+        alone = train_sphr(d.X, d.triplets, cj, labels=d.labels)
+        assert _same(alone.model, r.model, exact=False, atol=1e-3), (cj.loss, cj.seed)
+
+
 def test_dropout_masks_keep_the_configured_share(data):
     from sphr.train.trainer import _Group
 

@@ -17,10 +17,11 @@ _LAZY: dict[str, tuple[str, ...]] = {
     "sphr.train.model_io": ("embed", "load_model", "save_model"),
     "sphr.train.run": ("run_train", "data_key"),
     "sphr.train.comparison": ("train_loss_comparison",),
-    "sphr.train.trainer": ("TrainResult", "make_loss", "train_many", "train_sphr"),
+    "sphr.train.trainer": ("TrainData", "TrainResult", "make_loss", "train_jobs", "train_many",
+                           "train_sphr"),
 }
 __getattr__ = lazy_exports(__name__, _LAZY)
 
-__all__ = ["COMPARISON_LOSSES", "PROFILES", "SPHREmbedding", "TrainConfig", "TrainResult",
-           "data_key", "embed", "load_model", "make_loss", "run_train", "save_model",
-           "train_loss_comparison", "train_many", "train_sphr"]
+__all__ = ["COMPARISON_LOSSES", "PROFILES", "SPHREmbedding", "TrainConfig", "TrainData",
+           "TrainResult", "data_key", "embed", "load_model", "make_loss", "run_train",
+           "save_model", "train_jobs", "train_loss_comparison", "train_many", "train_sphr"]

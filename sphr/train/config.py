@@ -9,6 +9,10 @@ from typing import Any
 from sphr.errors import ConfigError
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "tf32")
+#: ``cuda_graphs`` settings: ``auto`` captures the compiled step's epoch as CUDA graphs on a
+#: CUDA device (a no-op on the CPU), ``on`` also runs that device-resident epoch uncaptured on
+#: the CPU (the same numbers; for tests), ``off`` keeps the per-batch step
+CUDA_GRAPHS: tuple[str, ...] = ("auto", "on", "off")
 #: the losses of the loss comparison (Table 3 / A2), in the paper's column order
 COMPARISON_LOSSES: tuple[str, ...] = ("triplet", "npair", "lifted_struct", "mdr", "infonce",
                                       "distance_swap", "nplb")
@@ -47,6 +51,11 @@ class TrainConfig:
     validation_size: float = 0.0
     #: stop after this many epochs without a better validation loss (None: never)
     patience: int | None = None
+    #: the compiled step's epoch as CUDA graph replays (:mod:`sphr.train.graph`); applies with
+    #: ``compile`` and losses that are all pure
+    cuda_graphs: str = "auto"
+    #: training steps captured in one CUDA graph (one replay launches them all)
+    steps_per_graph: int = 1
 
     def __post_init__(self) -> None:
         from sphr.losses import LOSSES
@@ -55,7 +64,10 @@ class TrainConfig:
             raise ConfigError(f"unknown loss {self.loss!r}: choose from {', '.join(LOSSES)}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        for name in ("epochs", "batch_size", "lr_step", "out_dim"):
+        if self.cuda_graphs not in CUDA_GRAPHS:
+            raise ConfigError(f"cuda_graphs must be one of {', '.join(CUDA_GRAPHS)}, "
+                              f"got {self.cuda_graphs!r}")
+        for name in ("epochs", "batch_size", "lr_step", "out_dim", "steps_per_graph"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0 or not 0 < self.lr_gamma <= 1:

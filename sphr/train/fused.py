@@ -14,6 +14,10 @@ the hash into the forward kernel, while drawing the bits costs 0.5 ms a step (a 
 the compiled step). Same seed, same masks; models sharing a seed share them, as in the
 eager path. Both paths keep each unit with probability ``round(keep * 2^16) / 2^16``.
 
+:meth:`FusedStep.at` is the same step reading its batch from device buffers (the epoch's
+permutation, a step counter) and adding its loss to a device sum: what
+:mod:`sphr.train.graph` captures as CUDA graphs.
+
 Only losses marked ``pure`` (tensor functions of the three embeddings, no labels,
 parameters, running statistics or host reads: Triplet, Distance Swap, NPLB) take this path; the others compile the
 forward pass alone (:mod:`sphr.train.trainer`).
@@ -21,7 +25,9 @@ forward pass alone (:mod:`sphr.train.trainer`).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch.optim.adam import adam
@@ -63,12 +69,48 @@ def hashed_masks(keys: torch.Tensor, m: int, kept: int) -> list[torch.Tensor]:
     return out
 
 
+def gather_rows(T: torch.Tensor, perm: torch.Tensor,
+                streams: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    """A batch's rows (S, 3b), each stream's a..., p..., n... rows into the feature matrix.
+
+    ``T``: the triplets (n, 3) of one data set, whose streams are the seeds; ``perm`` (seeds,
+    b) the batch's positions in each seed's permutation. Several data sets: ``T`` (D, n, 3)
+    and ``streams`` = (data set, seed) of each stream, as device index tensors.
+    """
+    tri = T[perm] if streams is None else T[streams[0].unsqueeze(1), perm[streams[1]]]
+    return tri.transpose(1, 2).reshape(tri.shape[0], -1)
+
+
+#: code copies of the compiled steps, one per kind of step (see :func:`_compiled`)
+_CODES: dict[tuple[Any, ...], types.CodeType] = {}
+
+
+def _compiled(method: Any, kind: tuple[Any, ...]) -> Any:
+    """``torch.compile`` of a bound method through a code object shared by steps of one kind.
+
+    Dynamo keeps compiled graphs per code object, guarded on what ``self`` holds: each
+    distinct step compiled in a process (stack size, losses, batch shapes; a narrowed
+    stack, a stacked benchmark) adds to one cache, and past torch's recompile limit (8
+    entries) the step silently runs uncompiled (seen: a two-data-set stack with retiring and
+    its models trained alone; on CUDA an uncompiled step is not capturable either). One
+    code copy per ``kind`` (stack size, loss types, dropout, precision) keeps each cache
+    small, while steps of one kind still reuse each other's graphs when dynamo's guards pass.
+    """
+    fn = method.__func__
+    code = _CODES.setdefault((fn.__qualname__, *kind), fn.__code__.replace())
+    own = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                             fn.__closure__)
+    return torch.compile(types.MethodType(own, method.__self__), dynamic=False)
+
+
 class FusedStep:
     """One compiled training step for a stack of pure-loss models; ``__call__`` returns the
-    (K,) loss values of the batch and updates the parameters and Adam's state in place."""
+    (K,) loss values of the batch and updates the parameters and Adam's state in place.
+    ``compile=False`` runs the same step eagerly (tests)."""
 
     def __init__(self, params: list[torch.Tensor], opt: torch.optim.Adam,
-                 losses: Sequence[torch.nn.Module], dropout: float, bf16: bool) -> None:
+                 losses: Sequence[torch.nn.Module], dropout: float, bf16: bool,
+                 compile: bool = True) -> None:
         self.params, self.opt, self.losses = params, opt, list(losses)
         # the same storage outside autograd: func.grad differentiates them inside the step,
         # and Adam writes into them in place
@@ -86,7 +128,11 @@ class FusedStep:
         self._lr = float(group["lr"])
         self.lr = torch.tensor(self._lr, device=dev)
         self._grad = torch.func.grad_and_value(self._objective, has_aux=True)
-        self._step = torch.compile(self._update, dynamic=False)
+        # torch.compile is lazy: a step never called is never compiled
+        kind = (len(params), params[0].shape[0], tuple(type(x).__name__ for x in self.losses),
+                self.kept, bf16)
+        self._step = _compiled(self._update, kind) if compile else self._update
+        self._step_at = _compiled(self._update_at, kind) if compile else self._update_at
 
     def _objective(self, params: list[torch.Tensor], x: torch.Tensor, keys: torch.Tensor
                    ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -108,15 +154,52 @@ class FusedStep:
                  amsgrad=False, lr=lr, maximize=False, **self.hyper)
         return values
 
-    def __call__(self, X: torch.Tensor, rows: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """``rows`` (K, 3b): each model's a..., p..., n... rows; ``keys`` (K,) int32."""
+    def _update_at(self, params: list[torch.Tensor], X: torch.Tensor, T: torch.Tensor,
+                   perm: torch.Tensor, index: torch.Tensor, keys: torch.Tensor,
+                   total: torch.Tensor, lr: torch.Tensor, exp_avgs: list[torch.Tensor],
+                   exp_avg_sqs: list[torch.Tensor], steps: list[torch.Tensor], b: int, bs: int,
+                   maps: tuple[Any, Any, Any]) -> None:
+        # the batch's slice of the permutation from the device step counter: nothing the host
+        # computes per step, so one captured graph serves every step of the epoch
+        offsets = index * bs + torch.arange(b, device=perm.device)
+        streams, stream_of, seed_of = maps
+        rows = gather_rows(T, perm[:, offsets], streams)
+        if stream_of is not None:
+            rows = rows[stream_of]
+        if seed_of is not None:
+            keys = keys[seed_of]
+        total.add_(self._update(params, X, rows, keys, lr, exp_avgs, exp_avg_sqs, steps))
+        index.add_(1)
+
+    def sync_lr(self) -> None:
+        """Copy the optimizer's learning rate into the step's device ``lr`` when it changed."""
         lr = float(self.opt.param_groups[0]["lr"])
         if lr != self._lr:  # the scheduler stepped: lr is a tensor input, so no recompilation
             self._lr = lr
             self.lr.fill_(lr)
+
+    def adam_state(self) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+        """Adam's exp_avg, exp_avg_sq and step tensors, in parameter order."""
         state = [self.opt.state[p] for p in self.params]
-        return self._step(self.leaves, X, rows, keys, self.lr, [s["exp_avg"] for s in state],
-                          [s["exp_avg_sq"] for s in state], [s["step"] for s in state])
+        return ([s["exp_avg"] for s in state], [s["exp_avg_sq"] for s in state],
+                [s["step"] for s in state])
+
+    def __call__(self, X: torch.Tensor, rows: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """``rows`` (K, 3b): each model's a..., p..., n... rows; ``keys`` (K,) int32."""
+        self.sync_lr()
+        return self._step(self.leaves, X, rows, keys, self.lr, *self.adam_state())
+
+    def at(self, X: torch.Tensor, T: torch.Tensor, perm: torch.Tensor, index: torch.Tensor,
+           keys: torch.Tensor, total: torch.Tensor, *, b: int, bs: int,
+           maps: tuple[Any, Any, Any] = (None, None, None)) -> None:
+        """Step number ``index`` (a (1,) int64 device counter, advanced in place) of an epoch:
+        the batch is positions ``index * bs`` ... ``+ b`` of ``perm`` (seeds, n) into ``T``;
+        ``keys`` (seeds,) int32; the batch's (K,) loss is added to ``total``. ``maps``:
+        (streams, stream_of, seed_of), the streams of several data sets (see
+        :func:`gather_rows`) and the stream and seed of each model (None: one each, in order).
+        The caller calls :meth:`sync_lr` when the learning rate may have changed."""
+        self._step_at(self.leaves, X, T, perm, index, keys, total, self.lr, *self.adam_state(),
+                      b, bs, maps)
 
 
 def draw_keys(gens: Sequence[torch.Generator], device: torch.device) -> torch.Tensor:

@@ -23,6 +23,7 @@ stops once ``patience`` epochs pass without improvement.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,10 +91,17 @@ def _at_most(rows: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 class Validator:
-    """Validation loss and kNN F1 of each model of a training stack, after each epoch."""
+    """Validation loss and kNN F1 of each model of a training stack, after each epoch.
+
+    :meth:`compute` leaves everything on the device and :meth:`finish` reads it on the host,
+    so the trainer moves an epoch's loss and validation in one copy. On a CUDA device the
+    kNN vote runs there too (:meth:`_knn`: only the predicted classes travel); on the CPU
+    it is scikit-learn's. The two agree but for exact distance ties at the k-th neighbour.
+    """
 
     def __init__(self, X: torch.Tensor, labels: np.ndarray, augmented: np.ndarray,
-                 split: ValidationSplit, patience: int | None, batch_size: int = 512) -> None:
+                 split: ValidationSplit, patience: int | None, batch_size: int = 512,
+                 knn_on_device: bool | None = None) -> None:
         self.split, self.patience, self.batch_size = split, patience, batch_size
         dev = X.device
         self.xv = X[torch.as_tensor(split.validation_rows, device=dev)]
@@ -108,42 +116,82 @@ class Validator:
         pos = np.searchsorted(split.validation_rows, split.validation_triplets)
         self.tv = torch.as_tensor(pos, device=dev)
         self.labels_v = torch.as_tensor(np.asarray(labels)[split.validation_rows], device=dev)
+        # index tensors made once: a host list turned into a device index each epoch would
+        # be a copy and a sync per epoch
+        self._batches = [self.tv[i:i + batch_size] for i in range(0, len(self.tv), batch_size)]
+        self._queries = torch.as_tensor(self.queries, device=dev)
+        self.classes = np.unique(self.yf)
+        self._yf_codes = torch.as_tensor(np.searchsorted(self.classes, self.yf), device=dev)
+        self.knn_on_device = dev.type == "cuda" if knn_on_device is None else knn_on_device
         self.history: list[list[tuple[float, float]]] = []
         self.best: list[tuple[float, int]] = []  # (validation loss, epoch) per model
         self.best_params: list[list[torch.Tensor]] = []
 
     @torch.no_grad()
-    def __call__(self, params: list[torch.Tensor], losses: list, forward) -> list[tuple[float, float]]:
-        from sklearn.metrics import f1_score
-        from sklearn.neighbors import KNeighborsClassifier
-
+    def compute(self, params: list[torch.Tensor], losses: list, forward) -> list[torch.Tensor]:
+        """The validation pass on the device: each model's loss per validation batch (K, B),
+        then the kNN check's predicted classes (K, queries) on the device, else the fitting
+        and query embeddings for scikit-learn."""
         k = params[0].shape[0]
         zv = forward(params, self.xv.unsqueeze(0).expand(k, -1, -1), None).float()
         zf = forward(params, self.xf.unsqueeze(0).expand(k, -1, -1), None).float()
+        values = torch.stack([self._batch_losses(loss, zv[j]) for j, loss in enumerate(losses)])
+        zq = zv[:, self._queries]
+        return [values, self._knn(zf, zq)] if self.knn_on_device else [values, zf, zq]
+
+    def _batch_losses(self, loss, z: torch.Tensor) -> torch.Tensor:
+        was_training = loss.training
+        loss.eval()  # running statistics (MDR) must not learn from validation rows
+        # in training-sized batches: the batch-wise losses (N-Pair, LiftedStruct, InfoNCE)
+        # compare every row of a batch with every other, so one 5,000-triplet batch would
+        # be both slow and a different objective
         out = []
-        for j, loss in enumerate(losses):
-            was_training = loss.training
-            loss.eval()  # running statistics (MDR) must not learn from validation rows
-            # in training-sized batches: the batch-wise losses (N-Pair, LiftedStruct, InfoNCE)
-            # compare every row of a batch with every other, so one 5,000-triplet batch would
-            # be both slow and a different objective
+        for t in self._batches:
+            lab = None
+            if loss.uses_labels:
+                lab = (self.labels_v[t[:, 0]], self.labels_v[t[:, 1]], self.labels_v[t[:, 2]])
+            out.append(loss(z[t[:, 0]], z[t[:, 1]], z[t[:, 2]], lab).detach().reshape(()))
+        loss.train(was_training)
+        return torch.stack(out)
+
+    def _knn(self, zf: torch.Tensor, zq: torch.Tensor) -> torch.Tensor:
+        """Class codes (K, queries) of a uniform k-nearest-neighbour vote, as scikit-learn's
+        KNeighborsClassifier votes: ties go to the smallest class."""
+        k = min(KNN_K, zf.shape[1])
+        out = []
+        for j in range(zf.shape[0]):  # one model at a time: queries x fitting rows distances
+            # exact differences, not the |x|^2 + |y|^2 - 2xy shortcut, whose rounding reorders
+            # near neighbours
+            d = torch.cdist(zq[j], zf[j], compute_mode="donot_use_mm_for_euclid_dist")
+            near = self._yf_codes[d.topk(k, dim=1, largest=False).indices]
+            votes = torch.zeros(len(zq[j]), len(self.classes), device=zq.device)
+            votes.scatter_add_(1, near, torch.ones_like(near, dtype=votes.dtype))
+            out.append(votes.argmax(dim=1))  # the first of equal maxima: the smallest class
+        return torch.stack(out)
+
+    def finish(self, parts: Sequence[torch.Tensor]) -> list[tuple[float, float]]:
+        """(validation loss, kNN F1) per model from :meth:`compute`'s tensors on the host."""
+        from sklearn.metrics import f1_score
+        from sklearn.neighbors import KNeighborsClassifier
+
+        sizes = [len(t) for t in self._batches]
+        out = []
+        for j, row in enumerate(parts[0].tolist()):
             total, count = 0.0, 0
-            for start in range(0, len(self.tv), self.batch_size):
-                t = self.tv[start:start + self.batch_size]
-                lab = None
-                if loss.uses_labels:
-                    lab = (self.labels_v[t[:, 0]], self.labels_v[t[:, 1]],
-                           self.labels_v[t[:, 2]])
-                total += float(loss(zv[j, t[:, 0]], zv[j, t[:, 1]], zv[j, t[:, 2]], lab)) * len(t)
-                count += len(t)
-            v = total / count
-            loss.train(was_training)
-            knn = KNeighborsClassifier(n_neighbors=min(KNN_K, len(self.yf)))
-            knn.fit(zf[j].cpu().numpy(), self.yf)
-            f1 = float(f1_score(self.yv, knn.predict(zv[j, self.queries].cpu().numpy()),
-                                average="weighted"))
-            out.append((v, f1))
+            for value, size in zip(row, sizes, strict=True):
+                total += value * size
+                count += size
+            if self.knn_on_device:
+                predicted = self.classes[parts[1][j].numpy()]
+            else:
+                knn = KNeighborsClassifier(n_neighbors=min(KNN_K, len(self.yf)))
+                knn.fit(parts[1][j].numpy(), self.yf)
+                predicted = knn.predict(parts[2][j].numpy())
+            out.append((total / count, float(f1_score(self.yv, predicted, average="weighted"))))
         return out
+
+    def __call__(self, params: list[torch.Tensor], losses: list, forward) -> list[tuple[float, float]]:
+        return self.finish([t.cpu() for t in self.compute(params, losses, forward)])
 
     def update(self, epoch: int, params: list[torch.Tensor], values: list[tuple[float, float]]
                ) -> bool:

@@ -10,7 +10,14 @@ labels on the host; that is inside the library).
 
 Several models train together (:func:`train_many`) as one stacked network
 (:mod:`sphr.train.stacked`); models with the same seed share batches and
-dropout masks, exactly as each would draw them alone.
+dropout masks, exactly as each would draw them alone. Models on different data sets of
+one shape (the two sexes) stack too (:func:`train_jobs`), each on its own rows, triplets
+and validation split.
+
+With ``compile`` and pure losses, an epoch on a CUDA device is CUDA graph replays
+(:mod:`sphr.train.graph`); a stack that mixes pure and other losses then trains as two
+stacks, the pure one captured, the other eager, so each model trains as it would alone.
+An epoch's loss and validation reach the host in one copy.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from sphr.device import configure_threads, resolve_device
 from sphr.errors import ConfigError, InputError
 from sphr.losses import TripletObjective, build_loss, loss_parameters
 from sphr.models import HIDDEN, SPHRNet
-from sphr.train import fused
+from sphr.train import fused, graph
 from sphr.train.config import TrainConfig
 from sphr.train.selection import ValidationSplit, Validator, split_validation
 from sphr.train.stacked import init_model, stack_params, stacked_forward, unstack
@@ -45,7 +52,8 @@ CHECKPOINT = "checkpoint.pt"
 #: settings that may differ between models trained as one stack
 _PER_MODEL = ("loss", "loss_params", "margin", "p", "seed")
 #: settings a resumed run may change without changing the result's meaning
-_RESUMABLE = ("epochs", "checkpoint_every", "device", "threads", "compile")
+_RESUMABLE = ("epochs", "checkpoint_every", "device", "threads", "compile", "cuda_graphs",
+              "steps_per_graph")
 
 EpochCallback = Callable[[int, list[float]], None]
 
@@ -63,6 +71,28 @@ class TrainResult:
     loss_module: TripletObjective | None = None
     #: model selection: best_epoch, epochs_run, val_loss and val_knn_f1 per epoch (empty: none)
     validation: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrainData:
+    """One training set: features (rows), triplets (row indices into them) and, for the
+    label-reading losses and model selection, each row's class and augmented flag."""
+
+    X: np.ndarray
+    triplets: np.ndarray
+    labels: np.ndarray | None = None
+    augmented: np.ndarray | None = None
+
+
+@dataclass
+class _Prepared:
+    """A data set as a stack trains on it: its fitting triplets and validation split."""
+
+    X: np.ndarray
+    triplets: np.ndarray
+    labels: np.ndarray | None
+    augmented: np.ndarray | None
+    split: ValidationSplit | None
 
 
 def make_loss(cfg: TrainConfig) -> TripletObjective:
@@ -123,42 +153,117 @@ class _Group:
     def __init__(self, X: np.ndarray, triplets: np.ndarray, labels: np.ndarray | None,
                  configs: Sequence[TrainConfig], split: ValidationSplit | None = None,
                  augmented: np.ndarray | None = None) -> None:
+        self._setup([_Prepared(X, triplets, labels, augmented, split)], configs,
+                    [0] * len(configs))
+
+    @classmethod
+    def of(cls, data: Sequence[_Prepared], configs: Sequence[TrainConfig],
+           data_of: Sequence[int]) -> _Group:
+        """A stack over several data sets of one shape: model ``j`` trains on ``data[data_of[j]]``."""
+        group = cls.__new__(cls)
+        group._setup(list(data), configs, list(data_of))
+        return group
+
+    def _setup(self, data: list[_Prepared], configs: Sequence[TrainConfig],
+               data_of: list[int]) -> None:
         self.configs = list(configs)
         cfg = self.configs[0]
         self.device = resolve_device(cfg.device)
         self.threads = configure_threads(cfg.threads) if self.device.type == "cpu" else None
-        self.X = torch.from_numpy(X).to(self.device)
-        self.T = torch.from_numpy(triplets).to(self.device)
+        self.data, self.data_of = data, data_of
+        self._load_data()
         self.losses = [make_loss(c).to(self.device).train() for c in self.configs]
         need_labels = any(loss.uses_labels for loss in self.losses)
-        self.L = torch.from_numpy(labels).to(self.device) if need_labels and labels is not None else None
-        self.templates = [init_model(X.shape[1], c.seed, c.out_dim, c.dropout) for c in self.configs]
+        self.L = None
+        if need_labels and all(d.labels is not None for d in data):
+            self.L = torch.from_numpy(np.concatenate([d.labels for d in data])).to(self.device)
+        self.templates = [init_model(self.X.shape[1], c.seed, c.out_dim, c.dropout)
+                          for c in self.configs]
         self.params = stack_params(self.templates, self.device)
         extra = [p for loss in self.losses for p in loss.parameters()]
         # fused: one kernel for every parameter (CPU and CUDA), ~2x less optimizer time
         self.opt = torch.optim.Adam([*self.params, *extra], lr=cfg.lr, fused=True)
         self.sched = torch.optim.lr_scheduler.StepLR(self.opt, step_size=cfg.lr_step,
                                                      gamma=cfg.lr_gamma)
-        # one generator per distinct seed: models sharing a seed share batches and masks
-        self.seeds = list(dict.fromkeys(c.seed for c in self.configs))
-        self.seed_of = torch.tensor([self.seeds.index(c.seed) for c in self.configs],
-                                    device=self.device)
-        self.gens = [torch.Generator(device=self.device).manual_seed(int(s)) for s in self.seeds]
-        self._seeds_in_order = [c.seed for c in self.configs] == self.seeds
-        self._seed_pos = [self.seeds.index(c.seed) for c in self.configs]
+        self._generators()
         self.epoch = 0
         self.curve: list[list[float]] = []
         self.forward = torch.compile(stacked_forward) if cfg.compile else stacked_forward
-        # the whole step as one graph where every loss is a pure function (sphr.train.fused)
+        # the whole step as one graph where every loss is a pure function (sphr.train.fused),
+        # and on CUDA the whole epoch as graph replays (sphr.train.graph)
         self.fused = None
+        self.graph: graph.DeviceEpoch | None = None
         if cfg.compile and fused.supports(self.losses):
             self.fused = fused.FusedStep(self.params, self.opt, self.losses, cfg.dropout,
                                          bf16=cfg.precision == "bf16")
-        self.validator = None
+            if graph.wanted(cfg.cuda_graphs, cfg.compile, self.device):
+                self.graph = graph.DeviceEpoch(
+                    self.fused, self.X, self.T, self.gens, batch_size=cfg.batch_size,
+                    n_models=len(self.configs), maps=self._maps(),
+                    capture=self.device.type == "cuda", steps_per_graph=cfg.steps_per_graph)
+        self._validators()
         self._waiting = len(self.configs)  # models whose patience has not run out
-        if split is not None:
-            self.validator = Validator(self.X, labels, augmented, split, cfg.patience,
-                                       cfg.batch_size)
+
+    def _load_data(self) -> None:
+        """Features and triplets on the device; several data sets: one feature matrix (each
+        set's rows after the previous set's) and triplets (D, n, 3) indexing into it."""
+        if len(self.data) == 1:
+            self.X = torch.from_numpy(self.data[0].X).to(self.device)
+            self.T = torch.from_numpy(self.data[0].triplets).to(self.device)
+            self.row_starts = [0]
+            return
+        if len({len(d.triplets) for d in self.data}) != 1:
+            raise ConfigError("data sets of one stack need as many triplets each")
+        self.row_starts = np.cumsum([0] + [len(d.X) for d in self.data[:-1]]).tolist()
+        self.X = torch.from_numpy(np.concatenate([d.X for d in self.data])).to(self.device)
+        self.T = torch.from_numpy(np.stack([d.triplets + s for d, s in
+                                            zip(self.data, self.row_starts, strict=True)]
+                                           )).to(self.device)
+
+    def _generators(self) -> None:
+        """One generator per distinct seed: models sharing a seed share batches and masks
+        (on other data sets, the same positions in their own triplets). A stream is a
+        (data set, seed) pair: one batch of rows per stream."""
+        dev = self.device
+        self.seeds = list(dict.fromkeys(c.seed for c in self.configs))
+        self._seed_pos = [self.seeds.index(c.seed) for c in self.configs]
+        self.seed_of = torch.tensor(self._seed_pos, device=dev)
+        self.gens = [torch.Generator(device=dev).manual_seed(int(s)) for s in self.seeds]
+        self._seeds_in_order = [c.seed for c in self.configs] == self.seeds
+        self.streams: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._stream_pos = self._seed_pos
+        if len(self.data) > 1:
+            pairs = list(dict.fromkeys(zip(self.data_of, self._seed_pos, strict=True)))
+            self._stream_pos = [pairs.index(p) for p in zip(self.data_of, self._seed_pos,
+                                                            strict=True)]
+            self.streams = (torch.tensor([d for d, _ in pairs], device=dev),
+                            torch.tensor([g for _, g in pairs], device=dev))
+        self.stream_of = torch.tensor(self._stream_pos, device=dev)
+
+    def _maps(self) -> tuple[Any, Any, Any]:
+        """(streams, stream_of, seed_of) for :meth:`FusedStep.at`: None where a model's
+        stream or seed is its own position (no copy)."""
+        k = len(self.configs)
+        seed_of = None if len(self.gens) == k and self._seeds_in_order else self.seed_of
+        if self.streams is None:
+            return None, seed_of, seed_of
+        own = self._stream_pos == list(range(k))
+        return self.streams, None if own else self.stream_of, seed_of
+
+    def _validators(self) -> None:
+        """One validator per data set; the first keeps every model's record (history, best
+        epoch and weights)."""
+        cfg = self.configs[0]
+        self.validators: list[Validator] = []
+        for d, s in zip(self.data, self.row_starts, strict=True):
+            if d.split is not None:
+                rows = self.X[s:s + len(d.X)]  # a view: this data set's rows
+                self.validators.append(Validator(rows, d.labels, d.augmented, d.split,
+                                                 cfg.patience, cfg.batch_size))
+        self.validator = self.validators[0] if self.validators else None
+        self._members = [[j for j, x in enumerate(self.data_of) if x == d]
+                         for d in range(len(self.validators))]
+        self._member_index = [torch.tensor(m, device=self.device) for m in self._members]
 
     # ------------------------------------------------------------ checkpoints
     def state(self) -> dict[str, Any]:
@@ -276,33 +381,50 @@ class _Group:
             return t if len(self.gens) == len(self.configs) and self._seeds_in_order else t[self.seed_of]
         return t[self.seed_of]
 
+    def _rows_per_model(self, t: torch.Tensor) -> torch.Tensor:
+        """Per-stream rows (streams, ...) -> per-model (K, ...)."""
+        if self.streams is None:
+            return self._per_model(t)
+        return t if self._stream_pos == list(range(len(self.configs))) else t[self.stream_of]
+
+    def _sched_step(self) -> None:
+        with warnings.catch_warnings():
+            # the fused step updates through torch's functional adam, not Adam.step, which
+            # is what the scheduler looks for before it warns of a wrong call order
+            warnings.filterwarnings("ignore", re.escape("Detected call of `lr_scheduler.step()`"))
+            self.sched.step()
+
     def run_epoch(self) -> torch.Tensor:
+        """Train one epoch; each model's mean batch loss (K,), on the device."""
         cfg = self.configs[0]
-        n, bs, k = self.T.shape[0], cfg.batch_size, len(self.configs)
+        n, bs, k = self.T.shape[-2], cfg.batch_size, len(self.configs)
         perms = torch.stack([torch.randperm(n, generator=g, device=self.device) for g in self.gens])
+        if self.graph is not None:
+            total = self.graph.run(perms)
+            self._sched_step()
+            return total
         total = torch.zeros(k, device=self.device)
         autocast = torch.autocast(self.device.type, dtype=torch.bfloat16,
                                   enabled=cfg.precision == "bf16")
         n_batches = 0
         for start in range(0, n, bs):
-            tri = self.T[perms[:, start:start + bs]]  # (seeds, b, 3)
-            b = tri.shape[1]
-            rows = tri.transpose(1, 2).reshape(len(self.gens), 3 * b)  # a..., p..., n...
+            rows = fused.gather_rows(self.T, perms[:, start:start + bs], self.streams)
+            b = rows.shape[1] // 3  # (streams, 3b): a..., p..., n...
             if self.fused is not None:
                 keys = fused.draw_keys(self.gens, self.device)
-                total += self.fused(self.X, self._per_model(rows), self._per_model(keys))
+                total += self.fused(self.X, self._rows_per_model(rows), self._per_model(keys))
                 n_batches += 1
                 continue
             # draw masks before the forward pass: the generator order is fixed
             masks = self._masks(3 * b)
-            x = self._per_model(self.X[rows])
+            x = self._rows_per_model(self.X[rows])
             with autocast:
                 z = self.forward(self.params, x, masks)
             z = z.float()
             lab = self.L[rows] if self.L is not None else None
             values = []
             for j, loss in enumerate(self.losses):
-                s = self._seed_pos[j]
+                s = self._stream_pos[j]
                 labels = None
                 if lab is not None and loss.uses_labels:
                     labels = (lab[s, :b], lab[s, b:2 * b], lab[s, 2 * b:])
@@ -313,12 +435,38 @@ class _Group:
             self.opt.step()
             total += v.detach()
             n_batches += 1
-        with warnings.catch_warnings():
-            # the fused step updates through torch's functional adam, not Adam.step, which
-            # is what the scheduler looks for before it warns of a wrong call order
-            warnings.filterwarnings("ignore", re.escape("Detected call of `lr_scheduler.step()`"))
-            self.sched.step()
+        self._sched_step()
         return total / n_batches
+
+    def _validate(self) -> list[list[torch.Tensor]]:
+        """Each data set's validation pass (:meth:`Validator.compute`), on the device."""
+        if len(self.validators) == 1:
+            return [self.validator.compute(self.params, self.losses, stacked_forward)]
+        out = []
+        for v, members, index in zip(self.validators, self._members, self._member_index,
+                                     strict=True):
+            params = [p.detach().index_select(0, index) for p in self.params]
+            out.append(v.compute(params, [self.losses[j] for j in members], stacked_forward))
+        return out
+
+    def _epoch(self) -> tuple[list[float], list[tuple[float, float]] | None, float]:
+        """One epoch: (mean loss per model, (validation loss, kNN F1) per model or None,
+        training seconds). Loss and validation reach the host in one copy."""
+        clock = graph.EpochClock(self.device)
+        clock.start()
+        loss = self.run_epoch()
+        clock.stop()
+        parts = self._validate() if self.validator is not None else []
+        host = graph.read_host([loss, *(t for ps in parts for t in ps)])  # the one host read
+        values = host[0].tolist()
+        if not parts:
+            return values, None, clock.seconds()
+        validation: list[Any] = [None] * len(self.configs)
+        rest = iter(host[1:])
+        for v, members, ps in zip(self.validators, self._members, parts, strict=True):
+            for j, value in zip(members, v.finish([next(rest) for _ in ps]), strict=True):
+                validation[j] = value
+        return values, validation, clock.seconds()
 
     def _log_waiting(self) -> None:
         """In a stack, say when a model's patience runs out and which ones training waits on
@@ -345,15 +493,12 @@ class _Group:
         stop = False
         with _matmul_precision(self.device, cfg.precision):
             while self.epoch < cfg.epochs and not stop:
-                te = time.perf_counter()
-                values = self.run_epoch().tolist()  # the epoch's one device-to-host read
-                epoch_s.append(time.perf_counter() - te)
+                values, validation, seconds = self._epoch()
+                epoch_s.append(seconds)
                 self.epoch += 1
                 self.curve.append(values)
                 if self.validator is not None:
-                    stop = self.validator.update(
-                        self.epoch, self.params,
-                        self.validator(self.params, self.losses, stacked_forward))
+                    stop = self.validator.update(self.epoch, self.params, validation)
                     self._log_waiting()
                 if bar is not None:
                     bar.update(1)
@@ -377,11 +522,19 @@ class _Group:
                 "first_epoch_s": round(epoch_s[0], 4) if epoch_s else None,
                 # training alone, per epoch (model selection's validation pass excluded)
                 "epoch_s": [round(x, 4) for x in epoch_s],
-                "fused_step": self.fused is not None,
+                "fused_step": self.fused is not None, **self._graph_timings(),
                 "models_in_stack": len(self.configs), "threads": self.threads}
 
-    def results(self, n_triplets: int, timings: dict[str, Any],
-                which: Sequence[int] | None = None) -> list[TrainResult]:
+    def _graph_timings(self) -> dict[str, Any]:
+        g = self.graph
+        return {"device_epoch": g is not None, "cuda_graphs": g is not None and g.captured,
+                "steps_per_graph": g.steps_per_graph if g is not None else None,
+                "graph_capture_s": round(g.capture_s, 3) if g is not None else None,
+                "graph_failed": next(iter(g.failed.values())) if g is not None and g.failed
+                else None}
+
+    def results(self, timings: dict[str, Any], which: Sequence[int] | None = None
+                ) -> list[TrainResult]:
         """Models ``which`` (default all), each with its best validation epoch's weights and
         its curves up to its own stop: the epoch its patience ran out, as trained alone."""
         v = self.validator
@@ -391,16 +544,18 @@ class _Group:
             cfg = self.configs[j]
             end = self.epoch
             validation = {}
+            n_triplets = len(self.data[self.data_of[j]].triplets)
             if v is not None:
+                split = self.validators[self.data_of[j]].split
                 if j in done:
                     end = int(v.best[j][1]) + cfg.patience
                 validation = {"best_epoch": int(v.best[j][1]), "epochs_run": end,
                               "best_val_loss": float(v.best[j][0]),
                               "val_loss": [h[j][0] for h in v.history[:end]],
                               "val_knn_f1": [h[j][1] for h in v.history[:end]],
-                              "fit_rows": len(v.split.fit_rows),
-                              "validation_rows": len(v.split.validation_rows),
-                              "fit_triplets": len(v.split.fit_triplets)}
+                              "fit_rows": len(split.fit_rows),
+                              "validation_rows": len(split.validation_rows),
+                              "fit_triplets": len(split.fit_triplets)}
             best = v.best_params[j] if v is not None and v.best_params else None
             stack, k = ([w.unsqueeze(0) for w in best], 0) if best else (self.params, j)
             out.append(TrainResult(
@@ -421,24 +576,19 @@ def _split(triplets: np.ndarray, labels: np.ndarray | None, augmented: np.ndarra
     return split_validation(labels, aug, triplets, cfg.validation_size, seed=cfg.seed)
 
 
-def _train_group(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfig],
-                 labels: np.ndarray | None, checkpoint_dir: str | Path | None, resume: bool,
-                 on_epoch: EpochCallback | None, augmented: np.ndarray | None = None,
-                 retire: bool = True) -> list[TrainResult]:
-    t0 = time.perf_counter()
-    # models of one stack share a seed-independent split: the first config's seed sets it
-    split = _split(triplets, labels, augmented, configs[0])
-    if split is not None:
-        triplets = split.fit_triplets
-    group = _Group(X, triplets, labels, configs, split, augmented)
-    ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
+def _train_group(data: list[_Prepared], configs: Sequence[TrainConfig], data_of: list[int],
+                 checkpoint_dir: Path | None, resume: bool, on_epoch: EpochCallback | None,
+                 retire: bool, t0: float) -> list[TrainResult]:
+    group = _Group.of(data, configs, data_of)
+    ckpt = checkpoint_dir
     resumed = bool(resume and ckpt is not None and group.load(ckpt))
     setup_s = time.perf_counter() - t0
     desc = "train " + ",".join(dict.fromkeys(c.loss for c in configs))
     # without checkpoints, models that are done leave the stack once half of it is: one loss
     # whose validation loss keeps improving (MDR at the paper profile, docs/METHODS.md)
     # then trains alone instead of holding every model's compute
-    retire = retire and ckpt is None and split is not None and configs[0].patience is not None
+    retire = (retire and ckpt is None and group.validator is not None
+              and configs[0].patience is not None)
     index = list(range(len(configs)))  # position in ``configs`` of each model in the stack
     out: dict[int, TrainResult] = {}
     while True:
@@ -447,18 +597,59 @@ def _train_group(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainCon
                        resumed_from_epoch=group.epoch - timings["epochs_run"] if resumed else None)
         done = group.done()
         if not retire or len(done) in (0, len(group.configs)) or group.epoch >= configs[0].epochs:
-            out.update(zip(index, group.results(len(triplets), timings), strict=True))
+            out.update(zip(index, group.results(timings), strict=True))
             return [out[i] for i in range(len(configs))]
         keep = [j for j in range(len(group.configs)) if j not in done]
         state = group.narrowed(keep)
-        out.update(zip([index[j] for j in done], group.results(len(triplets), timings, done),
-                       strict=True))
+        out.update(zip([index[j] for j in done], group.results(timings, done), strict=True))
         log.info("epoch %d: %s leave the stack; %s train on", group.epoch,
                  ", ".join(group.configs[j].loss for j in done),
                  ", ".join(group.configs[j].loss for j in keep))
         index = [index[j] for j in keep]
-        group = _Group(X, triplets, labels, [group.configs[j] for j in keep], split, augmented)
+        # a narrower stack is a new one (its step compiled and its graphs captured anew)
+        kept_data = list(dict.fromkeys(group.data_of[j] for j in keep))
+        group = _Group.of([group.data[d] for d in kept_data], [group.configs[j] for j in keep],
+                          [kept_data.index(group.data_of[j]) for j in keep])
         group.load_state(state)
+
+
+def _substacks(configs: Sequence[TrainConfig]) -> list[list[int]]:
+    """The stack as one, or where the device-resident epoch applies (:mod:`sphr.train.graph`)
+    and it mixes pure and other losses: the pure losses' models (captured) apart from the
+    others (eager), so that each model trains as it would alone."""
+    everyone = list(range(len(configs)))
+    cfg = configs[0]
+    if not graph.wanted(cfg.cuda_graphs, cfg.compile, resolve_device(cfg.device)):
+        return [everyone]
+    pure = [bool(getattr(make_loss(c), "pure", False)) for c in configs]
+    if all(pure) or not any(pure):
+        return [everyone]
+    return [[j for j in everyone if pure[j]], [j for j in everyone if not pure[j]]]
+
+
+def _train_stack(datasets: Sequence[TrainData], configs: Sequence[TrainConfig],
+                 data_of: Sequence[int], checkpoint_dir: Path | None, resume: bool,
+                 on_epoch: EpochCallback | None, retire: bool) -> list[TrainResult]:
+    """Train models ``configs`` (model ``j`` on ``datasets[data_of[j]]``) as one stack."""
+    t0 = time.perf_counter()
+    prepared = []
+    for d, data in enumerate(datasets):
+        # the models of a stack share each data set's split: the first of its configs seeds it
+        split = _split(data.triplets, data.labels, data.augmented, configs[list(data_of).index(d)])
+        prepared.append(_Prepared(data.X, split.fit_triplets if split is not None else
+                                  data.triplets, data.labels, data.augmented, split))
+    parts = _substacks(configs)
+    out: dict[int, TrainResult] = {}
+    for p, members in enumerate(parts):
+        ckpt = checkpoint_dir
+        if ckpt is not None and len(parts) > 1:
+            ckpt = ckpt.parent / f"{ckpt.name}_{p}"
+        used = list(dict.fromkeys(data_of[j] for j in members))
+        results = _train_group([prepared[d] for d in used], [configs[j] for j in members],
+                               [used.index(data_of[j]) for j in members], ckpt, resume,
+                               on_epoch, retire, t0)
+        out.update(zip(members, results, strict=True))
+    return [out[j] for j in range(len(configs))]
 
 
 def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None = None, *,
@@ -477,7 +668,9 @@ def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None =
     """
     config = config or TrainConfig()
     X, t, labels = _check_inputs(X, triplets, labels)
-    return _train_group(X, t, [config], labels, checkpoint_dir, resume, on_epoch, augmented)[0]
+    ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
+    return _train_stack([TrainData(X, t, labels, augmented)], [config], [0], ckpt, resume,
+                        on_epoch, retire=True)[0]
 
 
 def train_many(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfig], *,
@@ -495,13 +688,46 @@ def train_many(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfi
     :func:`train_sphr` (up to float rounding). ``stack=False`` trains one at a time.
     """
     X, t, labels = _check_inputs(X, triplets, labels)
+    data = TrainData(X, t, labels, augmented)
+    return _run_jobs([(data, c) for c in configs], stack, checkpoint_dir, resume, retire)
+
+
+def train_jobs(jobs: Sequence[tuple[TrainData, TrainConfig]], *, stack: bool = True,
+               checkpoint_dir: str | Path | None = None, resume: bool = False,
+               retire: bool = True) -> list[TrainResult]:
+    """Train one model per (data, config); results in the order of ``jobs``.
+
+    As :func:`train_many`, on several data sets: jobs whose configs differ only in loss,
+    loss parameters, margin, p or seed, and whose data have as many features and triplets
+    (the two sexes of a cohort), train as one stack, each model on its own data set's rows,
+    triplets and validation split (the same :class:`TrainData` object is one data set).
+    Each model ends as it would trained alone (up to float rounding).
+    """
+    checked: dict[int, TrainData] = {}
+    for data, _ in jobs:
+        if id(data) not in checked:
+            X, t, labels = _check_inputs(data.X, data.triplets, data.labels)
+            checked[id(data)] = TrainData(X, t, labels, data.augmented)
+    return _run_jobs([(checked[id(data)], cfg) for data, cfg in jobs], stack, checkpoint_dir,
+                     resume, retire)
+
+
+def _run_jobs(jobs: Sequence[tuple[TrainData, TrainConfig]], stack: bool,
+              checkpoint_dir: str | Path | None, resume: bool, retire: bool
+              ) -> list[TrainResult]:
+    """:func:`train_jobs` on checked data: one stack per group of stackable jobs."""
     groups: dict[Any, list[int]] = {}
-    for i, cfg in enumerate(configs):
-        groups.setdefault(_group_key(cfg) if stack else i, []).append(i)
-    out: list[TrainResult | None] = [None] * len(configs)
+    for i, (data, cfg) in enumerate(jobs):
+        key = (_group_key(cfg), data.X.shape[1], len(data.triplets)) if stack else i
+        groups.setdefault(key, []).append(i)
+    out: list[TrainResult | None] = [None] * len(jobs)
     for g, idx in enumerate(groups.values()):
         ckpt = Path(checkpoint_dir) / f"group{g}" if checkpoint_dir is not None else None
-        for i, res in zip(idx, _train_group(X, t, [configs[i] for i in idx], labels, ckpt,
-                                            resume, None, augmented, retire), strict=True):
+        ids = list(dict.fromkeys(id(jobs[i][0]) for i in idx))
+        data = {id(jobs[i][0]): jobs[i][0] for i in idx}
+        results = _train_stack([data[x] for x in ids], [jobs[i][1] for i in idx],
+                               [ids.index(id(jobs[i][0])) for i in idx], ckpt, resume, None,
+                               retire)
+        for i, res in zip(idx, results, strict=True):
             out[i] = res
     return [r for r in out if r is not None]
