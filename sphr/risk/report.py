@@ -365,7 +365,6 @@ def _forest_plot(disc: pd.DataFrame, outcome: str = OUTCOME) -> Figure:
     """One row per method; AUROC (visit 1), C-index (visits 1-3) and risk ratio Higher vs
     Normal with 95% CIs; both sexes in each panel (marker shape), references shaded."""
     import matplotlib.ticker as mticker
-    from matplotlib.lines import Line2D
 
     d = disc[disc["outcome"] == outcome]
     sexes = sorted(d["sex"].unique())
@@ -393,20 +392,8 @@ def _forest_plot(disc: pd.DataFrame, outcome: str = OUTCOME) -> Figure:
                 (f"{col}_low", f"{col}_high")
             if not {col, lo_col, hi_col} <= set(s.columns):
                 continue
-            for yy, m in zip(y, methods, strict=True):
-                v, lo, hi = (float(s.at[m, c]) for c in (col, lo_col, hi_col))
-                yy = yy + offsets[sex]
-                if not np.isfinite(v):
-                    ax.text(null, yy, "n/e", fontsize=5.5, color="#777777", ha="center",
-                            va="center", zorder=3,
-                            bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none"})
-                    continue
-                color = METHOD_COLORS.get(m, "#333333")
-                err = [[max(v - lo, 0)], [max(hi - v, 0)]] if np.isfinite(lo) else None
-                ax.errorbar([v], [yy], xerr=err, fmt=SEX_MARKERS.get(sex, "o"), color=color,
-                            ms=3.6, capsize=1.8, elinewidth=1.0, zorder=2,
-                            mfc=color if sex == sexes[0] else "white", mew=1.0)
-                finite += [x for x in (v, lo, hi) if np.isfinite(x)]
+            finite += _forest_points(ax, s, methods, y + offsets[sex], (col, lo_col, hi_col),
+                                     null, sex, filled=sex == sexes[0])
         ax.set_title(title, fontsize=8)
         ax.set_xlabel(xlabel)
         ax.set_ylim(-0.6, len(methods) - 0.4)
@@ -424,19 +411,14 @@ def _forest_plot(disc: pd.DataFrame, outcome: str = OUTCOME) -> Figure:
         ax.grid(True, axis="x", color="#e6e6e6", lw=0.6)
         ax.set_axisbelow(True)
         ax.tick_params(axis="y", length=0)
-    axes[0][0].set_yticks(y, labels)
-    for tick, m in zip(axes[0][0].get_yticklabels(), methods, strict=True):
-        tick.set_color("#555555" if is_reference(m) else METHOD_COLORS.get(m, "#333333"))
-    handles = []
+    sizes = {}
     for sex in sexes:
         r = d[d["sex"] == sex]
-        handles.append(Line2D([], [], marker=SEX_MARKERS.get(sex, "o"), ls="", color="#333333",
-                              mfc="#333333" if sex == sexes[0] else "white",
-                              label=f"{sex}: {int(r['n'].max())} people at visit 1 "
-                                    f"({int(r['events'].max())} new diagnoses); "
-                                    f"{int(r['n_survival'].max())} over visits 1-3 "
-                                    f"({int(r['events_survival'].max())})"))
-    _fig_legend(fig, handles, [h.get_label() for h in handles], y=0.02, ncol=1, fontsize=7)
+        sizes[sex] = (f"{sex}: {int(r['n'].max())} people at visit 1 "
+                      f"({int(r['events'].max())} new diagnoses); "
+                      f"{int(r['n_survival'].max())} over visits 1-3 "
+                      f"({int(r['events_survival'].max())})")
+    _forest_labels(fig, axes[0][0], y, labels, methods, sizes)
     return figure(fig, "forest plot: AUROC, C-index and risk ratio per method")
 
 
@@ -456,7 +438,6 @@ def _linked_forest_plot(disc: pd.DataFrame, hr: pd.DataFrame | None, outcome: st
                         horizon: str = "auroc_10y") -> Figure:
     """One row per method: C-index, time-dependent AUROC and the age-adjusted hazard ratio of
     the people outside Normal vs Normal, for one linked outcome; both sexes per panel."""
-    from matplotlib.lines import Line2D
 
     d = disc[disc["outcome"] == outcome]
     h = hr[hr["outcome"] == outcome] if hr is not None and len(hr) else None
@@ -481,17 +462,11 @@ def _linked_forest_plot(disc: pd.DataFrame, hr: pd.DataFrame | None, outcome: st
     y = np.arange(len(methods))[::-1].astype(float)
     for ax, panel in zip(axes[0], panels, strict=True):
         _forest_panel(ax, panel, methods, sexes, y)
-    axes[0][0].set_yticks(y, labels)
-    for tick, m in zip(axes[0][0].get_yticklabels(), methods, strict=True):
-        tick.set_color("#555555" if is_reference(m) else METHOD_COLORS.get(m, "#333333"))
-    handles = []
+    sizes = {}
     for sex in sexes:
         r = d[d["sex"] == sex]
-        handles.append(Line2D([], [], marker=SEX_MARKERS.get(sex, "o"), ls="", color="#333333",
-                              mfc="#333333" if sex == sexes[0] else "white",
-                              label=f"{sex}: {int(r['n'].max())} held-out people, "
-                                    f"{int(r['events'].max())} with {what}"))
-    _fig_legend(fig, handles, [x.get_label() for x in handles], y=0.02, ncol=1, fontsize=7)
+        sizes[sex] = f"{sex}: {int(r['n'].max())} held-out people, {int(r['events'].max())} with {what}"
+    _forest_labels(fig, axes[0][0], y, labels, methods, sizes)
     return figure(fig, f"forest plot: C-index, AUROC and hazard ratio per method, {what}")
 
 
@@ -510,21 +485,10 @@ def _forest_panel(ax, panel, methods: list[str], sexes: list[str], y: np.ndarray
     for sex in sexes:
         f = frame[frame["sex"] == sex].drop_duplicates("method").set_index("method")
         f = f.reindex(methods)
-        for yy, m in zip(y, methods, strict=True):
-            v, lo, hi = (float(f.at[m, c]) if c in f else np.nan for c in (col, lo_col, hi_col))
-            yy = yy + offsets[sex]
-            if not np.isfinite(v):
-                if null != 1.0 or not (is_reference(m) and m == "age"):
-                    ax.text(null, yy, "n/e", fontsize=5.5, color="#777777", ha="center",
-                            va="center", zorder=3,
-                            bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none"})
-                continue
-            color = METHOD_COLORS.get(m, "#333333")
-            err = [[max(v - lo, 0)], [max(hi - v, 0)]] if np.isfinite(lo) else None
-            ax.errorbar([v], [yy], xerr=err, fmt=SEX_MARKERS.get(sex, "o"), color=color,
-                        ms=3.6, capsize=1.8, elinewidth=1.0, zorder=2,
-                        mfc=color if sex == sexes[0] else "white", mew=1.0)
-            finite += [x for x in (v, lo, hi) if np.isfinite(x)]
+        # age alone has no hazard ratio against itself: its empty cell is not "n/e"
+        finite += _forest_points(ax, f, methods, y + offsets[sex], (col, lo_col, hi_col), null,
+                                 sex, filled=sex == sexes[0],
+                                 quiet=("age",) if null == 1.0 else ())
     ax.set_title(title, fontsize=8)
     ax.set_xlabel(xlabel)
     ax.set_ylim(-0.6, len(methods) - 0.4)
@@ -541,6 +505,46 @@ def _forest_panel(ax, panel, methods: list[str], sexes: list[str], y: np.ndarray
     ax.grid(True, axis="x", color="#e6e6e6", lw=0.6)
     ax.set_axisbelow(True)
     ax.tick_params(axis="y", length=0)
+
+
+def _forest_labels(fig, ax, y: np.ndarray, labels: list[str], methods: list[str],
+                   sizes: dict[str, str]) -> None:
+    """A forest plot's method names (coloured as their points, references grey) and its
+    legend: one marker per sex, first filled, with ``sizes[sex]`` as its text."""
+    from matplotlib.lines import Line2D
+
+    ax.set_yticks(y, labels)
+    for tick, m in zip(ax.get_yticklabels(), methods, strict=True):
+        tick.set_color("#555555" if is_reference(m) else METHOD_COLORS.get(m, "#333333"))
+    first = next(iter(sizes), None)
+    handles = [Line2D([], [], marker=SEX_MARKERS.get(sex, "o"), ls="", color="#333333",
+                      mfc="#333333" if sex == first else "white", label=text)
+               for sex, text in sizes.items()]
+    _fig_legend(fig, handles, [h.get_label() for h in handles], y=0.02, ncol=1, fontsize=7)
+
+
+def _forest_points(ax, frame: pd.DataFrame, methods: list[str], y: np.ndarray,
+                   cols: tuple[str, str, str], null: float, sex: str, *, filled: bool,
+                   quiet: tuple[str, ...] = ()) -> list[float]:
+    """One sex's estimate and 95% interval per method (``frame`` indexed by method) at rows
+    ``y``; a method without an estimate is marked "n/e" unless it is a ``quiet`` reference.
+    Returns the finite values drawn, for the axis limits."""
+    finite: list[float] = []
+    for yy, m in zip(y, methods, strict=True):
+        v, lo, hi = (float(frame.at[m, c]) if c in frame else np.nan for c in cols)
+        if not np.isfinite(v):
+            if not (is_reference(m) and m in quiet):
+                ax.text(null, yy, "n/e", fontsize=5.5, color="#777777", ha="center",
+                        va="center", zorder=3,
+                        bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none"})
+            continue
+        color = METHOD_COLORS.get(m, "#333333")
+        err = [[max(v - lo, 0)], [max(hi - v, 0)]] if np.isfinite(lo) else None
+        ax.errorbar([v], [yy], xerr=err, fmt=SEX_MARKERS.get(sex, "o"), color=color, ms=3.6,
+                    capsize=1.8, elinewidth=1.0, zorder=2, mfc=color if filled else "white",
+                    mew=1.0)
+        finite += [x for x in (v, lo, hi) if np.isfinite(x)]
+    return finite
 
 
 @styled
