@@ -426,17 +426,18 @@ def test_gpu_two_data_sets_and_seeds_in_one_graph_stack(data):
 
 
 def test_dropout_masks_keep_the_configured_share(data):
-    from sphr.train.trainer import _Group
+    from sphr.train.trainer import _Group, _Prepared
 
     X, T, _ = data
-    group = _Group(X, T, None, [cfg(dropout=0.1)])
+    one = [_Prepared(X, T, None, None, None)]
+    group = _Group(one, [cfg(dropout=0.1)])
     masks = group._masks(4096)
     assert [m.shape for m in masks] == [(1, 4096, 512), (1, 4096, 256)]
     kept = torch.cat([(m > 0).flatten() for m in masks]).float().mean().item()
     assert abs(kept - 0.9) < 0.003  # 3.1M Bernoulli draws: SD 1.7e-4
     assert abs(torch.cat([m.flatten() for m in masks]).mean().item() - 1.0) < 0.004
     assert torch.unique(masks[0]).tolist() == pytest.approx([0.0, 65536 / 58982])
-    again = _Group(X, T, None, [cfg(dropout=0.1)])._masks(4096)
+    again = _Group(one, [cfg(dropout=0.1)])._masks(4096)
     assert all(torch.equal(a, b) for a, b in zip(masks, again, strict=True))
 
 

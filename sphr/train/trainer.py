@@ -150,27 +150,16 @@ def _epochs_bar(start: int, stop: int, desc: str) -> Any:
 class _Group:
     """K models with the same optimizer settings, trained as one stack."""
 
-    def __init__(self, X: np.ndarray, triplets: np.ndarray, labels: np.ndarray | None,
-                 configs: Sequence[TrainConfig], split: ValidationSplit | None = None,
-                 augmented: np.ndarray | None = None) -> None:
-        self._setup([_Prepared(X, triplets, labels, augmented, split)], configs,
-                    [0] * len(configs))
-
-    @classmethod
-    def of(cls, data: Sequence[_Prepared], configs: Sequence[TrainConfig],
-           data_of: Sequence[int]) -> _Group:
-        """A stack over several data sets of one shape: model ``j`` trains on ``data[data_of[j]]``."""
-        group = cls.__new__(cls)
-        group._setup(list(data), configs, list(data_of))
-        return group
-
-    def _setup(self, data: list[_Prepared], configs: Sequence[TrainConfig],
-               data_of: list[int]) -> None:
+    def __init__(self, data: Sequence[_Prepared], configs: Sequence[TrainConfig],
+                 data_of: Sequence[int] | None = None) -> None:
+        """Model ``j`` trains on ``data[data_of[j]]`` (default: every model on ``data[0]``);
+        several data sets need one shape (as many features and triplets)."""
         self.configs = list(configs)
         cfg = self.configs[0]
         self.device = resolve_device(cfg.device)
         self.threads = configure_threads(cfg.threads) if self.device.type == "cpu" else None
-        self.data, self.data_of = data, data_of
+        self.data = list(data)
+        self.data_of = list(data_of) if data_of is not None else [0] * len(self.configs)
         self._load_data()
         self.losses = [make_loss(c).to(self.device).train() for c in self.configs]
         need_labels = any(loss.uses_labels for loss in self.losses)
@@ -579,7 +568,7 @@ def _split(triplets: np.ndarray, labels: np.ndarray | None, augmented: np.ndarra
 def _train_group(data: list[_Prepared], configs: Sequence[TrainConfig], data_of: list[int],
                  checkpoint_dir: Path | None, resume: bool, on_epoch: EpochCallback | None,
                  retire: bool, t0: float) -> list[TrainResult]:
-    group = _Group.of(data, configs, data_of)
+    group = _Group(data, configs, data_of)
     ckpt = checkpoint_dir
     resumed = bool(resume and ckpt is not None and group.load(ckpt))
     setup_s = time.perf_counter() - t0
@@ -608,7 +597,7 @@ def _train_group(data: list[_Prepared], configs: Sequence[TrainConfig], data_of:
         index = [index[j] for j in keep]
         # a narrower stack is a new one (its step compiled and its graphs captured anew)
         kept_data = list(dict.fromkeys(group.data_of[j] for j in keep))
-        group = _Group.of([group.data[d] for d in kept_data], [group.configs[j] for j in keep],
+        group = _Group([group.data[d] for d in kept_data], [group.configs[j] for j in keep],
                           [kept_data.index(group.data_of[j]) for j in keep])
         group.load_state(state)
 
