@@ -84,15 +84,12 @@ class TrainData:
     augmented: np.ndarray | None = None
 
 
-@dataclass
-class _Prepared:
-    """A data set as a stack trains on it: its fitting triplets and validation split."""
+@dataclass(frozen=True)
+class _Prepared(TrainData):
+    """A data set as a stack trains on it: ``triplets`` are its fitting triplets, beside its
+    validation split."""
 
-    X: np.ndarray
-    triplets: np.ndarray
-    labels: np.ndarray | None
-    augmented: np.ndarray | None
-    split: ValidationSplit | None
+    split: ValidationSplit | None = None
 
 
 def make_loss(cfg: TrainConfig) -> TripletObjective:
