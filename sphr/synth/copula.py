@@ -11,6 +11,8 @@ masses survive.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -25,6 +27,30 @@ from sphr.synth.params import (
 )
 
 COPULA_MARKERS: tuple[str, ...] = tuple(MARGINALS)
+
+#: The orthonormal bases generator v2's residuals were drawn in, per sex (docs/SYNTH.md,
+#: reproducibility). Any orthonormal basis gives the same residual covariance; v2 used the
+#: eigenvectors LAPACK returned under OpenBLAS's Haswell kernels, which are not unique (signs,
+#: and whole bases of repeated eigenvalues) and differ under other kernels. Freezing them keeps
+#: v2's draws on every machine.
+ROTATION_FILE = Path(__file__).with_name("copula_rotation_v2.npz")
+#: eigenvalues of the residual covariance are clipped here: it must be positive definite
+MIN_EIGENVALUE = 1e-4
+
+
+@cache
+def frozen_rotation(sex: str) -> np.ndarray:
+    """Generator v2's (markers, markers) orthonormal basis of ``sex``'s residuals."""
+    with np.load(ROTATION_FILE) as saved:
+        return saved[sex].copy()
+
+
+def symmetric_root(cov: np.ndarray) -> np.ndarray:
+    """The symmetric square root of ``cov`` with eigenvalues clipped at :data:`MIN_EIGENVALUE`.
+
+    Unlike an eigenvector matrix it is unique, so LAPACK kernels agree on it to rounding."""
+    w, v = np.linalg.eigh(cov)
+    return (v * np.sqrt(np.clip(w, MIN_EIGENVALUE, None))) @ v.T
 
 
 def spearman_to_pearson(rho: float) -> float:
@@ -69,9 +95,15 @@ class MarkerCopula:
             i, j = index[t.a], index[t.b]
             target[i, j] = target[j, i] = spearman_to_pearson(t.target)
         # the residual must be a covariance: clip negative eigenvalues (the targets are then
-        # met as closely as the latent structure allows; docs/SYNTH.md reports the result)
-        w, v = np.linalg.eigh(target - common)
-        root = v * np.sqrt(np.clip(w, 1e-4, None))
+        # met as closely as the latent structure allows; docs/SYNTH.md reports the result).
+        # A unique root times a frozen basis: the draws do not depend on the BLAS kernel.
+        rotation = frozen_rotation(sex)
+        if rotation.shape != common.shape or not np.allclose(
+                rotation @ rotation.T, np.eye(len(rotation)), atol=1e-12):
+            raise RuntimeError(
+                f"{ROTATION_FILE.name} does not fit the {len(COPULA_MARKERS)} copula markers: "
+                "changing the copula is a new generator version (docs/SYNTH.md)")
+        root = symmetric_root(target - common) @ rotation
         total = np.diag(common) + (root ** 2).sum(axis=1)
         return cls(lam, root, 1.0 / np.sqrt(total))
 
