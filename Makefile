@@ -6,18 +6,25 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The tested versions of every package the two commands install (docs/REPRODUCIBILITY.md).
+# `make lock` refreshes it after a change of pyproject.toml; `make lock UPGRADE=1` also moves
+# every pin to the newest release that fits. Without the lock: pip install -e '.[dev]'.
+LOCK := requirements.lock
+PIP_VERSION := 26.3
+UV_VERSION := 0.13.9
+LOCK_PYTHON := 3.11
 
-.PHONY: install pipeline test test-fast lint ui
+.PHONY: install pipeline test test-fast lint ui lock
 
 # pip byte-compiles every installed file on one core (about 70 s of a 130 s install on
 # 2 cores); compileall does the same work on all cores. The .pyc files matter: with
 # PYTHONDONTWRITEBYTECODE set, as on our CI, every process would otherwise recompile its
 # imports (13 s more per process). Files it cannot compile (torch ships a Python 3.12
 # test module) are skipped, as pip skips them.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/python -m pip install --quiet pip==$(PIP_VERSION)
+	$(BIN)/python -m pip install --quiet --no-compile -c $(LOCK) -e '.[dev]'
 	$(BIN)/python -m compileall -q -j 0 $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') >/dev/null || true
 	touch $(STAMP)
 
@@ -39,3 +46,9 @@ lint: $(STAMP)
 
 ui: $(STAMP)
 	$(BIN)/python -m sphr_dagster ui
+
+# uv's resolver, universal (markers for every platform), keeping today's pins where they fit
+lock: $(STAMP)
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
+	$(BIN)/python -m uv pip compile pyproject.toml --extra dev --universal \
+		--python-version $(LOCK_PYTHON) --quiet -o $(LOCK) $(if $(UPGRADE),--upgrade,)
