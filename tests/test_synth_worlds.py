@@ -116,24 +116,4 @@ def test_cli_world_option(tmp_path, capsys):
     assert read_world(str(truth_path(out)))["name"] == "nonlinear"
 
 
-#: sha256 of ``sphr synth --participants 2000 --out ukb.csv`` (ukbconv, 40 decoys, linked
-#: records), computed on the generator before it moved from sphr.data to sphr.synth. The worlds
-#: are frozen (docs/SYNTH.md): a change here changes every synthetic result, so it needs a new
-#: generator version, not a new digest. (A polars upgrade that formats floats differently
-#: changes the bytes but not the values; check with the truth file before re-pinning.)
-FROZEN_EXPORTS: dict[tuple[str, int], str] = {
-    ("linear", 0): "3ec5cf2dd87ac27fd7ba3b2b031460e407b1fdbac4879ff8bf9c9f6dad939515",
-    ("nonlinear", 3): "8c6f1857b18e3103eebbb44d0910b40dab9c6355832a2867c10af7a67fa4be8c",
-}
-
-
-@pytest.mark.parametrize(("world", "seed"), sorted(FROZEN_EXPORTS))
-def test_the_synthetic_export_is_frozen(tmp_path, world, seed):
-    import hashlib
-
-    from sphr.cli import main
-
-    out = tmp_path / "ukb.csv"
-    assert main(["-q", "synth", "--participants", "2000", "--seed", str(seed), "--world", world,
-                 "--out", str(out)]) == 0
-    assert hashlib.sha256(out.read_bytes()).hexdigest() == FROZEN_EXPORTS[world, seed]
+# The frozen exports are checked on values in tests/test_reproducible.py.
