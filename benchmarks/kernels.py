@@ -8,7 +8,7 @@ and SkylakeX and compares every result table of the two run folders: identical b
 within 1e-9 relative, or the largest difference. The last line is one JSON object:
 ``kernels_ran``, ``synth`` (per kernel: differing cells, largest relative difference) and
 ``demo`` (per table: status, cells compared, differing cells, largest absolute and relative
-difference). docs/REPRODUCIBILITY.md reports it.
+difference; timings left out, they differ from run to run). docs/REPRODUCIBILITY.md reports it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,13 @@ RTOL = 1e-9
 #: the result tables a reader sees; model weights and logs are not results
 TABLE_SUFFIXES = (".csv", ".parquet", ".json", ".md")
 SKIPPED_NAMES = ("run_settings.json", "timings.json", "progress.json")
+#: a key or column that holds how long something took: it differs from run to run anyway
+TIMING = re.compile(r"(^|_)s$|seconds|per_s$|^timings$|elapsed")
+
+
+def _is_timing(name: str) -> bool:
+    parts = re.split(r"[/\[\]]+", name.lower())
+    return any(TIMING.search(part) for part in parts if part and not part.isdigit())
 
 
 def _env(kernel: str) -> dict[str, str]:
@@ -64,6 +72,7 @@ def compare_frames(a: pl.DataFrame, b: pl.DataFrame) -> dict:
     """Cells compared, cells that differ, and the largest absolute and relative difference."""
     if a.columns != b.columns or a.height != b.height:
         return {"status": "different shape", "shape": [a.shape, b.shape]}
+    a, b = (f.select([c for c in f.columns if not _is_timing(c)]) for f in (a, b))
     na, nb = _numeric(a), _numeric(b)
     cells = differing = 0
     worst_abs = worst_rel = 0.0
@@ -109,10 +118,17 @@ def _flatten(value, prefix: str = "") -> dict[str, object]:
     return {prefix: value}
 
 
-def _compare_json(a: Path, b: Path) -> dict:
-    x, y = _flatten(json.loads(a.read_text())), _flatten(json.loads(b.read_text()))
+def _text(path: Path, root: Path) -> str:
+    """A result file's text with its run folder's path written as RUN (the two runs differ)."""
+    return path.read_text().replace(str(root.resolve()), "RUN").replace(str(root), "RUN")
+
+
+def _compare_json(a: Path, b: Path, roots: tuple[Path, Path]) -> dict:
+    x = _flatten(json.loads(_text(a, roots[0])))
+    y = _flatten(json.loads(_text(b, roots[1])))
     if set(x) != set(y):
         return {"status": "different keys", "keys": sorted(set(x) ^ set(y))[:10]}
+    x, y = ({k: v for k, v in d.items() if not _is_timing(k)} for d in (x, y))
     numbers = [k for k in x if isinstance(x[k], float | int) and not isinstance(x[k], bool)]
     frame = pl.DataFrame({"key": numbers, "a": [float(x[k]) for k in numbers]})
     other = pl.DataFrame({"key": numbers, "a": [float(y[k]) for k in numbers]})
@@ -120,6 +136,8 @@ def _compare_json(a: Path, b: Path) -> dict:
     texts = [k for k in x if k not in numbers and x[k] != y[k]]
     if texts:
         result.update(status="differs", differing_text=texts[:10])
+    elif result.get("differing_cells") == 0:
+        result["status"] = "identical but for the run folder"
     return result
 
 
@@ -136,9 +154,11 @@ def compare_runs(a: Path, b: Path) -> dict[str, dict]:
         elif path.read_bytes() == other.read_bytes():
             out[str(rel)] = {"status": "identical bytes"}
         elif path.suffix == ".json":
-            out[str(rel)] = _compare_json(path, other)
+            out[str(rel)] = _compare_json(path, other, (a, b))
         elif path.suffix == ".md":
-            out[str(rel)] = {"status": "text differs"}
+            same = _text(path, a) == _text(other, b)
+            out[str(rel)] = {"status": "identical but for the run folder" if same
+                             else "text differs"}
         else:
             out[str(rel)] = compare_frames(_read(path), _read(other))
     return out
