@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements.lock
 PIP_VERSION := 26.3
 UV_VERSION := 0.13.9
-LOCK_PYTHON := 3.11
+LOCK_PYTHON := 3.10
 
 .PHONY: install pipeline test test-fast lint ui lock
 

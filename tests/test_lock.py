@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-# Python 3.11's reader; the lock is made for 3.11 (docs/REPRODUCIBILITY.md)
+# Python 3.11's TOML reader (the suite runs on 3.11; docs/REPRODUCIBILITY.md)
 tomllib = pytest.importorskip("tomllib")
 
 ROOT = Path(__file__).resolve().parents[1]
