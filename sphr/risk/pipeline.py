@@ -20,6 +20,7 @@ from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.labels import SEX_CODE
 from sphr.layout import cohort_dir, ingest_dir, risk_dir
+from sphr.risk.absolute import shipped
 from sphr.risk.config import RiskConfig
 from sphr.risk.fit import fit_run
 from sphr.risk.intervals import NORMAL
@@ -113,6 +114,9 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
         skipped, unscored = fitted.skipped_, fitted.unscored_
         rows["sex"] = rows["sex"].astype(str)
         write_parquet(rows, stage / "risk_groups.parquet")
+        write_parquet(fitted.absolute_rows_, stage / "absolute_risk_candidates.parquet")
+        write_parquet(shipped(fitted.absolute_rows_, config.absolute_method,
+                              config.absolute_recalibrate), stage / "absolute_risk.parquet")
         write_parquet(thresholds_table(spec), stage / "thresholds.parquet")
         write_parquet(normal_share_table(rows), stage / "heldout_bfh.parquet")
         if followup_path.exists():
