@@ -387,7 +387,8 @@ def absolute_rule(metrics: pd.DataFrame, draws: dict, coverage: dict) -> dict:
     out["leader"], out["shipped"] = leader, leader
     out["paired_vs_leader"] = {}
     for cand in pool[:pool.index(leader)] if leader in pool else []:
-        diff = np.mean([draws[s][leader] - draws[s][cand] for s in SEXES], axis=0)
+        diff = np.mean([draws[s][(leader, c[leader]["recalibrated"])]
+                        - draws[s][(cand, c[cand]["recalibrated"])] for s in SEXES], axis=0)
         lo, hi = np.nanpercentile(diff[1:], (2.5, 97.5))
         out["paired_vs_leader"][cand] = [round(float(diff[0]), 4), round(float(lo), 4),
                                          round(float(hi), 4)]
@@ -398,18 +399,18 @@ def absolute_rule(metrics: pd.DataFrame, draws: dict, coverage: dict) -> dict:
 
 
 def absolute_draws(data: pd.DataFrame, n_bootstrap: int, seed: int) -> dict:
-    """Harrell's C (follow-up cut at 10 years) of every candidate over the same participant
-    resamples per sex (the observed first): for the paired differences of the rule."""
+    """Harrell's C (follow-up cut at 10 years) of every candidate and baseline ((method,
+    recalibrated) keys) over the same participant resamples per sex (the observed first): for
+    the paired differences of the rule."""
     from sphr.survival import c_index_weighted, resample_counts
 
     out = {}
     for k, sex in enumerate(SEXES):
-        sub = data.loc[(data["sex"] == sex) & data["recalibrated"].astype(bool)
-                       | (data["sex"] == sex) & (data["method"] == "phenoage_formula")]
+        sub = data.loc[data["sex"] == sex]
         eids = np.sort(sub["eid"].unique())
         counts = resample_counts(np.random.default_rng([seed, 100 + k]), eids.size, n_bootstrap)
         out[sex] = {}
-        for cand, g in sub.groupby("method"):
+        for cand, g in sub.groupby(["method", "recalibrated"]):
             w = np.vstack([np.ones(len(g)), counts[:, np.searchsorted(eids, g["eid"])]])
             out[sex][cand] = c_index_weighted(g["time"].to_numpy(float), g["event"].to_numpy(bool),
                                               g["risk_10y"].to_numpy(float), w)
@@ -425,7 +426,9 @@ def evaluate_absolute(risks: pd.DataFrame, n_bootstrap: int, seed: int) -> dict:
     risks = risks.loc[risks["outcome"] == "death"]
     metrics, bins = absolute_validation(risks, outcomes, n_bootstrap=n_bootstrap, seed=seed)
     people = death.merge(fold_of(EXPORT, OUTCOMES, 5, 0)[["eid", "sex"]], on="eid")
-    total = people.groupby("sex").size()
+    from sphr.labels import SEX_CODE
+
+    total = people.groupby("sex").size().rename({code: s for s, code in SEX_CODE.items()})
     scored = risks.groupby(["sex", "method"])["eid"].nunique()
     coverage = {s: {m: float(scored[s][m] / total[s]) for m in scored[s].index} for s in SEXES}
     draws = absolute_draws(with_outcome(risks, outcomes), n_bootstrap, seed)

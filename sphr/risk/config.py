@@ -85,8 +85,10 @@ class RiskConfig:
     #: "Absolute risk and the risk-equivalent age": chosen by its pre-registered rule)
     absolute_method: str = "age_distance"
     #: the shipped risk uses the calibration partition's slope and baseline (else the
-    #: training fit's own baseline; every candidate's table has both)
-    absolute_recalibrate: bool = True
+    #: training fit's own baseline; every candidate's table has both). Off by the
+    #: pre-registered rule: on the development set's cross-fit the calibration partition's
+    #: 5-13 deaths per fold gave slopes of -0.08 to 2.2 and worse O/E (docs/REAL.md)
+    absolute_recalibrate: bool = False
     #: fewest training events of an outcome to fit its absolute-risk candidates
     absolute_min_events: int = 20
 
