@@ -17,7 +17,7 @@ import pandas as pd
 from sphr.report import FULL_WIDTH, Figure, figure, new_figure, style_axes, styled, table
 from sphr.risk.absolute import ANCHOR, shipped
 from sphr.risk.absolute_validation import HORIZON, absolute_validation, with_outcome
-from sphr.risk.config import SHIPPED_SPHR, RiskConfig
+from sphr.risk.config import DISPLAY, SHIPPED_SPHR, RiskConfig
 from sphr.risk.intervals import GROUPS
 from sphr.survival import kaplan_meier
 
@@ -25,6 +25,10 @@ LABELS: dict[str, str] = {
     "age": "Cox: age", "age_distance": "Cox: age + raw Euclidean distance",
     "age_phenoage": "Cox: age + PhenoAge xb", "ridge_markers": "ridge Cox: age + markers",
     ANCHOR: "PhenoAge's own 10-year formula (anchor)"}
+#: the same, short enough for a legend
+SHORT: dict[str, str] = {
+    "age": "Cox: age", "age_distance": "Cox: age + distance", "age_phenoage": "Cox: age + xb",
+    "ridge_markers": "ridge Cox: markers", ANCHOR: "PhenoAge's formula"}
 #: the risk groups the sentences describe: the shipped SPHR score's, else the raw distance's
 GROUP_METHODS: tuple[str, ...] = (SHIPPED_SPHR, "raw_euclidean")
 
@@ -75,16 +79,17 @@ def calibration_plot(metrics: pd.DataFrame, deciles: pd.DataFrame, method: str, 
             err = 100 * np.vstack([d["observed"] - d["low"], d["high"] - d["observed"]])
             ax.errorbar(x, y, yerr=np.clip(err, 0, None), fmt=marker, color=colour, ms=3.5,
                         lw=0.9, capsize=1.5,
-                        label=f"{LABELS[m]}: slope {r.slope:.2f}, O/E {r.oe:.2f}, C {r.c_index:.2f}")
+                        label=f"{SHORT[m]} (n={r.n:,})\nslope {r.slope:.2f}, O/E {r.oe:.2f}, "
+                              f"C {r.c_index:.2f}")
             top = max(top, float(np.nanmax(np.r_[x, 100 * d["high"].to_numpy()])))
         top = max(5.0, 1.08 * top)
         ax.plot([0, top], [0, top], color="black", lw=0.7, ls=":")
         ax.set_xlim(0, top)
         ax.set_ylim(0, top)
-        ax.set_xlabel(f"predicted {HORIZON:g}-year risk (%), mean per tenth")
+        ax.set_xlabel(f"predicted {HORIZON:g}-year risk (%), mean per tenth of it")
         ax.set_ylabel("observed (Kaplan-Meier, %)")
         ax.set_title(f"{sex}: {outcome.replace('_', ' ')}, held-out test partition", pad=3)
-        ax.legend(loc="upper left", fontsize=6.3, handlelength=1.0)
+        ax.legend(loc="upper left", fontsize=6.3, handlelength=1.0, labelspacing=0.6)
     return figure(fig, f"calibration of the {HORIZON:g}-year risk of {outcome}")
 
 
@@ -130,12 +135,12 @@ def group_sentences(absolute_rows: pd.DataFrame, rows: pd.DataFrame, outcomes: p
             age = (f", that of a typical {who} of {p.risk_age:.0f}"
                    + (" (outside the fitted ages: clipped)" if p.risk_age_outside else "")
                    if np.isfinite(p.risk_age) else "")
-            interval = (f" ({_pct(p.risk_10y_low)}-{_pct(p.risk_10y_high)})"
+            interval = (f" ({_pct(p.risk_10y_low)[:-1]}-{_pct(p.risk_10y_high)})"
                         if np.isfinite(p.risk_10y_low) else "")
             out.append(f"{sex.capitalize()}, {g} ({len(d)} held-out people, groups of "
-                       f"{method}): the middle person's 10-year risk of "
+                       f"{DISPLAY.get(method, method)}): the middle person's 10-year risk of "
                        f"{outcome.replace('_', ' ')} is {_pct(p.risk_10y)}{interval}{age}. "
-                       f"Observed in the group: {_pct(obs)} ({_pct(lo)}-{_pct(hi)}).")
+                       f"Observed in the group: {_pct(obs)} ({_pct(lo)[:-1]}-{_pct(hi)}).")
     return out
 
 
