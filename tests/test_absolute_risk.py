@@ -191,7 +191,7 @@ def small_run(tmp_path_factory, ingest_dir, cohorts_dir):
     return run
 
 
-def test_fit_save_load_score_gives_the_same_absolute_risk(small_run, tmp_path):
+def test_fit_save_load_score_gives_the_same_absolute_risk(small_run, ukb_export, tmp_path):
     """RiskModel.fit -> save -> load -> score: every candidate's numbers for every person the
     fit scored, identical; the shipped table has the issue's columns; an outcome without
     enough events is skipped with its reason in the model."""
@@ -217,6 +217,15 @@ def test_fit_save_load_score_gives_the_same_absolute_risk(small_run, tmp_path):
     assert {"eid", "sex", "outcome", "risk_5y", "risk_10y", "risk_10y_low", "risk_10y_high",
             "risk_age"} <= set(ship.columns)
     assert not ship.duplicated(["eid", "outcome"]).any()
+    # `sphr score` writes the shipped rows as absolute_risk.parquet, the same numbers
+    from sphr.risk.apply import run_score
+
+    run_score(tmp_path / "model", ukb_export, tmp_path / "out", device="cpu")
+    written = pd.read_parquet(tmp_path / "out" / "absolute_risk.parquet")
+    assert tuple(written.columns) == absolute.COLUMNS
+    again = written.merge(ship, on=["eid", "outcome"], suffixes=("", "_ship"))
+    assert len(again) == len(ship) == len(written)
+    np.testing.assert_allclose(again["risk_10y"], again["risk_10y_ship"], rtol=1e-12)
     # too few events: every outcome's candidates skipped, each with the reason, in the model
     few = fit_run(small_run, RiskConfig(methods=("raw_euclidean",), device="cpu",
                                         absolute_min_events=10_000))

@@ -330,12 +330,12 @@ def predict_all(models: dict[str, dict[str, CoxRisk | PhenoAgeFormula]], X: pd.D
 
 
 def shipped(candidates: pd.DataFrame, method: str, recalibrate: bool) -> pd.DataFrame:
-    """The shipped rows of the candidates' table: ``method`` with the recalibrated baseline
-    where ``recalibrate`` and it was done, else the training baseline."""
+    """The shipped rows of the candidates' table (:data:`COLUMNS`): ``method`` with the
+    recalibrated baseline where ``recalibrate`` and it was done, else the training baseline."""
     rows = candidates.loc[candidates["method"] == method]
     if recalibrate:  # per outcome: recalibrated rows where they exist
         has = rows.groupby("outcome")["recalibrated"].transform("any")
         rows = rows.loc[rows["recalibrated"] == has]
     else:
         rows = rows.loc[~rows["recalibrated"].astype(bool)]
-    return rows.drop(columns=["method", "recalibrated"]).reset_index(drop=True)
+    return rows[list(COLUMNS)].reset_index(drop=True)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -419,12 +420,13 @@ class _Fit:
         if inputs.outcomes is None or inputs.outcomes.empty:
             model.skipped_["absolute_risk"] = "no linked outcomes in the export"
             return
+        t0 = time.perf_counter()
         X = self.covariates()
         eids = people["eid"].to_numpy(np.int64)
         for outcome in dict.fromkeys(inputs.outcomes["outcome"]):
-            time, event = absolute.outcome_arrays(eids, inputs.outcomes, outcome)
+            years, event = absolute.outcome_arrays(eids, inputs.outcomes, outcome)
             models, skipped = absolute.fit_outcome_models(
-                X, people["partition"].to_numpy(), bfh_rows(people), time, event, outcome,
+                X, people["partition"].to_numpy(), bfh_rows(people), years, event, outcome,
                 inputs.features, self.config.absolute_min_events)
             for cand, why in skipped.items():
                 log.warning("%s: absolute risk of %s, %s skipped: %s", model.sex, outcome,
@@ -436,6 +438,7 @@ class _Fit:
         part = people.set_index("eid")["partition"]
         model.absolute_rows_ = rows.assign(sex=model.sex,
                                            partition=part.reindex(rows["eid"]).to_numpy())
+        log.info("%s: absolute risk fitted in %.1f s", model.sex, time.perf_counter() - t0)
 
     def method(self, method: str) -> None:
         calibrated = "calibrated" in self.config.modes
