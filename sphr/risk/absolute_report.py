@@ -42,7 +42,8 @@ def absolute_tables(candidates: pd.DataFrame, outcomes: pd.DataFrame, config: Ri
 
 
 def _pct(v: float) -> str:
-    return f"{100 * v:.0f}%" if v >= 0.01 else f"{100 * v:.1f}%"
+    """A risk as people read it: whole percent from 10%, one decimal below."""
+    return f"{100 * v:.0f}%" if v >= 0.095 else f"{100 * v:.1f}%"
 
 
 def _outcome(metrics: pd.DataFrame) -> str | None:
@@ -122,7 +123,7 @@ def group_sentences(absolute_rows: pd.DataFrame, rows: pd.DataFrame, outcomes: p
     a = absolute_rows.loc[(absolute_rows["outcome"] == outcome)
                           & (absolute_rows["partition"] == "test")]
     data = with_outcome(a.merge(groups, on=["eid", "sex"]), outcomes)
-    out = []
+    out, what = [], outcome.replace("_", " ")
     for sex in sorted(data["sex"].unique()):
         who = {"female": "woman", "male": "man"}.get(sex, "person")
         for g in GROUPS:
@@ -137,10 +138,11 @@ def group_sentences(absolute_rows: pd.DataFrame, rows: pd.DataFrame, outcomes: p
                    if np.isfinite(p.risk_age) else "")
             interval = (f" ({_pct(p.risk_10y_low)[:-1]}-{_pct(p.risk_10y_high)})"
                         if np.isfinite(p.risk_10y_low) else "")
+            seen = (f"Observed in the group: {_pct(obs)} ({_pct(lo)[:-1]}-{_pct(hi)})"
+                    if d["event"].any() else f"Observed in the group: no {what} by 10 years")
             out.append(f"{sex.capitalize()}, {g} ({len(d)} held-out people, groups of "
                        f"{DISPLAY.get(method, method)}): the middle person's 10-year risk of "
-                       f"{outcome.replace('_', ' ')} is {_pct(p.risk_10y)}{interval}{age}. "
-                       f"Observed in the group: {_pct(obs)} ({_pct(lo)[:-1]}-{_pct(hi)}).")
+                       f"{what} is {_pct(p.risk_10y)}{interval}{age}. {seen}.")
     return out
 
 
