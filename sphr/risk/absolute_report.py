@@ -82,15 +82,16 @@ def calibration_plot(metrics: pd.DataFrame, deciles: pd.DataFrame, method: str, 
                         lw=0.9, capsize=1.5,
                         label=f"{SHORT[m]} (n={r.n:,})\nslope {r.slope:.2f}, O/E {r.oe:.2f}, "
                               f"C {r.c_index:.2f}")
-            top = max(top, float(np.nanmax(np.r_[x, 100 * d["high"].to_numpy()])))
-        top = max(5.0, 1.08 * top)
+            top = max(top, float(np.nanmax(np.r_[x, y])))
+        top = max(5.0, 1.15 * top)  # the points decide; a long interval runs off the top
         ax.plot([0, top], [0, top], color="black", lw=0.7, ls=":")
         ax.set_xlim(0, top)
         ax.set_ylim(0, top)
         ax.set_xlabel(f"predicted {HORIZON:g}-year risk (%), mean per tenth of it")
         ax.set_ylabel("observed (Kaplan-Meier, %)")
         ax.set_title(f"{sex}: {outcome.replace('_', ' ')}, held-out test partition", pad=3)
-        ax.legend(loc="upper left", fontsize=6.3, handlelength=1.0, labelspacing=0.6)
+        ax.legend(loc="lower right", fontsize=6.3, handlelength=1.0, labelspacing=0.6,
+                  frameon=True, framealpha=0.9, edgecolor="none")
     return figure(fig, f"calibration of the {HORIZON:g}-year risk of {outcome}")
 
 
