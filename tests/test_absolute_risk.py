@@ -100,14 +100,15 @@ def test_phenoage_formula_against_levines_published_coefficients():
     ours = linear_predictor(frame)
     assert ours[0] == pytest.approx(xb, abs=0.02)  # printed vs full-precision coefficients
     X = pd.DataFrame({"age": [60.0], "phenoage_xb": ours})
-    anchor = PhenoAgeFormula().fit(X, X.assign(phenoage_xb=ours - 0.5))
+    ages = pd.DataFrame({"age": [40.0, 80.0], "phenoage_xb": [0.0, 0.0]})  # the fitted ages
+    anchor = PhenoAgeFormula().fit(ages, X.assign(phenoage_xb=ours - 0.5))
     risk = anchor.predict(X)
     assert risk["risk_10y"].iloc[0] == pytest.approx(m10, rel=0.03)
     assert risk["risk_5y"].iloc[0] == pytest.approx(m5, rel=0.03)
     assert gompertz_risk(ours, 120)[0] == pytest.approx(mortality_score(ours)[0], rel=1e-12)
-    # the reference's xb at age 60 is 0.5 lower: the same risk 0.5 / 0.0804 years later
-    assert risk["risk_age"].iloc[0] == pytest.approx(60.0, abs=1e-9) or \
-        risk["risk_age_outside"].iloc[0]
+    # the reference's xb at age 60 is 0.5 lower: it reaches this risk 0.5 / b_age years later
+    assert risk["risk_age"].iloc[0] == pytest.approx(60 + 0.5 / 0.08035356, abs=1e-6)
+    assert not risk["risk_age_outside"].iloc[0]
 
 
 def test_moving_held_out_rows_changes_no_fitted_number():
