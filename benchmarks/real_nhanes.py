@@ -20,6 +20,14 @@ its time.
     python benchmarks/real_nhanes.py [--out runs/real_nhanes] [--folds 5] [--seed 0]
         [--profile demo] [--spaces marker,quantile] [--bootstrap 1000] [--jobs 2] [--no-main]
         [--variants] [--cohort KEY=VALUE] [--reuse | --reuse-fits] [--docs docs/REAL.md]
+        [--absolute]
+
+``--absolute``: the absolute-risk candidates of docs/METHODS.md ("Absolute risk and the
+risk-equivalent age") instead: each fold fits ingest, cohorts and the risk stage (the raw
+Euclidean distance and the candidates; no SPHR), ``sphr score`` writes the held-out fold's
+absolute_risk_candidates.parquet; C, calibration slope, O/E and Brier at 10 years per sex with
+bootstrap intervals, and the pre-registered rule's choice (absolute.json, absolute.md, and the
+docs' ``--absolute`` generated block).
 
 Last line: one JSON object with ``n``, ``deaths``, ``c_index`` (sex -> score -> [C, low,
 high]), ``n_scored`` (sex -> score -> people), ``seconds`` and the settings.
@@ -78,10 +86,13 @@ def split_export(export: Path, keep: set[int], out: Path) -> Path:
 
 def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path,
                   profile: str, seed: int, spaces: tuple[str, ...], variants: bool = False,
-                  cohort: dict | None = None, reuse_fits: bool = False) -> dict[str, str]:
+                  cohort: dict | None = None, reuse_fits: bool = False,
+                  absolute_only: bool = False) -> dict[str, str]:
     """One fold: the stages on ``train_csv``, then ``sphr score`` of ``heldout_csv`` per space.
     ``variants`` adds the SPHR variants of the risk stage; ``cohort`` overrides cohort
-    settings (e.g. ``{"triplet_classes": "severity"}``)."""
+    settings (e.g. ``{"triplet_classes": "severity"}``); ``absolute_only``: only what the
+    absolute-risk candidates read (ingest, cohorts, the raw Euclidean distance; no SPHR or
+    DeepPatient fit)."""
     from sphr.baselines.pipeline import run_baselines
     from sphr.cohorts.build import run_cohorts
     from sphr.cohorts.config import CohortConfig
@@ -100,7 +111,7 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
         run_ingest(train_csv, run / "ingest", outcome_config=load_outcome_config(outcomes))
         run_cohorts(run / "ingest" / "baseline.parquet", run / "cohorts",
                     CohortConfig.profile(profile, seed=seed, **(cohort or {})))
-        for sex in SEXES:
+        for sex in () if absolute_only else SEXES:
             run_train(cohort_dir(run, sex), train_dir(run, sex),
                       replace(TrainConfig.profile(profile), seed=seed, device="cpu"))
             run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), ["deep_patient"],
@@ -108,12 +119,16 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
     from sphr.risk.config import DEFAULT_METHODS, SPHR_VARIANTS
 
     methods = (*DEFAULT_METHODS, *SPHR_VARIANTS) if variants else DEFAULT_METHODS
+    if absolute_only:
+        methods = ("raw_euclidean",)
     scored = {}
     for space in spaces:
         run_risk(run, work / f"risk_{space}", RiskConfig(methods=methods, distance_space=space,
                                                          seed=seed, device="cpu"))
         run_score(work / f"risk_{space}", heldout_csv, work / f"score_{space}", device="cpu")
         scored[space] = str(work / f"score_{space}" / "risk_groups.parquet")
+        scored[f"absolute_{space}"] = str(work / f"score_{space}" /
+                                          "absolute_risk_candidates.parquet")
     return scored
 
 
@@ -126,7 +141,8 @@ def _fold_worker(args: tuple) -> dict[str, str]:
 
 def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, ...],
              jobs: int, variants: bool = False, cohort: dict | None = None,
-             reuse_fits: bool = False) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
+             reuse_fits: bool = False, absolute_only: bool = False
+             ) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
     """Run every fold (``jobs`` at a time, one thread each); (folds table, scored files)."""
     out.mkdir(parents=True, exist_ok=True)
     table = fold_of(EXPORT, OUTCOMES, folds, seed)
@@ -138,7 +154,7 @@ def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, 
         train_csv = split_export(EXPORT, set(table["eid"].astype(int)) - held, work / "train.csv")
         held_csv = split_export(EXPORT, held, work / "heldout.csv")
         tasks.append((work, train_csv, held_csv, OUTCOMES, profile, seed, spaces, variants,
-                      cohort, reuse_fits))
+                      cohort, reuse_fits, absolute_only))
     os.environ["OMP_NUM_THREADS"] = "1"  # before the workers start their thread pools
     # spawn, not fork: the parent holds polars / pyarrow thread pools, which a forked child
     # inherits locked
@@ -326,6 +342,166 @@ def score_tables(args: argparse.Namespace, spaces: tuple[str, ...]) -> dict[str,
     return tables
 
 
+# ----------------------------------------------------------------------------- absolute risk
+#: the absolute-risk candidates of docs/METHODS.md, fewest covariates first, then the anchor
+ABSOLUTE_LABELS: dict[str, str] = {
+    "age": "Cox: age", "age_distance": "Cox: age + raw Euclidean distance",
+    "age_phenoage": "Cox: age + PhenoAge xb", "ridge_markers": "ridge Cox: age + markers",
+    "phenoage_formula": "PhenoAge's own formula (anchor)"}
+ABSOLUTE_GENERATED = ("<!-- generated by benchmarks/real_nhanes.py --absolute: begin -->",
+                      "<!-- generated by benchmarks/real_nhanes.py --absolute: end -->")
+
+
+def _miscalibration(m: pd.DataFrame) -> float:
+    """sum over the sexes of |log O/E| + |log slope| (the recalibration rule)."""
+    return float((np.abs(np.log(m["oe"])) + np.abs(np.log(m["slope"].clip(lower=1e-6)))).sum())
+
+
+def absolute_rule(metrics: pd.DataFrame, draws: dict, coverage: dict) -> dict:
+    """The pre-registered choice (docs/METHODS.md): per candidate the baseline the
+    recalibration rule keeps, eligibility (coverage >= 95%, slope 0.8-1.2, O/E 0.8-1.25 in each
+    sex), the leader by C averaged over sexes, then the fewest covariates whose paired
+    difference to the leader has a 95% interval including 0."""
+    from sphr.risk.absolute import CANDIDATES
+
+    out: dict = {"candidates": {}}
+    for cand in CANDIDATES:
+        m = metrics.loc[metrics["method"] == cand]
+        if m.empty or set(m["sex"]) != set(SEXES):
+            continue
+        rec, train = m.loc[m["recalibrated"]], m.loc[~m["recalibrated"]]
+        recal = len(rec) == len(SEXES) and _miscalibration(rec) < _miscalibration(train)
+        use = rec if recal else train
+        covered = all(coverage[s].get(cand, 0) >= 0.95 for s in SEXES)
+        calibrated = bool(use["slope"].between(0.8, 1.2).all() and use["oe"].between(0.8, 1.25).all())
+        out["candidates"][cand] = {"recalibrated": bool(recal), "coverage_ok": covered,
+                                   "calibrated": calibrated, "eligible": covered and calibrated,
+                                   "c_mean": round(float(use["c_index"].mean()), 4)}
+    c = out["candidates"]
+    pool = [k for k, v in c.items() if v["eligible"]] or [k for k, v in c.items()
+                                                          if v["coverage_ok"]]
+    out["calibration_failed"] = not any(v["eligible"] for v in c.values())
+    if not pool:
+        return out
+    leader = max(pool, key=lambda k: c[k]["c_mean"])
+    out["leader"], out["shipped"] = leader, leader
+    out["paired_vs_leader"] = {}
+    for cand in pool[:pool.index(leader)] if leader in pool else []:
+        diff = np.mean([draws[s][(leader, c[leader]["recalibrated"])]
+                        - draws[s][(cand, c[cand]["recalibrated"])] for s in SEXES], axis=0)
+        lo, hi = np.nanpercentile(diff[1:], (2.5, 97.5))
+        out["paired_vs_leader"][cand] = [round(float(diff[0]), 4), round(float(lo), 4),
+                                         round(float(hi), 4)]
+        if lo <= 0 and out["shipped"] == leader:
+            out["shipped"] = cand  # fewer covariates, not worse beyond chance
+    out["shipped_recalibrated"] = c[out["shipped"]]["recalibrated"]
+    return out
+
+
+def absolute_draws(data: pd.DataFrame, n_bootstrap: int, seed: int) -> dict:
+    """Harrell's C (follow-up cut at 10 years) of every candidate and baseline ((method,
+    recalibrated) keys) over the same participant resamples per sex (the observed first): for
+    the paired differences of the rule."""
+    from sphr.survival import c_index_weighted, resample_counts
+
+    out = {}
+    for k, sex in enumerate(SEXES):
+        sub = data.loc[data["sex"] == sex]
+        eids = np.sort(sub["eid"].unique())
+        counts = resample_counts(np.random.default_rng([seed, 100 + k]), eids.size, n_bootstrap)
+        out[sex] = {}
+        for cand, g in sub.groupby(["method", "recalibrated"]):
+            w = np.vstack([np.ones(len(g)), counts[:, np.searchsorted(eids, g["eid"])]])
+            out[sex][cand] = c_index_weighted(g["time"].to_numpy(float), g["event"].to_numpy(bool),
+                                              g["risk_10y"].to_numpy(float), w)
+    return out
+
+
+def evaluate_absolute(risks: pd.DataFrame, n_bootstrap: int, seed: int) -> dict:
+    """The candidates' cross-fitted death metrics per sex, and the rule's choice."""
+    from sphr.risk.absolute_validation import absolute_validation, with_outcome
+
+    death = death_outcome().reset_index()
+    outcomes = death.assign(outcome="death")
+    risks = risks.loc[risks["outcome"] == "death"]
+    metrics, bins = absolute_validation(risks, outcomes, n_bootstrap=n_bootstrap, seed=seed)
+    people = death.merge(fold_of(EXPORT, OUTCOMES, 5, 0)[["eid", "sex"]], on="eid")
+    from sphr.labels import SEX_CODE
+
+    total = people.groupby("sex").size().rename({code: s for s, code in SEX_CODE.items()})
+    scored = risks.groupby(["sex", "method"])["eid"].nunique()
+    coverage = {s: {m: float(scored[s][m] / total[s]) for m in scored[s].index} for s in SEXES}
+    draws = absolute_draws(with_outcome(risks, outcomes), n_bootstrap, seed)
+    return {"metrics": metrics, "deciles": bins, "coverage": coverage,
+            "rule": absolute_rule(metrics, draws, coverage)}
+
+
+def absolute_markdown(result: dict) -> str:
+    """The cross-fitted table of the candidates (death, 10 years) and the rule's choice."""
+    m = result["metrics"]
+    lines = ["Death by 10 years, every person scored by a model fitted without them (5 folds, "
+             "fold seed 0): Harrell's C, calibration slope, observed / expected (O/E) and the "
+             "IPCW Brier score [95% CI]; n people (deaths by 10 years).", "",
+             "| candidate | baseline | sex | n (deaths) | C | slope | O/E | Brier |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for cand, label in ABSOLUTE_LABELS.items():
+        for recal in (True, False):
+            for sex in SEXES:
+                r = m.loc[(m["method"] == cand) & (m["recalibrated"] == recal) & (m["sex"] == sex)]
+                if r.empty:
+                    continue
+                r = r.iloc[0]
+                base = "none (not fitted)" if cand == "phenoage_formula" else \
+                    ("recalibrated" if recal else "training")
+                lines.append(
+                    f"| {label} | {base} | {sex} | {r.n:,} ({r.events}) | "
+                    f"{r.c_index:.3f} [{r.c_index_low:.3f}, {r.c_index_high:.3f}] | "
+                    f"{r.slope:.2f} [{r.slope_low:.2f}, {r.slope_high:.2f}] | "
+                    f"{r.oe:.2f} [{r.oe_low:.2f}, {r.oe_high:.2f}] | "
+                    f"{r.brier:.4f} [{r.brier_low:.4f}, {r.brier_high:.4f}] |")
+    rule = result["rule"]
+    lines += ["", "The rule (docs/METHODS.md): " + "; ".join(
+        f"`{k}` {'eligible' if v['eligible'] else 'not eligible'} (coverage "
+        f"{'ok' if v['coverage_ok'] else 'below 95%'}, calibration "
+        f"{'in the bands' if v['calibrated'] else 'outside the bands'}, "
+        f"{'recalibrated' if v['recalibrated'] else 'training'} baseline, mean C {v['c_mean']:.3f})"
+        for k, v in rule["candidates"].items())]
+    for cand, d in rule.get("paired_vs_leader", {}).items():
+        lines.append(f"- `{rule['leader']}` minus `{cand}`, C averaged over the sexes: "
+                     f"{d[0]:+.4f} [{d[1]:+.4f}, {d[2]:+.4f}]")
+    if "shipped" in rule:
+        lines.append(f"- ships: `{rule['shipped']}` with the "
+                     f"{'recalibrated' if rule['shipped_recalibrated'] else 'training'} baseline"
+                     + (" (no candidate passed the calibration bands)"
+                        if rule["calibration_failed"] else ""))
+    return "\n".join(lines) + "\n"
+
+
+def run_absolute(args: argparse.Namespace) -> dict:
+    """``--absolute``: the candidates cross-fitted (or read back with ``--reuse``), evaluated,
+    the rule applied; writes absolute.json / .md (and the docs' generated block)."""
+    path = args.out / "crossfit_absolute.parquet"
+    t0 = time.perf_counter()
+    if not args.reuse:
+        _, scored = crossfit(args.out, args.folds, args.seed, args.profile, ("marker",),
+                             args.jobs, absolute_only=True)
+        pd.concat([pd.read_parquet(f["absolute_marker"]) for f in scored.values()],
+                  ignore_index=True).to_parquet(path)
+    result = evaluate_absolute(pd.read_parquet(path), args.bootstrap, args.seed)
+    text = absolute_markdown(result)
+    result["metrics"].to_csv(args.out / "absolute_metrics.csv", index=False)
+    result["deciles"].to_csv(args.out / "absolute_deciles.csv", index=False)
+    summary = {"seconds": round(time.perf_counter() - t0, 1), "coverage": result["coverage"],
+               "rule": result["rule"], "bootstrap": args.bootstrap, "seed": args.seed}
+    (args.out / "absolute.json").write_text(json.dumps(summary, indent=1))
+    (args.out / "absolute.md").write_text(text)
+    if args.docs is not None:
+        doc = args.docs.read_text()
+        begin, end = doc.index(ABSOLUTE_GENERATED[0]), doc.index(ABSOLUTE_GENERATED[1])
+        args.docs.write_text(doc[:begin + len(ABSOLUTE_GENERATED[0])] + "\n" + text + doc[end:])
+    return summary
+
+
 def evaluated_on(method: str, outcome: str) -> bool:
     from sphr.risk.supervised import evaluated_on as rule
 
@@ -362,7 +538,13 @@ def main() -> None:
     parser.add_argument("--no-main", dest="main", action="store_false",
                         help="skip the main command on the whole development set (run at the "
                         "folds' profile by default)")
+    parser.add_argument("--absolute", action="store_true",
+                        help="the absolute-risk candidates instead (docs/METHODS.md, \"Absolute "
+                        "risk\"): folds fit ingest, cohorts and the risk stage's raw distance only")
     args = parser.parse_args()
+    if args.absolute:
+        print(json.dumps(run_absolute(args)))
+        return
     spaces = tuple(s for s in args.spaces.split(",") if s)
     t0 = time.perf_counter()
     tables = score_tables(args, spaces)

@@ -19,9 +19,11 @@ censored); a score is larger = worse (an earlier event expected).
 * The **time-dependent AUROC**, cumulative cases / dynamic controls (Heagerty et al. 2000)
   with inverse-probability-of-censoring weights (Uno et al. 2007; Hung & Chiang 2010):
   :func:`auroc_td_weighted`.
-* **Cox** proportional hazards (lifelines ``CoxPHFitter``): :func:`cox_wald` (hazard ratios
-  with Wald 95% intervals and p of any covariates) and :func:`hazard_ratio` (one exposure,
-  adjusted for age).
+* The **Brier score** at a horizon with inverse-probability-of-censoring weights:
+  :func:`brier_weighted`.
+* **Cox** proportional hazards (lifelines ``CoxPHFitter``): :func:`cox_fit` (the fit, ridge
+  penalty optional), :func:`cox_wald` (hazard ratios with Wald 95% intervals and p of any
+  covariates) and :func:`hazard_ratio` (one exposure, adjusted for age).
 
 Bootstrap weights: a resample is a row of multiplicities w (person i drawn w_i times), so
 a statistic of B resamples is B rows of one matrix product, not B calls.
@@ -35,9 +37,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["Z95", "CensoringKM", "auroc_td_weighted", "c_index", "c_index_weighted",
-           "cox_wald", "cumulative_incidence", "hazard_ratio", "kaplan_meier", "km_cumulative",
-           "km_curve", "resample_counts"]
+__all__ = ["Z95", "CensoringKM", "auroc_td_weighted", "brier_weighted", "c_index",
+           "c_index_weighted", "cox_fit", "cox_wald", "cumulative_incidence", "hazard_ratio",
+           "kaplan_meier", "km_cumulative", "km_curve", "resample_counts", "risk_set_times"]
 
 #: the two-sided 95% normal quantile of every interval here (lifelines uses 1.959963984...;
 #: the difference is below 1e-7 of an interval's width)
@@ -254,8 +256,30 @@ def auroc_td_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray, ho
         return np.where(den > 0, num / den, np.nan)
 
 
+def brier_weighted(time: np.ndarray, event: np.ndarray, risk: np.ndarray, horizon: float,
+                   weights: np.ndarray) -> np.ndarray:
+    """The Brier score of a predicted risk by ``horizon`` with inverse-probability-of-censoring
+    weights (Graf et al. 1999, Stat Med 18:2529), for each row of multiplicities ``weights``
+    (R, n): an event by the horizon scores (1 - risk)^2 / G(T-), anyone followed to it
+    event-free risk^2 / G(horizon-), and someone censored before it 0 (their weight goes to the others
+    through G). G is the censoring Kaplan-Meier of the same rows and weights."""
+    t, e, p = np.asarray(time, float), np.asarray(event, bool), np.asarray(risk, float)
+    w = np.atleast_2d(np.asarray(weights, float))
+    g = CensoringKM(t, e, w)
+    case = e & (t <= horizon)
+    # event-free through the horizon; someone censored exactly there (follow-up cut at the
+    # horizon) is a control too, so the controls' weight is G(horizon-)
+    alive = (t > horizon) | (~e & (t >= horizon))
+    g_case = g.before(t)  # (R, n); used where case
+    g_h = g.before(np.array([horizon]))[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(case[None, :], (1 - p)[None, :] ** 2 / g_case, 0.0) + \
+            np.where(alive[None, :], p[None, :] ** 2 / g_h[:, None], 0.0)
+        return (w * np.nan_to_num(term, posinf=0.0)).sum(axis=1) / w.sum(axis=1)
+
+
 # --------------------------------------------------------------------------- Cox
-def _risk_set_times(frame: pd.DataFrame) -> pd.DataFrame:
+def risk_set_times(frame: pd.DataFrame) -> pd.DataFrame:
     """The same partial likelihood on fewer distinct times: a censored time moves down to the
     last event time at or before it (it stays in exactly the same risk sets), and a censoring
     before the first event, which is in none, goes. Estimates and standard errors are
@@ -269,8 +293,9 @@ def _risk_set_times(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _cox_fit(frame: pd.DataFrame):
-    """lifelines' CoxPHFitter on ``frame`` (time, event, covariates), or None.
+def cox_fit(frame: pd.DataFrame, penalizer: float | np.ndarray = 0.0):
+    """lifelines' CoxPHFitter on ``frame`` (time, event, covariates), or None; ``penalizer``:
+    lifelines' ridge penalty (one value, or one per covariate in column order).
 
     Its default Newton step overshoots when an effect is strong (a hazard ratio of ~7
     diverges): retry with shorter steps before giving up."""
@@ -280,8 +305,8 @@ def _cox_fit(frame: pd.DataFrame):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                return CoxPHFitter().fit(frame, "time", "event", batch_mode=True,
-                                         fit_options=options)
+                return CoxPHFitter(penalizer=penalizer).fit(
+                    frame, "time", "event", batch_mode=True, fit_options=options)
         except Exception:  # ConvergenceError, singular matrices on separation
             continue
     return None
@@ -292,10 +317,10 @@ def cox_wald(time: np.ndarray, event: np.ndarray, covariates: Mapping[str, np.nd
     """(HR, low, high, p) of every covariate from one Cox model (Efron ties): exp(coef), the
     Wald 95% interval exp(coef +- 1.96 se) and two-sided p; all NaN when the fit fails.
     A name's value is NaN too where the fit dropped it (e.g. a column lifelines rejects)."""
-    frame = _risk_set_times(pd.DataFrame({
+    frame = risk_set_times(pd.DataFrame({
         "time": np.asarray(time, float), "event": np.asarray(event, int),
         **{k: np.asarray(v, float) for k, v in covariates.items()}}))
-    return _wald(_cox_fit(frame), list(covariates))
+    return _wald(cox_fit(frame), list(covariates))
 
 
 def _wald(fit, names: list[str]) -> dict[str, tuple[float, float, float, float]]:
@@ -322,9 +347,9 @@ def hazard_ratio(time: np.ndarray, event: np.ndarray, exposure: np.ndarray, age:
     """(HR, low, high, p) of ``exposure`` (1 exposed, e.g. Higher Risk; 0 reference, e.g.
     Normal) from a Cox model adjusted for age; unadjusted where age is constant or missing
     among the people the model keeps (it cannot be estimated there)."""
-    frame = _risk_set_times(pd.DataFrame({
+    frame = risk_set_times(pd.DataFrame({
         "time": np.asarray(time, float), "event": np.asarray(event, int),
         "exposure": np.asarray(exposure, float), "age": np.asarray(age, float)}))
     if frame["age"].std() == 0 or not np.isfinite(frame["age"]).all():
         frame = frame.drop(columns="age")
-    return _wald(_cox_fit(frame), ["exposure"])["exposure"]
+    return _wald(cox_fit(frame), ["exposure"])["exposure"]

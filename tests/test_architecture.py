@@ -61,6 +61,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # report toolkit (templates, figures, colours, HTML -> PDF): the report step runs inside them
     ("sphr.evaluate.report", "sphr.report"): "evaluate renders evaluate/report.html itself",
     ("sphr.risk.report", "sphr.report"): "risk renders risk/report.html itself",
+    ("sphr.risk.absolute_report", "sphr.report"): "the risk report's absolute-risk section",
 }
 
 

@@ -38,6 +38,13 @@ docs/METHODS.md#risk-groups).
     AUROC, C-index, risk ratio, paired differences (:mod:`sphr.risk.discrimination`).
 ``validation.parquet`` / ``validation.md``, ``time_correlation.parquet``
     Table 4 shape and Appendix C (:mod:`sphr.risk.validation`).
+``absolute_risk.parquet``
+    the 5- and 10-year absolute risk of every participant and linked outcome with enough
+    events, its 95% interval and the risk-equivalent age (``eid, sex, outcome, risk_5y,
+    risk_10y, risk_10y_low, risk_10y_high, risk_age, risk_age_outside, partition``) from the
+    shipped candidate (:mod:`sphr.risk.absolute`; docs/METHODS.md, "Absolute risk");
+    ``absolute_risk_candidates.parquet`` every candidate, ``absolute_metrics.parquet`` /
+    ``absolute_deciles.parquet`` their evaluation on the test partition.
 ``model/``
     ``risk_model.json`` (references, standardization and bounds), per sex the
     normalizer, features, the clinical ranges of the cohort (``clinical_ranges.json``)

@@ -63,7 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "score", help="risk groups for a new UKB export with a fitted risk model",
         description="Ingest NEW_EXPORT, apply the saved normalizer, representations and "
         "thresholds of RUN_DIR/risk/model (nothing is refitted) and write OUT/risk_groups."
-        "{parquet,csv} and score_report.json. Refuses an export whose fields or units do not "
+        "{parquet,csv}, OUT/absolute_risk.parquet (5- and 10-year risk with an interval and "
+        "the risk-equivalent age per linked outcome) and score_report.json. Refuses an export whose fields or units do not "
         "match the fitted model.")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
                    help="run directory (or its risk/ or risk/model/ folder)")

@@ -15,6 +15,9 @@ from sphr.risk.intervals import MODES
 #: network, another reference or a joint space (``sphr_joint`` is computed by default:
 #: :data:`SHIPPED_SPHR`)
 SPHR_VARIANTS: tuple[str, ...] = ("sphr_age_line", "sphr_young", "sphr_joint")
+#: the absolute-risk candidates that can ship (:data:`sphr.risk.absolute.CANDIDATES`; kept
+#: here too so that this module stays light)
+ABSOLUTE_CANDIDATES: tuple[str, ...] = ("age", "age_distance", "age_phenoage", "ridge_markers")
 #: the distance methods (a space G and a reference per age group; :mod:`sphr.risk.spaces`)
 METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
                             "p0_euclidean", "deep_patient", "sphr", *SPHR_VARIANTS)
@@ -78,6 +81,16 @@ class RiskConfig:
     supervised_folds: int = 5
     #: fewest training events (per fold fit) for a supervised comparator of an outcome
     supervised_min_events: int = 10
+    #: the absolute-risk candidate written as absolute_risk.parquet (docs/METHODS.md,
+    #: "Absolute risk and the risk-equivalent age": chosen by its pre-registered rule)
+    absolute_method: str = "age_distance"
+    #: the shipped risk uses the calibration partition's slope and baseline (else the
+    #: training fit's own baseline; every candidate's table has both). Off by the
+    #: pre-registered rule: on the development set's cross-fit the calibration partition's
+    #: 5-13 deaths per fold gave slopes of -0.08 to 2.2 and worse O/E (docs/REAL.md)
+    absolute_recalibrate: bool = False
+    #: fewest training events of an outcome to fit its absolute-risk candidates
+    absolute_min_events: int = 20
 
     def check(self) -> None:
         bad = [m for m in self.methods if m not in ALL_METHODS] + \
@@ -90,6 +103,11 @@ class RiskConfig:
         if self.supervised_folds < 2 or self.supervised_min_events < 1:
             raise ConfigError("supervised_folds must be at least 2 and supervised_min_events "
                               "at least 1")
+        if self.absolute_method not in ABSOLUTE_CANDIDATES:
+            raise ConfigError(f"absolute_method {self.absolute_method!r}: choose from "
+                              f"{', '.join(ABSOLUTE_CANDIDATES)}")
+        if self.absolute_min_events < 1:
+            raise ConfigError("absolute_min_events must be at least 1")
         if self.validate_on != "test":
             # "all" validated SPHR on training rows it was trained to push away from BFH
             raise ConfigError("validate_on must be test: every other partition was seen by a fit")

@@ -5,8 +5,9 @@ What is read, and only where a configured method needs it: ``cohorts/<sex>/`` (t
 normalized partitions, the normalizer, the clinical ranges of ``cohort_report.json``, the
 raw values of the marker space), the representations of the earlier stages (DeepPatient's
 ``baselines/<sex>/deep_patient/model.joblib``, SPHR's ``train/<sex>/nplb/model.pt``), and
-for the comparators ``ingest/baseline.parquet`` (PhenoAge's markers as measured),
-``ingest/outcomes.parquet`` and ``ingest/followup.parquet`` (the supervised targets). An
+for the comparators and the absolute-risk models ``ingest/baseline.parquet`` (PhenoAge's
+markers as measured) and ``ingest/outcomes.parquet`` (linked outcomes), and
+``ingest/followup.parquet`` (the supervised repeat-visit target). An
 input a method cannot do without is recorded with the reason, and the fit skips that
 method with it.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from sphr.cohorts.age import DEFAULT_AGE_GROUPS
 from sphr.cohorts.normalize import QuantileNormalizer
@@ -80,21 +82,23 @@ def first_visit_any(run: Path) -> pd.Series:
 
 
 def _read_comparators(run: Path, inputs: CohortInputs, config: RiskConfig) -> None:
-    """PhenoAge's markers and the supervised targets, where those methods are configured."""
+    """PhenoAge's markers and the linked outcomes (PhenoAge, the supervised targets and the
+    absolute-risk models read them), and the repeat visits where the supervised comparators
+    are configured."""
+    path = ingest_dir(run) / "baseline.parquet"
+    if path.exists():
+        present = set(pq.read_schema(path).names)
+        inputs.baseline = pd.read_parquet(path, columns=["eid", *[c for c in REQUIRED
+                                                                   if c != "age" and c in present]])
+    else:
+        inputs.unavailable["phenoage"] = str(InputError(
+            "PhenoAge reads the raw markers of the baseline (run `sphr ingest`)", file=path))
+    outcomes = ingest_dir(run) / "outcomes.parquet"
+    if outcomes.exists():
+        inputs.outcomes = pd.read_parquet(outcomes)
     if "calibrated" not in config.modes:
         return
-    if "phenoage" in config.methods:
-        path = ingest_dir(run) / "baseline.parquet"
-        if path.exists():
-            inputs.baseline = pd.read_parquet(path, columns=["eid", *[c for c in REQUIRED
-                                                                       if c != "age"]])
-        else:
-            inputs.unavailable["phenoage"] = str(InputError(
-                "PhenoAge reads the raw markers of the baseline (run `sphr ingest`)", file=path))
     if "supervised_xgboost" in config.methods:
-        outcomes = ingest_dir(run) / "outcomes.parquet"
-        if outcomes.exists():
-            inputs.outcomes = pd.read_parquet(outcomes)
         try:
             inputs.first_visit = first_visit_any(run)
         except InputError as exc:

@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,7 @@ from sphr.data.fields import BY_NAME
 from sphr.errors import InputError, SphrError
 from sphr.io import read_json, write_json
 from sphr.labels import SEX_CODE
+from sphr.risk import absolute
 from sphr.risk.comparators import ScoreModel, phenoage_acceleration_new, phenoage_scores
 from sphr.risk.config import (
     MARKER_SPACE_METHODS,
@@ -178,6 +180,9 @@ class Scores(NamedTuple):
     participants: pd.DataFrame  # eid, sex, imputed_features, imputed
     unscorable: pd.DataFrame    # eid, sex, reason
     report: dict[str, Any]
+    #: absolute risk of every candidate (:func:`sphr.risk.absolute.predict_all` + sex,
+    #: partition); :func:`sphr.risk.absolute.shipped` picks the shipped rows
+    absolute: pd.DataFrame
 
 
 # ----------------------------------------------------------------------------- fitted methods
@@ -387,6 +392,54 @@ class _Fit:
             except SphrError as exc:
                 self.skip(target.method, str(exc))
 
+    def covariates(self) -> pd.DataFrame:
+        """Every absolute-risk covariate of every participant (``people``' order): age, the
+        raw Euclidean distance (mode calibrated), PhenoAge's xb and the marker-space features;
+        a covariate that cannot be computed is left out (its candidates are skipped)."""
+        people = self.people
+        eids = people["eid"].to_numpy(np.int64)
+        dist = [f for f in self.frames if len(f) and f["method"].iloc[0] == "raw_euclidean"
+                and f["mode"].iloc[0] == "calibrated"]
+        raw = None
+        if self.inputs.baseline is not None:
+            raw = self.inputs.baseline.drop_duplicates("eid").set_index("eid").reindex(
+                eids).reset_index(drop=True)
+            raw["age"] = people["age_years"].to_numpy(float)
+        try:
+            markers = self.marker()[1][self.inputs.features]
+        except InputError:
+            markers = None
+        return _covariates(people["age_years"].to_numpy(float), eids,
+                           dist[0][["eid", "distance"]] if dist else None, raw, markers)
+
+    def absolute(self) -> None:
+        """The absolute-risk candidates of every linked outcome (:mod:`sphr.risk.absolute`),
+        each skipped with its reason where it cannot be fitted."""
+        inputs, people, model = self.inputs, self.people, self.model
+        model.absolute_ = {}
+        if inputs.outcomes is None or inputs.outcomes.empty:
+            model.skipped_["absolute_risk"] = "no linked outcomes in the export"
+            return
+        t0 = time.perf_counter()
+        X = self.covariates()
+        eids = people["eid"].to_numpy(np.int64)
+        for outcome in dict.fromkeys(inputs.outcomes["outcome"]):
+            years, event = absolute.outcome_arrays(eids, inputs.outcomes, outcome)
+            models, skipped = absolute.fit_outcome_models(
+                X, people["partition"].to_numpy(), bfh_rows(people), years, event, outcome,
+                inputs.features, self.config.absolute_min_events)
+            for cand, why in skipped.items():
+                log.warning("%s: absolute risk of %s, %s skipped: %s", model.sex, outcome,
+                            cand, why)
+                model.skipped_[f"absolute_{outcome}_{cand}"] = why
+            if models:
+                model.absolute_[outcome] = models
+        rows = absolute.predict_all(model.absolute_, X, eids)
+        part = people.set_index("eid")["partition"]
+        model.absolute_rows_ = rows.assign(sex=model.sex,
+                                           partition=part.reindex(rows["eid"]).to_numpy())
+        log.info("%s: absolute risk fitted in %.1f s", model.sex, time.perf_counter() - t0)
+
     def method(self, method: str) -> None:
         calibrated = "calibrated" in self.config.modes
         try:
@@ -402,6 +455,37 @@ class _Fit:
             if method not in OPTIONAL_METHODS:
                 raise
             self.skip(method, str(exc))
+
+
+# ----------------------------------------------------------------------------- absolute risk
+
+def predict_none() -> pd.DataFrame:
+    """The absolute-risk rows of nobody (the columns of :func:`sphr.risk.absolute.predict_all`
+    with sex and partition)."""
+    return absolute.predict_all({}, pd.DataFrame(), np.array([], np.int64)).assign(
+        sex=pd.Series(dtype=object), partition=pd.Series(dtype=object))
+
+
+def _covariates(age: np.ndarray, eids: np.ndarray, distance: pd.DataFrame | None,
+                raw: pd.DataFrame | None, markers: pd.DataFrame | None) -> pd.DataFrame:
+    """The covariate frame of :mod:`sphr.risk.absolute`, one row per eid: age, distance (from
+    eid -> distance rows), PhenoAge's xb from the raw markers as measured (NaN where one is
+    missing) and the marker-space features; a covariate without its input is left out."""
+    from sphr.risk.phenoage import linear_predictor
+
+    X = pd.DataFrame({absolute.AGE: np.asarray(age, float)})
+    if distance is not None:
+        d = distance.drop_duplicates("eid").set_index("eid")["distance"]
+        X[absolute.DISTANCE] = d.reindex(eids).to_numpy(float)
+    if raw is not None:
+        try:
+            X[absolute.PHENOAGE_XB] = linear_predictor(raw.reset_index(drop=True))
+        except InputError:  # the export lacks a PhenoAge marker: its candidates are skipped
+            pass
+    if markers is not None:  # age stays in years (a cohort feature too, there scaled)
+        markers = markers.drop(columns=[c for c in markers.columns if c in X.columns])
+        X = pd.concat([X, markers.reset_index(drop=True).astype(float)], axis=1)
+    return X
 
 
 # ----------------------------------------------------------------------------- new people
@@ -469,6 +553,8 @@ class SexModel:
         self.methods_: dict[str, DistanceMethod | ScoreMethod] = {}
         self.skipped_: dict[str, str] = {}
         self.unscored_: dict[str, dict[str, Any]] = {}
+        self.absolute_: dict[str, dict[str, Any]] = {}
+        self.absolute_rows_ = predict_none()
         self._saved: tuple[Path, dict[str, Any]] | None = None
 
     def fit(self, inputs: CohortInputs, config: RiskConfig,
@@ -480,6 +566,7 @@ class SexModel:
         fit = _Fit(self, inputs, config, tuple(tuple(g) for g in age_groups))
         for method in config.methods:
             fit.method(method)
+        fit.absolute()
         self.rows_ = fit.rows()
         return self
 
@@ -500,7 +587,9 @@ class SexModel:
         if self.marker_scaler_ is not None:
             self.marker_scaler_.save(directory / MARKER_SCALER)
         methods = {name: m.to_spec(directory, name) for name, m in self.methods_.items()}
-        spec = {"features": self.features_, "methods": methods}
+        spec = {"features": self.features_, "methods": methods,
+                "absolute": {outcome: {cand: m.to_dict() for cand, m in models.items()}
+                             for outcome, models in self.absolute_.items()}}
         self._saved = directory, spec
         return spec
 
@@ -525,6 +614,8 @@ class SexModel:
             model.marker_scaler_ = MarkerScaler.load(directory / MARKER_SCALER)
         model.methods_ = {name: _load_method(entry, directory, model.features_, device)
                           for name, entry in spec["methods"].items()}
+        model.absolute_ = {outcome: {cand: absolute.load_model(m) for cand, m in models.items()}
+                           for outcome, models in spec.get("absolute", {}).items()}
         model._saved = directory, spec
         return model
 
@@ -570,7 +661,8 @@ class SexModel:
         people = pd.DataFrame({"eid": frame["eid"].to_numpy(np.int64), "sex": sex,
                                "imputed_features": counts, "imputed": names})
         if frame.empty:
-            return Scores(pd.DataFrame(columns=list(COLUMNS)), people, unscorable, report)
+            return Scores(pd.DataFrame(columns=list(COLUMNS)), people, unscorable, report,
+                          predict_none())
         new = self._new_people(as_read, frame, age_groups, report,
                                self._saved[0] if self._saved else None)
         out, report["not_scored"] = [], {}
@@ -581,8 +673,26 @@ class SexModel:
             if (~scored & first).any():  # a method some people cannot get (PhenoAge without CRP)
                 report["not_scored"][method] = int((~scored & first).sum())
             out.append(res.loc[scored])
-        return Scores(pd.concat(out, ignore_index=True)[list(COLUMNS)], people, unscorable,
-                      report)
+        rows = pd.concat(out, ignore_index=True)[list(COLUMNS)]
+        return Scores(rows, people, unscorable, report, self._absolute_new(new, rows))
+
+    def _absolute_new(self, new: _NewPeople, rows: pd.DataFrame) -> pd.DataFrame:
+        """Every saved absolute-risk candidate on new people (nothing refitted)."""
+        if not self.absolute_:
+            return predict_none()
+        eids = new.frame["eid"].to_numpy(np.int64)
+        dist = rows.loc[(rows["method"] == "raw_euclidean") & (rows["mode"] == "calibrated"),
+                        ["eid", "distance"]]
+        raw = new.as_read.copy()
+        raw["age"] = new.frame["age"].to_numpy(float)
+        try:
+            markers = new.marker()[self.features_]
+        except InputError:
+            markers = None
+        X = _covariates(new.frame["age"].to_numpy(float), eids, dist if len(dist) else None,
+                        raw, markers)
+        return absolute.predict_all(self.absolute_, X, eids).assign(sex=self.sex,
+                                                                     partition="new")
 
 
 # ----------------------------------------------------------------------------- every sex
@@ -633,6 +743,8 @@ class RiskModel:
             self.unscored_.update({f"{inp.sex}/{m}": v for m, v in sex.unscored_.items()})
             rows.append(sex.rows_)
         self.rows_ = pd.concat(rows, ignore_index=True) if len(rows) > 1 else rows[0]
+        self.absolute_rows_ = pd.concat([s.absolute_rows_ for s in self.sexes_.values()],
+                                        ignore_index=True)
         return self
 
     def save(self, directory: str | Path) -> Path:
@@ -682,7 +794,7 @@ class RiskModel:
         units): the rows of every method and mode, the participants, the unscorable and the
         report. ``source``: the export, named in errors and the report."""
         source = Path(source) if source is not None else None
-        frames, people, lost = [], [], []
+        frames, people, lost, risks = [], [], [], []
         report: dict[str, Any] = {"export": str(source), "model": str(self.path_), "sexes": {}}
         for sex, model in self.sexes_.items():
             res = model.score(baseline, age_groups=self._groups, source=source,
@@ -691,6 +803,7 @@ class RiskModel:
             frames.append(res.rows)
             people.append(res.participants)
             lost.append(res.unscorable)
+            risks.append(res.absolute)
             report["sexes"][sex] = res.report
         fitted = [SEX_CODE[s] for s in self.sexes_]
         other = baseline.loc[~baseline["sex"].isin(fitted)]
@@ -701,4 +814,6 @@ class RiskModel:
         rows = pd.concat(frames, ignore_index=True)
         report["rows"] = len(rows)
         unscorable = pd.concat([f for f in lost if len(f)] or [lost[-1]], ignore_index=True)
-        return Scores(rows, pd.concat(people, ignore_index=True), unscorable, report)
+        risks = [r for r in risks if len(r)] or [predict_none()]
+        return Scores(rows, pd.concat(people, ignore_index=True), unscorable, report,
+                      pd.concat(risks, ignore_index=True))

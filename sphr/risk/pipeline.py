@@ -20,6 +20,7 @@ from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.labels import SEX_CODE
 from sphr.layout import cohort_dir, ingest_dir, risk_dir
+from sphr.risk.absolute import shipped
 from sphr.risk.config import RiskConfig
 from sphr.risk.fit import fit_run
 from sphr.risk.intervals import NORMAL
@@ -113,6 +114,9 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
         skipped, unscored = fitted.skipped_, fitted.unscored_
         rows["sex"] = rows["sex"].astype(str)
         write_parquet(rows, stage / "risk_groups.parquet")
+        write_parquet(fitted.absolute_rows_, stage / "absolute_risk_candidates.parquet")
+        write_parquet(shipped(fitted.absolute_rows_, config.absolute_method,
+                              config.absolute_recalibrate), stage / "absolute_risk.parquet")
         write_parquet(thresholds_table(spec), stage / "thresholds.parquet")
         write_parquet(normal_share_table(rows), stage / "heldout_bfh.parquet")
         if followup_path.exists():
@@ -193,6 +197,8 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
     if discrimination is not None:  # one family of comparisons over both sexes
         discrimination["p_diff_holm"] = holm(discrimination["p_diff"].to_numpy(float))
     linked = {k: t for k in LINKED_TABLES if (t := concat(f"linked_{k}.parquet")) is not None}
+    candidates = concat("absolute_risk_candidates.parquet")
+    absolute_eval = _absolute_eval(run, candidates, config)
     with staged_outputs(out) as stage:
         spec = read_json(model.save(stage / "model"))
         write_parquet(rows, stage / "risk_groups.parquet")
@@ -207,7 +213,16 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
             write_text(validation_markdown(validation, correlation, config), stage / "validation.md")
         for name, table in linked.items():
             write_parquet(table, stage / f"linked_{name}.parquet")
+        if candidates is not None:
+            write_parquet(candidates, stage / "absolute_risk_candidates.parquet")
+            write_parquet(shipped(candidates, config.absolute_method, config.absolute_recalibrate),
+                          stage / "absolute_risk.parquet")
+        for name, table in zip(("metrics", "deciles"), absolute_eval[1:], strict=True):
+            if table is not None:
+                write_parquet(table, stage / f"absolute_{name}.parquet")
         summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
+                   "absolute_method": config.absolute_method,
+                   "absolute_recalibrate": config.absolute_recalibrate,
                    "methods": sorted(rows["method"].unique().tolist()),
                    "modes": sorted(rows["mode"].unique().tolist()),
                    "skipped": spec["skipped"], "unscored": spec["unscored"],
@@ -223,8 +238,22 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
         write_report(stage / "report.html", rows=rows, thresholds=thresholds,
                      validation=validation, correlation=correlation, summary=summary,
                      heldout=normal_share, discrimination=discrimination,
-                     followup=ingest_dir(run) / "followup.parquet", linked=linked or None)
+                     followup=ingest_dir(run) / "followup.parquet", linked=linked or None,
+                     absolute=(candidates, *absolute_eval))
     return summary
+
+
+def _absolute_eval(run: Path, candidates: pd.DataFrame | None, config: RiskConfig
+                   ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+    """(outcomes, metrics, deciles) of the absolute-risk candidates on the test partition
+    (:mod:`sphr.risk.absolute_report`); Nones without candidates or linked outcomes."""
+    path = ingest_dir(run) / "outcomes.parquet"
+    if candidates is None or candidates.empty or not path.exists():
+        return None, None, None
+    from sphr.risk.absolute_report import absolute_tables
+
+    outcomes = pd.read_parquet(path)
+    return (outcomes, *absolute_tables(candidates, outcomes, config))
 
 
 def run_risk(run: str | Path, out: str | Path | None = None, config: RiskConfig | None = None

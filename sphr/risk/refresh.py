@@ -150,8 +150,9 @@ def run_refresh(run: str | Path, baseline: pd.DataFrame, export: str | Path, exp
         raise InputError("empty model folder", file=model_dir)
     root = refresh_root(run)
     prev_dir = previous_refresh(root, export_version)
-    rows, participants, unscorable, score_report = RiskModel.load(model_dir, device=device).score(
-        baseline, source=export, allow_out_of_range=allow_out_of_range)
+    rows, participants, unscorable, score_report, _ = RiskModel.load(
+        model_dir, device=device).score(baseline, source=export,
+                                        allow_out_of_range=allow_out_of_range)
     rows = rows.merge(participants[["eid", "imputed_features"]], on="eid", how="left")
     method, mode = headline(rows)
     export_rows = rows.loc[(rows["method"] == method) & (rows["mode"] == mode),

@@ -1018,7 +1018,9 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
                  summary: dict[str, Any], heldout: pd.DataFrame | None = None,
                  discrimination: pd.DataFrame | None = None,
                  followup: pd.DataFrame | str | Path | None = None,
-                 linked: dict[str, pd.DataFrame] | None = None, pdf: bool = True) -> Path:
+                 linked: dict[str, pd.DataFrame] | None = None,
+                 absolute: tuple[pd.DataFrame | None, ...] | None = None,
+                 pdf: bool = True) -> Path:
     """Write ``report.html`` (and ``report.pdf`` next to it, and ``report_summary.png``, the
     central figure).
 
@@ -1027,8 +1029,11 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
     ``linked``: ``sphr.risk.linked.linked_validation``'s frames ("discrimination",
     "hazard_ratio", "cumulative_incidence" with sex, method, outcome, group, time_years,
     cum_inc, low, high); when given, its cumulative incidence by group is the central figure
-    and the forest plot follows it.
+    and the forest plot follows it. ``absolute``: (candidates, outcomes, metrics, deciles) of
+    the absolute-risk models (:mod:`sphr.risk.absolute_report`), a section of their own.
     """
+    from sphr.risk.absolute_report import absolute_section
+
     t0 = time.perf_counter()
     path = Path(path)
     modes = list(dict.fromkeys(rows["mode"]))
@@ -1064,6 +1069,7 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
         "distance_figs": [_distance_plot(rows, thresholds, sex, "calibrated")
                           for sex in sexes if "calibrated" in modes],
         "validation": _validation_section(validation, correlation, modes),
+        "absolute": absolute_section(absolute, rows, summary),
         **_appendix(rows, thresholds, summary, heldout, discrimination, has_disc, sexes, modes),
     }
     out = write_text(render("risk.html.j2", **ctx), path)
