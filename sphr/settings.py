@@ -68,9 +68,11 @@ class IngestSettings:
     #: changes to the outcome table by outcome name, e.g. {"copd": {"codes": ["J44"],
     #: "sources": ["hospital", "death"]}} (docs/OUTCOMES.md); null removes one (JSON only)
     outcomes: dict[str, Any] = field(default_factory=dict)
-    #: the date up to which each source's records are complete; the defaults are UK
-    #: Biobank's for England at the 2023 refresh: set your release's (docs/OUTCOMES.md)
-    censoring: dict[str, str] = field(default_factory=_default_censoring)
+    #: the date up to which each source's records are complete, one date or one per country
+    #: ({"england": ..., "scotland": ..., "wales": ...}); shown here: England's dates of UK
+    #: Biobank's 2023 refresh (Scotland's and Wales's defaults apply unless set): set your
+    #: release's (docs/OUTCOMES.md)
+    censoring: dict[str, str | dict[str, str]] = field(default_factory=_default_censoring)
     #: go on (with a warning) when the export's last line is cut off
     drop_truncated_last_row: bool = False
 

@@ -19,8 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sphr.data.fields import (
+    ALGORITHMIC_FIELDS,
+    ASSESSMENT_CENTRE,
     BY_ID,
     FASTING_TIME,
+    FIRST_OCCURRENCE_FIELDS,
     HOSPITAL_DIAGNOSES,
     LINKED,
     MEDICATION_MEN,
@@ -45,9 +48,12 @@ PHENOAGE_MARKERS: tuple[str, ...] = (
 RAP_ARRAY_IN_ONE_COLUMN: frozenset[int] = frozenset(
     {HOSPITAL_DIAGNOSES.id, MEDICATION_MEN.id, MEDICATION_WOMEN.id})
 
-_SOURCE = {41270: "hospital records", 41280: "hospital records", 40006: "cancer registry",
+_SOURCE = {41270: "hospital records", 41280: "hospital records", 41271: "hospital records (ICD-9)",
+           41281: "hospital records (ICD-9)", 40006: "cancer registry",
            40005: "cancer registry", 40000: "death registry", 40001: "death registry",
-           40002: "death registry"}
+           40002: "death registry", 191: "end of follow-up (date lost to follow-up)",
+           **{f.id: "First Occurrences (category 1712)" for f in FIRST_OCCURRENCE_FIELDS},
+           **{f.id: "algorithmically-defined outcomes (category 42)" for f in ALGORITHMIC_FIELDS}}
 
 
 @dataclass(frozen=True)
@@ -157,6 +163,9 @@ def _use(f: Field) -> tuple[tuple[str, ...], str]:
     }
     if f.role in by_role:
         return by_role[f.role]
+    if f.id == ASSESSMENT_CENTRE.id:
+        return ("ingest", "risk"), ("country of the baseline centre (i0): each source's "
+                                    "censoring date for the participant (outcomes.parquet)")
     if f.id == FASTING_TIME.id:
         return ("ingest",), "kept in baseline.parquet; no stage uses it yet"
     return (), "not read (only the synthetic generator writes it)"
