@@ -25,6 +25,7 @@ from sphr.data.fields import (
     FASTING_TIME,
     FIRST_OCCURRENCE_FIELDS,
     HOSPITAL_DIAGNOSES,
+    HOSPITAL_ICD9,
     LINKED,
     MEDICATION_MEN,
     MEDICATION_WOMEN,
@@ -46,7 +47,7 @@ PHENOAGE_MARKERS: tuple[str, ...] = (
 #: field has one column per index there (``p41280_a0``, ``p40002_i0_a0``, ``p20002_i0_a0``).
 #: Asking ``dx extract_dataset`` for ``p6177_i0_a0`` fails: the RAP has no such field.
 RAP_ARRAY_IN_ONE_COLUMN: frozenset[int] = frozenset(
-    {HOSPITAL_DIAGNOSES.id, MEDICATION_MEN.id, MEDICATION_WOMEN.id})
+    {HOSPITAL_DIAGNOSES.id, HOSPITAL_ICD9.id, MEDICATION_MEN.id, MEDICATION_WOMEN.id})
 
 _SOURCE = {41270: "hospital records", 41280: "hospital records", 41271: "hospital records (ICD-9)",
            41281: "hospital records (ICD-9)", 40006: "cancer registry",
