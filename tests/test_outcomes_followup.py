@@ -139,7 +139,7 @@ def expected(eid: int, outcome: str) -> tuple[int, bool, float, str | None]:
     end = min(d for d in [*ends, death, _d(p.get("lost"))] if d is not None)
     hits = [(date, PRIORITY.index(src), src) for src, coding, code, date in _records(p)
             if date is not None and src in SOURCES[outcome]
-            and (outcome == "death" and src == "death" or _in(outcome, coding, code))]
+            and ((outcome == "death" and src == "death") or _in(outcome, coding, code))]
     if not hits:
         return 0, False, (end - BASELINE).days / 365.25, None
     date, _, src = min(hits)
