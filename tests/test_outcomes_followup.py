@@ -121,7 +121,7 @@ SOURCES = {"type2_diabetes": ("hospital", "first_occurrence", "death"),
            "cancer": ("cancer_registry", "hospital", "death"),
            "cardiovascular": ("hospital", "first_occurrence", "algorithmic", "death"),
            "death": ("death",), "copd": ("first_occurrence",)}
-PRIORITY = ("cancer_registry", "hospital", "first_occurrence", "algorithmic", "death")
+PRIORITY = ("cancer_registry", "hospital", "death", "first_occurrence", "algorithmic")
 
 
 def _censor(source: str, country: str) -> dt.date:
@@ -361,3 +361,39 @@ def test_a_single_date_applies_to_every_country():
     partial = OutcomeConfig.from_overrides({"censoring": {"hospital": {"wales": "2019-01-31"}}})
     assert partial.censoring_date("hospital", "wales") == dt.date(2019, 1, 31)
     assert partial.censoring_date("hospital", "scotland") == dt.date(2021, 7, 31)  # default
+
+
+# --------------------------------------------------------------------------- synthetic export
+def test_synthetic_follow_up_fields_are_additions(monkeypatch, synthetic_cohort):
+    """Their own random stream, drawn last: every other column of the export keeps its
+    values; only the decoy centre 54-0.0 gives way to the real one."""
+    import sphr.synth.followup as followup
+    from sphr.synth.export import build_export_frame
+
+    full = build_export_frame(synthetic_cohort, "ukbconv", decoys=25, seed=11)
+    monkeypatch.setattr(followup, "follow_up_columns", lambda *a, **k: [])
+    plain = build_export_frame(synthetic_cohort, "ukbconv", decoys=25, seed=11)
+    changed = [c for c in plain.columns if not plain[c].equals(full[c])]
+    assert changed == ["54-0.0"]
+    added = set(full.columns) - set(plain.columns)
+    assert {"191-0.0", "130708-0.0", "130709-0.0", "131298-0.0", "42000-0.0",
+            "42006-0.0"} <= added
+
+
+def test_synthetic_first_occurrences_agree_with_the_records(ukb_export, ingest_dir):
+    """The derived fields repeat the hospital and death records: leaving them out moves no
+    first event; Scottish and Welsh centres and losses to follow-up are there."""
+    without = OutcomeConfig.from_overrides({"outcomes": {
+        "type2_diabetes": {"sources": ["hospital", "death"]},
+        "cardiovascular": {"sources": ["hospital", "death"]}}})
+    plain = ingest(ukb_export, outcome_config=without).outcomes
+    full = pl.read_parquet(ingest_dir / "outcomes.parquet")
+    assert full.equals(plain)
+    report = json.loads((ingest_dir / "ingest_report.json").read_text())["outcomes"]
+    countries = report["participants_by_country"]
+    assert countries["scotland"] > 0.04 * 2_000 and countries["wales"] > 0.02 * 2_000
+    assert report["participants_without_centre"] == 0 and report["lost_to_follow_up"] >= 1
+    assert {"first_occurrence", "algorithmic"} <= set(report["sources_present"])
+    # Scotland's hospital date censors its participants' cardiovascular follow-up earlier
+    by = report["by_outcome"]["cardiovascular"]["censoring_date"]
+    assert by["scotland"] < by["england"]

@@ -70,10 +70,10 @@ if TYPE_CHECKING:  # the CLI parser imports this module; polars and pyarrow load
 log = logging.getLogger(__name__)
 
 #: data sources, in the order that breaks a same-day tie for "which record came first": a
-#: registry's record is the more specific one, a derived field (First Occurrences, category 42)
-#: the less
-SOURCES: tuple[str, ...] = ("cancer_registry", "hospital", "first_occurrence", "algorithmic",
-                            "death")
+#: registry's record is the more specific one, and a record beats a field derived from records
+#: (First Occurrences, category 42)
+SOURCES: tuple[str, ...] = ("cancer_registry", "hospital", "death", "first_occurrence",
+                            "algorithmic")
 SOURCE_FIELDS: dict[str, tuple[Field, ...]] = {
     "hospital": (HOSPITAL_DIAGNOSES, HOSPITAL_DATES, HOSPITAL_ICD9, HOSPITAL_ICD9_DATES),
     "cancer_registry": (CANCER_TYPE, CANCER_DATE),
