@@ -159,8 +159,8 @@ def _use(f: Field) -> tuple[tuple[str, ...], str]:
                       "diagnoses at repeat visits (i1-3: risk validation)"),
         "medication": (("ingest", "cohorts", "evaluate"), f"class labels of {people} (i0: "
                        "cholesterol, blood pressure, insulin)"),
-        "outcome": (("ingest", "risk"), f"linked outcomes, {_SOURCE.get(f.id, 'linked')} "
-                    "(outcomes.parquet; risk validation)"),
+        "outcome": (("ingest", "risk"), f"linked outcomes, {_SOURCE.get(f.id, 'linked')}"
+                    f"{_used_by(f)} (outcomes.parquet; risk validation)"),
     }
     if f.role in by_role:
         return by_role[f.role]
@@ -170,6 +170,22 @@ def _use(f: Field) -> tuple[tuple[str, ...], str]:
     if f.id == FASTING_TIME.id:
         return ("ingest",), "kept in baseline.parquet; no stage uses it yet"
     return (), "not read (only the synthetic generator writes it)"
+
+
+def _used_by(f: Field) -> str:
+    """Which built-in outcomes read a First Occurrence or category 42 field."""
+    from sphr.data.fields import ALGORITHMIC, FIRST_OCCURRENCE
+    from sphr.data.outcomes import OUTCOMES
+
+    code = next((c for c, fid in FIRST_OCCURRENCE.items() if f.id in (fid, fid + 1)), None)
+    name = next((n for n, (fid, _) in ALGORITHMIC.items() if f.id in (fid, fid + 1)), None)
+    if code is not None:
+        names = [o.name for o in OUTCOMES if "first_occurrence" in o.sources and o.matches(code)]
+    elif name is not None:
+        names = [o.name for o in OUTCOMES if name in o.algorithmic]
+    else:
+        return ""
+    return f": {', '.join(names)}" if names else ": no built-in outcome"
 
 
 def _compact(values: tuple[int, ...]) -> str:
