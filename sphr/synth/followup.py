@@ -3,8 +3,8 @@ derived outcome fields (First Occurrences, category 1712; algorithmically-define
 category 42), so that the demo exercises per-person censoring and every outcome source.
 
 * **assessment centre** (54, instance 0): Scottish centres for ~7% of participants (Edinburgh,
-  Glasgow), Welsh for ~4% (Cardiff, Swansea, Wrexham), the English centres for the rest, about
-  UK Biobank's own shares (~36,000 and ~21,000 of 502,000 recruited in Scotland and Wales);
+  Glasgow), Welsh for ~4% (Cardiff, Swansea, Wrexham), the English centres for the rest: 11%
+  outside England, as in UK Biobank (445,985 of ~502,000 resident in England);
 * **date lost to follow-up** (191): 0.26% of participants (UK Biobank: ~1,300 of 502,000),
   uniformly between baseline and the earlier of their death and 2022-10-31;
 * **First Occurrences** of the categories the built-in outcomes use (E10-E14, I20-I25,
