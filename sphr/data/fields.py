@@ -258,7 +258,7 @@ HOSPITAL_ICD9_DATES = Field(41281, "hospital_icd9_date",
                             "linked", (0,), arrays=47, decimals=0)
 LOST_TO_FOLLOW_UP = Field(191, "lost_to_follow_up_date", "Date lost to follow-up", "date", "date",
                           "outcome", "linked", (0,), decimals=0)
-#: UK Biobank's coding 10 (the assessment centres), Showcase, listed 2026-11-27
+#: UK Biobank's coding 10 (the assessment centres; checked 2026-11-27, docs/OUTCOMES.md)
 CENTRE_CODING: dict[int, str] = {
     11012: "Barts", 11021: "Birmingham", 11011: "Bristol", 11008: "Bury", 11003: "Cardiff",
     11024: "Cheadle (revisit)", 11020: "Croydon", 11005: "Edinburgh", 11004: "Glasgow",
