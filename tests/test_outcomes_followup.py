@@ -397,3 +397,16 @@ def test_synthetic_first_occurrences_agree_with_the_records(ukb_export, ingest_d
     # Scotland's hospital date censors its participants' cardiovascular follow-up earlier
     by = report["by_outcome"]["cardiovascular"]["censoring_date"]
     assert by["scotland"] < by["england"]
+
+
+def test_the_run_settings_take_the_release_file(tmp_path):
+    """`python -m sphr_dagster run --outcomes release.json`: per-country dates and First
+    Occurrence fields reach the ingest's configuration."""
+    from sphr.settings import resolve
+
+    settings = resolve(outcomes=str(_release(tmp_path)))
+    config = settings.config("ingest").outcome_config()
+    assert config.censoring_date("hospital", "wales") == dt.date(2018, 2, 28)
+    assert config.censoring_date("algorithmic", "scotland") == dt.date(2022, 6, 30)
+    assert config.first_occurrence_fields["J44"] == 131492
+    assert "copd" in [o.name for o in config.outcomes]
