@@ -68,9 +68,14 @@ class IngestSettings:
     #: changes to the outcome table by outcome name, e.g. {"copd": {"codes": ["J44"],
     #: "sources": ["hospital", "death"]}} (docs/OUTCOMES.md); null removes one (JSON only)
     outcomes: dict[str, Any] = field(default_factory=dict)
-    #: the date up to which each source's records are complete; the defaults are UK
-    #: Biobank's for England at the 2023 refresh: set your release's (docs/OUTCOMES.md)
-    censoring: dict[str, str] = field(default_factory=_default_censoring)
+    #: the date up to which each source's records are complete, one date or one per country
+    #: ({"england": ..., "scotland": ..., "wales": ...}); shown here: England's dates of UK
+    #: Biobank's 2023 refresh (Scotland's and Wales's defaults apply unless set): set your
+    #: release's (docs/OUTCOMES.md)
+    censoring: dict[str, str | dict[str, str]] = field(default_factory=_default_censoring)
+    #: First Occurrence fields beyond the built-in ones, by 3-character ICD-10 code: the id of
+    #: "Date <code> first reported" (docs/OUTCOMES.md), e.g. {"J44": 131492}
+    first_occurrence_fields: dict[str, int] = field(default_factory=dict)
     #: go on (with a warning) when the export's last line is cut off
     drop_truncated_last_row: bool = False
 
@@ -81,8 +86,9 @@ class IngestSettings:
         # only the dates that differ: an unchanged source keeps its provider and reference
         changed = {s: d for s, d in self.censoring.items()
                    if s not in CENSORING or CENSORING[s].date.isoformat() != d}
-        return OutcomeConfig.from_overrides({"outcomes": dict(self.outcomes),
-                                             "censoring": changed})
+        return OutcomeConfig.from_overrides({
+            "outcomes": dict(self.outcomes), "censoring": changed,
+            "first_occurrence_fields": dict(self.first_occurrence_fields)})
 
 
 @dataclass(frozen=True)
@@ -471,12 +477,14 @@ def resolve(config_file: str | Path | None = None, *, world: str | None = None,
         stages["synth"]["world"] = world
     if opts["outcomes"]:
         over = _json_file(opts["outcomes"], "outcomes")
-        bad = set(over) - {"outcomes", "censoring"}
+        keys = ("outcomes", "censoring", "first_occurrence_fields")
+        bad = set(over) - set(keys)
         if bad:
             raise ConfigError(f"{opts['outcomes']}: unknown keys {sorted(bad)}; expected "
-                              "'outcomes' and/or 'censoring' (docs/OUTCOMES.md)")
+                              "'outcomes', 'censoring' and/or 'first_occurrence_fields' "
+                              "(docs/OUTCOMES.md)")
         ingest = stages["ingest"]
-        for key in ("outcomes", "censoring"):
+        for key in keys:
             ingest[key] = check_value(_merge(ingest[key], over.get(key) or {}),
                                       stage_types("ingest")[key], f"{opts['outcomes']}: {key}")
     if opts["ranges"]:

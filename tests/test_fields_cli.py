@@ -176,6 +176,8 @@ def _array_cell(frame: pl.DataFrame, f: Field, instance: int) -> pl.Expr:
     """The whole array in one cell, as dx extract_dataset writes a Python list
     (``[1, 2]``, ``['E119', 'I10']``); empty when the participant has no value."""
     cols = [c for a in range(f.arrays) if (c := f"{f.id}-{instance}.{a}") in frame.columns]
+    if not cols:  # a field the synthetic export does not write (41271, ICD-9)
+        return pl.lit(None, pl.String)
     items = pl.concat_list([pl.col(c).cast(pl.String) for c in cols]).list.drop_nulls()
     quote = "'" if f.value_type == "text" else ""
     cell = (pl.lit("[" + quote) + items.list.join(f"{quote}, {quote}") + pl.lit(quote + "]"))

@@ -296,7 +296,8 @@ def test_a_source_with_codes_but_no_dates_is_a_warning(tmp_path):
     # cardiovascular is still built from the death registry alone, censored at its date
     row = table(result.outcomes)[(1006, "cardiovascular")]
     assert row["time_years"] == pytest.approx(years("2022-11-30"))
-    assert report["by_outcome"]["cardiovascular"]["sources_missing"] == ["hospital"]
+    assert report["by_outcome"]["cardiovascular"]["sources_missing"] == [
+        "hospital", "first_occurrence", "algorithmic"]
 
 
 # --------------------------------------------------------------------------- configuration

@@ -173,6 +173,7 @@ def test_outcomes_and_ranges_reach_ingest_and_cohorts_config(tmp_path):
     censoring = ops[ingest.ingest.op.name]["config"]["censoring"]
     # the file's date (a TOML date), the --outcomes file's, and the default of the third
     assert censoring == {"hospital": "2021-03-31", "cancer_registry": "2020-12-31",
+                         "first_occurrence": "2022-10-31", "algorithmic": "2022-10-31",
                          "death": "2021-12-31"}
     assert ops[ingest.ingest.op.name]["config"]["outcomes"]["copd"]["codes"] == ["J44"]
     outcome_config = settings.config("ingest").outcome_config()

@@ -19,9 +19,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sphr.data.fields import (
+    ALGORITHMIC_FIELDS,
+    ASSESSMENT_CENTRE,
     BY_ID,
     FASTING_TIME,
+    FIRST_OCCURRENCE_FIELDS,
     HOSPITAL_DIAGNOSES,
+    HOSPITAL_ICD9,
     LINKED,
     MEDICATION_MEN,
     MEDICATION_WOMEN,
@@ -43,11 +47,14 @@ PHENOAGE_MARKERS: tuple[str, ...] = (
 #: field has one column per index there (``p41280_a0``, ``p40002_i0_a0``, ``p20002_i0_a0``).
 #: Asking ``dx extract_dataset`` for ``p6177_i0_a0`` fails: the RAP has no such field.
 RAP_ARRAY_IN_ONE_COLUMN: frozenset[int] = frozenset(
-    {HOSPITAL_DIAGNOSES.id, MEDICATION_MEN.id, MEDICATION_WOMEN.id})
+    {HOSPITAL_DIAGNOSES.id, HOSPITAL_ICD9.id, MEDICATION_MEN.id, MEDICATION_WOMEN.id})
 
-_SOURCE = {41270: "hospital records", 41280: "hospital records", 40006: "cancer registry",
+_SOURCE = {41270: "hospital records", 41280: "hospital records", 41271: "hospital records (ICD-9)",
+           41281: "hospital records (ICD-9)", 40006: "cancer registry",
            40005: "cancer registry", 40000: "death registry", 40001: "death registry",
-           40002: "death registry"}
+           40002: "death registry", 191: "end of follow-up (date lost to follow-up)",
+           **{f.id: "First Occurrences (category 1712)" for f in FIRST_OCCURRENCE_FIELDS},
+           **{f.id: "algorithmically-defined outcomes (category 42)" for f in ALGORITHMIC_FIELDS}}
 
 
 @dataclass(frozen=True)
@@ -152,14 +159,33 @@ def _use(f: Field) -> tuple[tuple[str, ...], str]:
                       "diagnoses at repeat visits (i1-3: risk validation)"),
         "medication": (("ingest", "cohorts", "evaluate"), f"class labels of {people} (i0: "
                        "cholesterol, blood pressure, insulin)"),
-        "outcome": (("ingest", "risk"), f"linked outcomes, {_SOURCE.get(f.id, 'linked')} "
-                    "(outcomes.parquet; risk validation)"),
+        "outcome": (("ingest", "risk"), f"linked outcomes, {_SOURCE.get(f.id, 'linked')}"
+                    f"{_used_by(f)} (outcomes.parquet; risk validation)"),
     }
     if f.role in by_role:
         return by_role[f.role]
+    if f.id == ASSESSMENT_CENTRE.id:
+        return ("ingest", "risk"), ("country of the baseline centre (i0): each source's "
+                                    "censoring date for the participant (outcomes.parquet)")
     if f.id == FASTING_TIME.id:
         return ("ingest",), "kept in baseline.parquet; no stage uses it yet"
     return (), "not read (only the synthetic generator writes it)"
+
+
+def _used_by(f: Field) -> str:
+    """Which built-in outcomes read a First Occurrence or category 42 field."""
+    from sphr.data.fields import ALGORITHMIC, FIRST_OCCURRENCE
+    from sphr.data.outcomes import OUTCOMES
+
+    code = next((c for c, fid in FIRST_OCCURRENCE.items() if f.id in (fid, fid + 1)), None)
+    name = next((n for n, (fid, _) in ALGORITHMIC.items() if f.id in (fid, fid + 1)), None)
+    if code is not None:
+        names = [o.name for o in OUTCOMES if "first_occurrence" in o.sources and o.matches(code)]
+    elif name is not None:
+        names = [o.name for o in OUTCOMES if name in o.algorithmic]
+    else:
+        return ""
+    return f": {', '.join(names)}" if names else ": no built-in outcome"
 
 
 def _compact(values: tuple[int, ...]) -> str:

@@ -251,9 +251,82 @@ DEATH_UNDERLYING = Field(40001, "death_underlying_icd10",
 DEATH_CONTRIBUTORY = Field(40002, "death_contributory_icd10",
                            "Contributory (secondary) causes of death: ICD10", "", "text",
                            "outcome", "linked", (0, 1), arrays=15, decimals=0)
+HOSPITAL_ICD9 = Field(41271, "hospital_icd9", "Diagnoses - ICD9", "", "text", "outcome", "linked",
+                      (0,), arrays=47, decimals=0)
+HOSPITAL_ICD9_DATES = Field(41281, "hospital_icd9_date",
+                            "Date of first in-patient diagnosis - ICD9", "date", "date", "outcome",
+                            "linked", (0,), arrays=47, decimals=0)
+LOST_TO_FOLLOW_UP = Field(191, "lost_to_follow_up_date", "Date lost to follow-up", "date", "date",
+                          "outcome", "linked", (0,), decimals=0)
+#: UK Biobank's coding 10 (the assessment centres; checked 2026-11-27, docs/OUTCOMES.md)
+CENTRE_CODING: dict[int, str] = {
+    11012: "Barts", 11021: "Birmingham", 11011: "Bristol", 11008: "Bury", 11003: "Cardiff",
+    11024: "Cheadle (revisit)", 11020: "Croydon", 11005: "Edinburgh", 11004: "Glasgow",
+    11018: "Hounslow", 11010: "Leeds", 11016: "Liverpool", 11001: "Manchester",
+    11017: "Middlesborough", 11009: "Newcastle", 11013: "Nottingham", 11002: "Oxford",
+    11007: "Reading", 11014: "Sheffield", 10003: "Stockport (pilot)", 11006: "Stoke",
+    11022: "Swansea", 11023: "Wrexham", 11025: "Cheadle (imaging)", 11026: "Reading (imaging)",
+    11027: "Newcastle (imaging)", 11028: "Bristol (imaging)",
+}
+#: the country of each centre; follow-up in Scotland and Wales comes from other providers
+#: (docs/OUTCOMES.md, "Censoring")
+CENTRE_COUNTRY: dict[int, str] = {
+    code: ("scotland" if code in (11004, 11005) else "wales" if code in (11003, 11022, 11023)
+           else "england") for code in CENTRE_CODING}
+ASSESSMENT_CENTRE = Field(54, "assessment_centre", "UK Biobank assessment centre", "",
+                          "categorical", "context", "linked", _ALL, coding=CENTRE_CODING,
+                          decimals=0)
+
+
+def first_occurrence_fields(code: str, date_field: int) -> tuple[Field, Field]:
+    """The pair of category 1712 fields of a 3-character ICD-10 code: "Date <code> first
+    reported" and "Source of report of <code>" (the next field id)."""
+    low = code.lower()
+    return (Field(date_field, f"first_{low}_date", f"Date {code} first reported", "date", "date",
+                  "outcome", "linked", (0,), decimals=0),
+            Field(date_field + 1, f"first_{low}_source", f"Source of report of {code}", "",
+                  "categorical", "outcome", "linked", (0,), decimals=0))
+
+
+def algorithmic_fields(title: str, date_field: int) -> tuple[Field, Field]:
+    """The pair of category 42 fields of an algorithmically-defined outcome: its date and the
+    source of the report (the next field id)."""
+    slug = title.lower().replace(" ", "_").replace("'", "")
+    return (Field(date_field, f"{slug}_date", f"Date of {title}", "date", "date", "outcome",
+                  "linked", (0,), decimals=0),
+            Field(date_field + 1, f"{slug}_source", f"Source of {title} report", "",
+                  "categorical", "outcome", "linked", (0,), decimals=0))
+
+
+#: First Occurrences (category 1712) the built-in outcomes use: 3-character ICD-10 code -> the
+#: field id of "Date <code> first reported" (its "Source of report" is the next id). The ids
+#: are consecutive pairs in the order of UK Biobank's 3-character codes, with gaps where a
+#: chapter or code has no field (neoplasms C00-D48 have none: cancer comes from the registry),
+#: so they are listed, not computed; others come from the Showcase (Data_Dictionary_Showcase
+#: or the RAP's data dictionary) and the outcome override's "first_occurrence_fields".
+FIRST_OCCURRENCE: dict[str, int] = {
+    "E10": 130706, "E11": 130708, "E12": 130710, "E13": 130712, "E14": 130714,
+    "I20": 131296, "I21": 131298, "I22": 131300, "I23": 131302, "I24": 131304, "I25": 131306,
+    "I60": 131360, "I61": 131362, "I62": 131364, "I63": 131366, "I64": 131368,
+}
+#: Algorithmically-defined outcomes (category 42) the pipeline knows: name -> (date field,
+#: title); each has a "source of report" field (the next id)
+ALGORITHMIC: dict[str, tuple[int, str]] = {
+    "myocardial_infarction": (42000, "myocardial infarction"),
+    "stroke": (42006, "stroke"),
+    "ischaemic_stroke": (42008, "ischaemic stroke"),
+    "intracerebral_haemorrhage": (42010, "intracerebral haemorrhage"),
+    "subarachnoid_haemorrhage": (42012, "subarachnoid haemorrhage"),
+    "end_stage_renal_disease": (42026, "end stage renal disease"),
+}
+FIRST_OCCURRENCE_FIELDS: tuple[Field, ...] = tuple(
+    f for code, fid in FIRST_OCCURRENCE.items() for f in first_occurrence_fields(code, fid))
+ALGORITHMIC_FIELDS: tuple[Field, ...] = tuple(
+    f for fid, title in ALGORITHMIC.values() for f in algorithmic_fields(title, fid))
 LINKED: tuple[Field, ...] = (
-    HOSPITAL_DIAGNOSES, HOSPITAL_DATES, CANCER_TYPE, CANCER_DATE, DEATH_DATE, DEATH_UNDERLYING,
-    DEATH_CONTRIBUTORY,
+    HOSPITAL_DIAGNOSES, HOSPITAL_DATES, HOSPITAL_ICD9, HOSPITAL_ICD9_DATES, CANCER_TYPE,
+    CANCER_DATE, DEATH_DATE, DEATH_UNDERLYING, DEATH_CONTRIBUTORY, LOST_TO_FOLLOW_UP,
+    ASSESSMENT_CENTRE, *FIRST_OCCURRENCE_FIELDS, *ALGORITHMIC_FIELDS,
 )
 BY_ID: dict[int, Field] = {f.id: f for f in CATALOG + LINKED}
 BY_NAME: dict[str, Field] = {f.name: f for f in CATALOG}

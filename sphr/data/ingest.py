@@ -435,7 +435,7 @@ def ingest(export: str | Path, *, drop_truncated_last_row: bool = False,
     layout = inspect_export(export)
     warnings: list[str] = []
     keys = _plan(layout, warnings)
-    linked = plan_linked(layout, warnings)
+    linked = plan_linked(layout, warnings, config)
     # the linked records are read in the same pass, block by block (see read_columns)
     collector = LinkedCollector(layout, linked, config) if linked.sources else None
     raw = read_columns(layout, keys, drop_truncated_last_row=drop_truncated_last_row,

@@ -31,6 +31,7 @@ from sphr.data.fields import (
     DEATH_CONTRIBUTORY,
     DEATH_DATE,
     DEATH_UNDERLYING,
+    FIRST_OCCURRENCE,
     HOSPITAL_DATES,
     HOSPITAL_DIAGNOSES,
     SPECIAL_CODES,
@@ -83,6 +84,8 @@ DECOYS: tuple[Decoy, ...] = (
 _OPCS = np.array(["H22.9", "W40.1", "C75.1", "K40.1", "Q07.4", "M45.9"])
 #: 130000+ "date first reported" fields fill any further decoys, as in a real main dataset
 _FIRST_OCCURRENCE_START = 130_000
+#: the First Occurrence fields the ingest reads: never decoys
+_READ_FIRST_OCCURRENCES = frozenset(FIRST_OCCURRENCE.values())
 
 
 def _decoy_columns(n_decoys: int) -> list[tuple[ColumnKey, Decoy]]:
@@ -94,8 +97,10 @@ def _decoy_columns(n_decoys: int) -> list[tuple[ColumnKey, Decoy]]:
     k = 0
     while len(cols) < n_decoys:
         d = Decoy(_FIRST_OCCURRENCE_START + 2 * k, "date")
-        cols.append((ColumnKey(d.id, 0, 0), d))
         k += 1
+        if d.id in _READ_FIRST_OCCURRENCES:  # written for real (sphr.synth.followup)
+            continue
+        cols.append((ColumnKey(d.id, 0, 0), d))
     return cols[:n_decoys]
 
 
@@ -263,6 +268,13 @@ def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = SynthConfig.
         columns.append((key, _decoy_values(rng, d, n, labels), None))
     if linked and cohort.linked is not None:
         columns += _linked_columns(cohort.linked, eid, fmt)
+        # last, from a stream of its own: every column above keeps its values
+        from sphr.synth.followup import follow_up_columns
+
+        extra = follow_up_columns(cohort.linked, base["assessment_date"].to_numpy(), eid,
+                                  cohort.truth.attrs.get("world", {}).get("seed", seed), labels)
+        written = {key for key, _, _ in extra}  # the decoy centre 54-0.0 gives way
+        columns = [c for c in columns if c[0] not in written] + extra
     columns.sort(key=lambda c: c[0])
 
     def name(key: ColumnKey, f: Field | None) -> str:
