@@ -32,7 +32,7 @@ import pandas as pd
 
 from sphr.errors import InputError
 from sphr.io import staged_outputs, write_json, write_parquet, write_text
-from sphr.risk.config import ON_DRIFT
+from sphr.risk.config import ON_DRIFT, REANCHOR_MIN_BFH
 from sphr.risk.drift import drift_line, drift_table, summarize
 from sphr.risk.model import RiskModel
 
@@ -98,7 +98,8 @@ def report_page(report: dict[str, Any], table: pd.DataFrame) -> tuple[str, str]:
 def run_score(model: str | Path, export: str | Path, out: str | Path, *,
               allow_out_of_range: bool = False, device: str = "auto", impute: bool = True,
               on_drift: str = "warn", reanchor: bool = False,
-              reanchor_parts: tuple[str, ...] | None = None, seed: int = 0) -> dict[str, Any]:
+              reanchor_parts: tuple[str, ...] | None = None, seed: int = 0,
+              min_bfh: int = REANCHOR_MIN_BFH) -> dict[str, Any]:
     """Ingest ``export``, measure drift, score everyone with the saved risk model in ``model``
     (RUN, RUN/risk or the model folder; re-anchored first with ``reanchor``), write ``out/``."""
     from sphr.data.ingest import ingest
@@ -114,7 +115,7 @@ def run_score(model: str | Path, export: str | Path, out: str | Path, *,
         from sphr.risk.reanchor import reanchor as refit
 
         scorer = refit(fitted, baseline, parts=reanchor_parts or REANCHOR_PARTS, seed=seed,
-                       source=export)
+                       source=export, min_bfh=min_bfh)
     rows, participants, unscorable, report = scorer.score(
         baseline, source=export, allow_out_of_range=allow_out_of_range,
         impute=impute)

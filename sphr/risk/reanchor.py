@@ -86,7 +86,7 @@ class _NewPopulation:
     """One sex's people of the export, their class, role and completeness."""
 
     def __init__(self, model: SexModel, baseline: pd.DataFrame, seed: int, sex_index: int,
-                 source: Path | None) -> None:
+                 source: Path | None, min_bfh: int = MIN_BFH) -> None:
         frame = baseline.loc[baseline["sex"] == SEX_CODE[model.sex]]
         self.frame = frame.loc[frame["age"].notna()].reset_index(drop=True)
         self.labels = assign_classes(self.frame, model.sex,
@@ -99,10 +99,10 @@ class _NewPopulation:
                        "bfh_anchor": int((bfh & (self.roles == "anchor")).sum()),
                        "bfh_calibration": int((bfh & (self.roles == "calibration")).sum())}
         n_bfh = self.counts["bfh_anchor"] + self.counts["bfh_calibration"]
-        if n_bfh < MIN_BFH:
+        if n_bfh < min_bfh:
             raise InputError(
                 f"{model.sex}: {n_bfh} bona fide healthy people with every feature in the "
-                f"export; re-anchoring needs at least {MIN_BFH} per sex (docs/METHODS.md, "
+                f"export; re-anchoring needs at least {min_bfh} per sex (docs/METHODS.md, "
                 "'Re-anchoring'): score without --reanchor", file=source)
 
     def rows(self, role: str, bfh_only: bool) -> pd.DataFrame:
@@ -158,9 +158,10 @@ def _score(method: ScoreMethod, name: str, anchor: Any, calibration: Any,
 
 def reanchor_sex(model: SexModel, baseline: pd.DataFrame, age_groups: tuple[tuple[int, int], ...],
                  parts: tuple[str, ...], seed: int, sex_index: int,
-                 source: Path | None) -> tuple[SexModel, dict[str, Any], pd.DataFrame]:
+                 source: Path | None, min_bfh: int = MIN_BFH
+                 ) -> tuple[SexModel, dict[str, Any], pd.DataFrame]:
     """(the re-anchored sex model, its provenance, eid -> role of its people)."""
-    pop = _NewPopulation(model, baseline, seed, sex_index, source)
+    pop = _NewPopulation(model, baseline, seed, sex_index, source, min_bfh)
     anchor_all = pop.rows("anchor", bfh_only=False)
     out = SexModel(model.sex)
     out._reset(model.features_, model.normalizer_, model.clinical_ranges_)
@@ -187,7 +188,7 @@ def reanchor_sex(model: SexModel, baseline: pd.DataFrame, age_groups: tuple[tupl
 
 def reanchor(model: RiskModel, baseline: pd.DataFrame, *,
              parts: tuple[str, ...] | list[str] = REANCHOR_PARTS, seed: int = 0,
-             source: str | Path | None = None) -> RiskModel:
+             source: str | Path | None = None, min_bfh: int = MIN_BFH) -> RiskModel:
     """A copy of ``model`` with the ``parts`` refitted on ``baseline``'s people (module
     docstring); ``provenance_`` says what, on whom; ``roles_`` gives each person's role
     (eid, role: anchor / calibration / scored only)."""
@@ -199,11 +200,11 @@ def reanchor(model: RiskModel, baseline: pd.DataFrame, *,
     counts, role_frames = {}, []
     for k, (sex, sex_model) in enumerate(model.sexes_.items()):
         out.sexes_[sex], counts[sex], frame = reanchor_sex(
-            sex_model, baseline, out._groups, parts, seed, k, source)
+            sex_model, baseline, out._groups, parts, seed, k, source, min_bfh)
         role_frames.append(frame)
     out.provenance_ = {"reanchored": list(parts), "kept": [p for p in PARTS if p not in parts],
                        "from_model": str(model.path_), "export": str(source), "seed": seed,
-                       "calibration_share": CALIBRATION_SHARE, "min_bfh": MIN_BFH,
+                       "calibration_share": CALIBRATION_SHARE, "min_bfh": min_bfh,
                        "people": counts}
     out.roles_ = pd.concat(role_frames, ignore_index=True)
     return out
