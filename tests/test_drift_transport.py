@@ -11,6 +11,7 @@ import pytest
 from test_risk import _cli, write_small_deep_models
 
 from sphr.errors import InputError
+from sphr.risk.config import REANCHOR_ALL_PARTS
 from sphr.risk.drift import drift_line, feature_drift, sex_drift, status_of, summarize
 from sphr.risk.population import PopulationSummary
 
@@ -172,7 +173,7 @@ def test_reanchor_refits_only_the_named_parts(run_dir, ukb_export, tmp_path):
 
     before = _files(run_dir / "risk" / "model")
     report = run_score(run_dir, ukb_export, tmp_path / "all", device="cpu", reanchor=True,
-                       min_bfh=FEW)
+                       min_bfh=FEW, reanchor_parts=REANCHOR_ALL_PARTS)
     after = _files(tmp_path / "all" / "model")
     prov = read_json(tmp_path / "all" / "model" / "reanchor.json")
     assert prov["reanchored"] == report["reanchored"]["reanchored"]

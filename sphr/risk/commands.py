@@ -17,7 +17,7 @@ def _csv(value: str) -> list[str]:
 def register(sub: argparse._SubParsersAction) -> None:
     # every default and every default in a help text is read from the library's RiskConfig
     from sphr.risk.config import ALL_METHODS as METHODS
-    from sphr.risk.config import ON_DRIFT, REANCHOR_PARTS, RiskConfig
+    from sphr.risk.config import ON_DRIFT, REANCHOR_ALL_PARTS, REANCHOR_PARTS, RiskConfig
     from sphr.risk.config import REANCHOR_MIN_BFH as MIN_BFH
     from sphr.risk.intervals import MODES
 
@@ -79,9 +79,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="when a feature drifted from the training population (drift.csv): warn "
                    "and score, or refuse (exit non-zero, nothing written); default %(default)s")
     p.add_argument("--reanchor", action="store_true",
-                   help=f"refit {', '.join(REANCHOR_PARTS)} on the export's own people (never "
+                   help="refit the parts of --reanchor-parts on the export's own people (never "
                    f"their outcomes; at least {MIN_BFH} bona fide healthy per sex) and save the "
                    "re-anchored model as OUT/model")
+    p.add_argument("--reanchor-parts", type=_csv, default=list(REANCHOR_PARTS),
+                   help=f"comma-separated subset of {','.join(REANCHOR_ALL_PARTS)} (default: "
+                   f"{','.join(REANCHOR_PARTS)}, the pre-registered rule's choice; "
+                   "docs/TRANSPORT.md)")
     p.add_argument("--seed", type=int, default=defaults.seed,
                    help="seed of the re-anchoring's anchor / calibration split (default "
                    "%(default)s)")
@@ -123,7 +127,8 @@ def _score(args: argparse.Namespace) -> int:
 
     report = run_score(args.run_dir, args.export, args.out,
                        allow_out_of_range=args.allow_out_of_range, device=args.device,
-                       on_drift=args.on_drift, reanchor=args.reanchor, seed=args.seed)
+                       on_drift=args.on_drift, reanchor=args.reanchor,
+                       reanchor_parts=tuple(args.reanchor_parts), seed=args.seed)
     print(report["drift"]["line"])
     if args.reanchor:
         done = report["reanchored"]
