@@ -245,3 +245,29 @@ def test_reanchoring_is_seeded(run_dir, ukb_export, tmp_path):
     assert _files(tmp_path / "x" / "model") == _files(tmp_path / "y" / "model")
     assert pd.read_parquet(tmp_path / "x" / "risk_groups.parquet").equals(
         pd.read_parquet(tmp_path / "y" / "risk_groups.parquet"))
+
+
+def test_the_refresh_can_score_with_a_reanchored_model(run_dir, ukb_export, tmp_path):
+    """Off by default: the run storage's refresh_model names a re-anchored folder, and the
+    refresh checks drift against it and scores with it (its groups, not the run's)."""
+    import dagster as dg
+
+    from sphr.data.fingerprint import fingerprint
+    from sphr.risk.apply import run_score
+    from sphr_dagster.definitions import ASSETS, CHECKS
+    from sphr_dagster.resources import RunStorage, default_resources
+
+    run_score(run_dir, ukb_export, tmp_path / "re", device="cpu", reanchor=True, min_bfh=FEW)
+    assert RunStorage(root=str(run_dir)).scoring_model == run_dir.resolve()  # the default
+    resources = default_resources(str(run_dir), export=str(ukb_export), environment=False)
+    resources["storage"] = RunStorage(root=str(run_dir), refresh_model=str(tmp_path / "re"))
+    result = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups("refresh"),
+                            resources=resources, raise_on_error=False)
+    assert result.success
+    out = run_dir / "risk" / "refresh" / fingerprint(ukb_export)
+    refreshed = pd.read_parquet(out / "risk_groups.parquet")
+    mine = pd.read_parquet(tmp_path / "re" / "risk_groups.parquet")
+    both = refreshed.merge(mine, on=["eid", "method", "mode"], suffixes=("", "_re"))
+    assert len(both) == len(mine)
+    np.testing.assert_allclose(both["score"], both["score_re"], rtol=1e-6, atol=1e-6)
+    assert (out / "drift.csv").is_file()

@@ -455,7 +455,8 @@ def _unscorable(frame: pd.DataFrame, features: list[str], impute: bool,
 
 class SexModel:
     """The fitted risk model of one sex (module docstring). Fitted attributes:
-    ``features_``, ``normalizer_``, ``clinical_ranges_`` (records), ``marker_scaler_``
+    ``features_``, ``normalizer_``, ``clinical_ranges_`` (records), ``population_`` (the
+    training population, :mod:`sphr.risk.population`), ``marker_scaler_``
     (None without a marker-space method), ``methods_`` (name -> :class:`DistanceMethod` or
     :class:`ScoreMethod`), ``skipped_`` and ``unscored_``; after ``fit`` also ``rows_``."""
 
