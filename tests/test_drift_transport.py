@@ -271,3 +271,36 @@ def test_the_refresh_can_score_with_a_reanchored_model(run_dir, ukb_export, tmp_
     assert len(both) == len(mine)
     np.testing.assert_allclose(both["score"], both["score_re"], rtol=1e-6, atol=1e-6)
     assert (out / "drift.csv").is_file()
+
+
+def test_reanchoring_fits_nothing_but_the_bounds_on_the_calibration_people(run_dir):
+    """Leakage: changing the calibration people's values changes the bounds only; changing
+    the anchor people's values changes the rest; nobody's outcome is read (the baseline
+    has none)."""
+    from sphr.risk.config import REANCHOR_ALL_PARTS
+    from sphr.risk.model import RiskModel
+    from sphr.risk.reanchor import reanchor
+
+    fitted = RiskModel.load(run_dir, device="cpu")
+    baseline = pd.read_parquet(run_dir / "ingest" / "baseline.parquet")
+    first = reanchor(fitted, baseline, parts=REANCHOR_ALL_PARTS, min_bfh=FEW)
+    cal = set(first.roles_.loc[first.roles_["role"] == "calibration", "eid"])
+    moved = baseline.copy()
+    hit = moved["eid"].isin(cal)
+    moved.loc[hit, "creatinine"] *= 1.5  # not a P0 marker: the classes and roles stay
+    second = reanchor(fitted, moved, parts=REANCHOR_ALL_PARTS, min_bfh=FEW)
+    pd.testing.assert_frame_equal(first.roles_, second.roles_)
+    for sex in ("female", "male"):
+        a, b = first.sexes_[sex], second.sexes_[sex]
+        np.testing.assert_array_equal(a.normalizer_.quantiles_, b.normalizer_.quantiles_)
+        for name, method in a.methods_.items():
+            for mode, m in getattr(method, "modes", {}).items():
+                other = b.methods_[name].modes[mode]
+                assert m.strata_.keys() == other.strata_.keys()
+                for g in m.strata_:
+                    assert m.strata_[g]["reference"] == other.strata_[g]["reference"]
+                assert m.standardizer_.center_ == other.standardizer_.center_
+        bounds = [(m.bounds_.normal.value, b.methods_[n].modes["calibrated"].bounds_.normal.value)
+                  for n, meth in a.methods_.items() for k, m in getattr(meth, "modes", {}).items()
+                  if k == "calibrated" and n in ("raw_euclidean", "mahalanobis")]
+        assert any(x != y for x, y in bounds)  # the calibration people set the bounds
