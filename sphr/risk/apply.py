@@ -62,7 +62,8 @@ def report_page(report: dict[str, Any], table: pd.DataFrame) -> tuple[str, str]:
     flagged = flagged.reindex(flagged["smd"].abs().sort_values(ascending=False).index)
     anchored = report.get("reanchored")
     blocks = [("h1", "Risk scores of a new export"),
-              ("p", f"Export {report['export']}; model {report['model']}."),
+              ("p", f"Export {report['export']}; model {report['model']}"
+                    + (f" (re-anchored from {anchored['from_model']})." if anchored else ".")),
               ("h2", "Drift against the training population"),
               ("p", d["line"] + ". Thresholds: drift at |SMD| >= 0.25 or PSI >= 0.25, moderate "
                     "at 0.1 (docs/TRANSPORT.md)."),
