@@ -79,10 +79,18 @@ class RunStorage(dg.ConfigurableResource):
     """The run directory every stage writes to (docs/ARCHITECTURE.md)."""
 
     root: str = layout.DEFAULT_RUN_DIR
+    #: the model folder the refresh scores with; empty: the run's own (RUN/risk/model). Off by
+    #: default; e.g. a model re-anchored by ``sphr score --reanchor`` (OUT/model)
+    refresh_model: str = ""
 
     @property
     def run(self) -> Path:
         return Path(self.root).expanduser().resolve()
+
+    @property
+    def scoring_model(self) -> Path:
+        """What the refresh scores with: ``refresh_model``, else the run."""
+        return Path(self.refresh_model).expanduser().resolve() if self.refresh_model else self.run
 
 
 class Compute(dg.ConfigurableResource):

@@ -17,7 +17,8 @@ def _csv(value: str) -> list[str]:
 def register(sub: argparse._SubParsersAction) -> None:
     # every default and every default in a help text is read from the library's RiskConfig
     from sphr.risk.config import ALL_METHODS as METHODS
-    from sphr.risk.config import RiskConfig
+    from sphr.risk.config import ON_DRIFT, REANCHOR_ALL_PARTS, REANCHOR_PARTS, RiskConfig
+    from sphr.risk.config import REANCHOR_MIN_BFH as MIN_BFH
     from sphr.risk.intervals import MODES
 
     defaults = RiskConfig()
@@ -64,8 +65,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Ingest NEW_EXPORT, apply the saved normalizer, representations and "
         "thresholds of RUN_DIR/risk/model (nothing is refitted) and write OUT/risk_groups."
         "{parquet,csv}, OUT/absolute_risk.parquet (5- and 10-year risk with an interval and "
-        "the risk-equivalent age per linked outcome) and score_report.json. Refuses an export whose fields or units do not "
-        "match the fitted model.")
+        "the risk-equivalent age per linked outcome), drift.csv, report.html and "
+        "score_report.json. Refuses an export whose fields or units do not match the fitted "
+        "model. --reanchor refits the parts that describe a population on the export's own "
+        "healthy people (docs/METHODS.md, 'Re-anchoring') and saves that model as OUT/model.")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
                    help="run directory (or its risk/ or risk/model/ folder)")
     p.add_argument("export", type=Path, metavar="NEW_EXPORT")
@@ -73,6 +76,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-out-of-range", action="store_true",
                    help="score even when most values of a field lie outside the fitted range")
     p.add_argument("--device", default=defaults.device, help="default: %(default)s")
+    p.add_argument("--on-drift", choices=ON_DRIFT, default=ON_DRIFT[0],
+                   help="when a feature drifted from the training population (drift.csv): warn "
+                   "and score, or refuse (exit non-zero, nothing written); default %(default)s")
+    p.add_argument("--reanchor", action="store_true",
+                   help="refit the parts of --reanchor-parts on the export's own people (never "
+                   f"their outcomes; at least {MIN_BFH} bona fide healthy per sex) and save the "
+                   "re-anchored model as OUT/model")
+    p.add_argument("--reanchor-parts", type=_csv, default=list(REANCHOR_PARTS),
+                   help=f"comma-separated subset of {','.join(REANCHOR_ALL_PARTS)} (default: "
+                   f"{','.join(REANCHOR_PARTS)}, the pre-registered rule's choice; "
+                   "docs/TRANSPORT.md)")
+    p.add_argument("--seed", type=int, default=defaults.seed,
+                   help="seed of the re-anchoring's anchor / calibration split (default "
+                   "%(default)s)")
     p.set_defaults(func=_score)
 
 
@@ -110,7 +127,15 @@ def _score(args: argparse.Namespace) -> int:
     from sphr.risk.apply import run_score
 
     report = run_score(args.run_dir, args.export, args.out,
-                       allow_out_of_range=args.allow_out_of_range, device=args.device)
+                       allow_out_of_range=args.allow_out_of_range, device=args.device,
+                       on_drift=args.on_drift, reanchor=args.reanchor,
+                       reanchor_parts=tuple(args.reanchor_parts), seed=args.seed)
+    print(report["drift"]["line"])
+    if args.reanchor:
+        done = report["reanchored"]
+        print(f"re-anchored {', '.join(done['reanchored'])} on " + "; ".join(
+            f"{sex}: {c['bfh_anchor']} + {c['bfh_calibration']} BFH of {c['people']} people"
+            for sex, c in done["people"].items()) + f"; model saved to {args.out}/model")
     for sex, r in report["sexes"].items():
         print(f"{sex}: scored {r['scored']} of {r['participants']} "
               f"({r['left_out_missing_values']} left out for missing values)")

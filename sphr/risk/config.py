@@ -55,6 +55,17 @@ DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in ALL_METHODS
 #: a log line (and listed in the report) when it is missing
 OPTIONAL_METHODS: tuple[str, ...] = ("deep_patient", "sphr", *SPHR_VARIANTS, "phenoage",
                                      "supervised_xgboost")
+#: what ``sphr score --on-drift`` may ask when the export drifted (the first: the default)
+ON_DRIFT: tuple[str, ...] = ("warn", "refuse")
+#: every part of a fitted model that re-anchoring can refit (:mod:`sphr.risk.reanchor`)
+REANCHOR_ALL_PARTS: tuple[str, ...] = ("normalizer", "marker_scaler", "references",
+                                       "standardizers", "bounds")
+#: the parts ``sphr score --reanchor`` refits: the pre-registered rule's choice on the
+#: transport benchmark (docs/METHODS.md, "Re-anchoring"; docs/TRANSPORT.md): no candidate
+#: beat unchanged scoring by more than 0.005, so the smallest, standardizers and bounds
+REANCHOR_PARTS: tuple[str, ...] = ("standardizers", "bounds")
+#: fewest bona fide healthy people with every feature per sex to re-anchor on
+REANCHOR_MIN_BFH = 50
 
 
 @dataclass

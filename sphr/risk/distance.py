@@ -131,6 +131,18 @@ class DistanceModel(BaseEstimator):
         space = self.space if self.space is not None else build_space(self.method,
                                                                       list(self.features))
         self.space_ = space.fit(X, ages=ages)
+        self._fit_strata(X, groups)
+        own, _ = self.distance(frame)
+        names = group_names(self._groups)
+        self.standardizer_ = AgeStandardizer(names, self.standardize_min_group).fit(own, groups)
+        self.bounds_: CalibratedBounds | None = None
+        if self.mode == "calibrated":
+            self._calibrate(calibration)
+        return self
+
+    def _fit_strata(self, X: np.ndarray, groups: np.ndarray) -> None:
+        """The reference (and in mode paper the intervals) of every age group, from BFH rows
+        ``X`` in the method's input and their age groups, through the fitted space."""
         Z = self.space_.transform(X)
         names = group_names(self._groups)
         unknown = sorted(set(groups) - set(names))
@@ -142,12 +154,6 @@ class DistanceModel(BaseEstimator):
             members = np.isin(groups, [names[j] for j in window])
             self.strata_[name] = self._stratum(X[members], Z[members], counts[names.index(name)],
                                                [names[j] for j in window])
-        own, _ = self.distance(frame)
-        self.standardizer_ = AgeStandardizer(names, self.standardize_min_group).fit(own, groups)
-        self.bounds_: CalibratedBounds | None = None
-        if self.mode == "calibrated":
-            self._calibrate(calibration)
-        return self
 
     def _calibrate(self, calibration: pd.DataFrame | None) -> None:
         if calibration is None or calibration.empty:
@@ -156,13 +162,44 @@ class DistanceModel(BaseEstimator):
         cal = calibration.loc[bfh_rows(calibration)]
         if len(cal) < 3:
             raise InputError(f"need at least 3 calibration BFH rows, got {len(cal)}")
-        z = self.score(cal)
-        self.bounds_ = CalibratedBounds.fit(z)
+        self.bounds_ = CalibratedBounds.fit(self.score(cal))
+        self._calibrated_intervals()
+
+    def _calibrated_intervals(self) -> None:
+        """Each age group's bounds in distance units: the standardizer's inverse of the
+        calibrated bounds on the standardized score."""
         for name, st in self.strata_.items():
             c, sc = self.standardizer_.center_[name], self.standardizer_.scale_[name]
             st["intervals"] = {"normal_low": None, "normal_high": c + sc * self.bounds_.normal.value,
                                "lower_low": None, "lower_high": c + sc * self.bounds_.lower.value,
                                "repairs": []}
+
+    def reanchored(self, train: pd.DataFrame, calibration: pd.DataFrame | None, *,
+                   space: Space | None = None, references: bool = True,
+                   standardizer: bool = True, bounds: bool = True) -> DistanceModel:
+        """A copy fitted anew on another population's BFH rows, for the parts named: the
+        age-group references (``train``'s real BFH), the age standardizer (the same rows)
+        and the calibrated bounds (``calibration``'s BFH, rows no other part has seen).
+        The space is kept (``space``: the same space with a new centre, where its reference
+        is its origin); the rest is the fitted model's."""
+        import copy
+
+        out = copy.copy(self)
+        out.space_ = space if space is not None else self.space_
+        out.strata_ = copy.deepcopy(self.strata_)
+        frame = train.loc[bfh_rows(train)]
+        if references:
+            out._fit_strata(out._matrix(frame), age_groups_of(frame, self._groups))
+        if standardizer:
+            own, groups = out.distance(frame)
+            out.standardizer_ = AgeStandardizer(group_names(self._groups),
+                                                self.standardize_min_group).fit(own, groups)
+        if self.mode == "calibrated":
+            if bounds:
+                out._calibrate(calibration)
+            else:
+                out._calibrated_intervals()
+        return out
 
     def _stratum(self, X: np.ndarray, Z: np.ndarray, own: int, window: list[str]) -> dict[str, Any]:
         qs = (50.0, *NORMAL_Q, *LOWER_Q)

@@ -70,6 +70,7 @@ from sphr.risk.config import (
 )
 from sphr.risk.distance import DistanceModel, bfh_rows
 from sphr.risk.impute import impute_median
+from sphr.risk.population import POPULATION_FILE, PopulationSummary
 from sphr.risk.spaces import Space, build_space, load_space
 from sphr.risk.supervised import (
     SupervisedScore,
@@ -538,7 +539,8 @@ def _unscorable(frame: pd.DataFrame, features: list[str], impute: bool,
 
 class SexModel:
     """The fitted risk model of one sex (module docstring). Fitted attributes:
-    ``features_``, ``normalizer_``, ``clinical_ranges_`` (records), ``marker_scaler_``
+    ``features_``, ``normalizer_``, ``clinical_ranges_`` (records), ``population_`` (the
+    training population, :mod:`sphr.risk.population`), ``marker_scaler_``
     (None without a marker-space method), ``methods_`` (name -> :class:`DistanceMethod` or
     :class:`ScoreMethod`), ``skipped_`` and ``unscored_``; after ``fit`` also ``rows_``."""
 
@@ -549,6 +551,7 @@ class SexModel:
                clinical_ranges: list[dict[str, Any]]) -> None:
         self.features_, self.normalizer_ = list(features), normalizer
         self.clinical_ranges_ = list(clinical_ranges)
+        self.population_ = PopulationSummary.from_normalizer(normalizer)
         self.marker_scaler_: MarkerScaler | None = None
         self.methods_: dict[str, DistanceMethod | ScoreMethod] = {}
         self.skipped_: dict[str, str] = {}
@@ -563,6 +566,12 @@ class SexModel:
         if inputs.sex != self.sex:
             raise InputError(f"inputs of {inputs.sex} given to the {self.sex} model")
         self._reset(inputs.features, inputs.normalizer, inputs.clinical_ranges)
+        if inputs.raw is not None:  # the training population the drift table compares with
+            train = inputs.raw["train"]
+            real = ~train["augmented"].to_numpy(bool) if "augmented" in train else \
+                np.ones(len(train), bool)
+            self.population_ = PopulationSummary().fit(
+                train.loc[real, inputs.features].to_numpy(float), inputs.features)
         fit = _Fit(self, inputs, config, tuple(tuple(g) for g in age_groups))
         for method in config.methods:
             fit.method(method)
@@ -584,6 +593,7 @@ class SexModel:
         write_json(self.features_, directory / "features.json")
         # the BFH ranges the cohort was labelled with: new people are labelled alike
         write_json(self.clinical_ranges_, directory / "clinical_ranges.json")
+        self.population_.save(directory / POPULATION_FILE)
         if self.marker_scaler_ is not None:
             self.marker_scaler_.save(directory / MARKER_SCALER)
         methods = {name: m.to_spec(directory, name) for name, m in self.methods_.items()}
@@ -612,6 +622,8 @@ class SexModel:
         model._reset(spec["features"], norm, records)
         if (directory / MARKER_SCALER).is_file():
             model.marker_scaler_ = MarkerScaler.load(directory / MARKER_SCALER)
+        if (directory / POPULATION_FILE).is_file():
+            model.population_ = PopulationSummary.load(directory / POPULATION_FILE)
         model.methods_ = {name: _load_method(entry, directory, model.features_, device)
                           for name, entry in spec["methods"].items()}
         model.absolute_ = {outcome: {cand: absolute.load_model(m) for cand, m in models.items()}

@@ -12,7 +12,9 @@ are kept), under ``RUN/risk/refresh/<export-version>/``:
 * ``unscorable.csv``: who could not be scored, and why;
 * ``changes.csv`` and the report's "changes since the previous refresh"
   table: who is new, who left, who moved group;
-* ``drift.csv``: per sex and feature, PSI / KS / unit ratio against training;
+* ``drift.csv``: per sex and feature, SMD / PSI / KS / out-of-range share and status
+  against the training population (:func:`sphr.risk.drift.drift_table`, the table
+  ``sphr score`` writes);
 * ``report.md`` / ``report.html`` and ``refresh.json`` (date, export version,
   model sha256, counts, seconds).
 
@@ -32,6 +34,7 @@ import pandas as pd
 from sphr.data.fingerprint import tree_sha256
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
+from sphr.risk.drift import drift_line, drift_table
 from sphr.risk.model import RiskModel, find_model_dir
 
 HEADLINE = (("sphr", "calibrated"), ("mahalanobis", "calibrated"), ("raw_euclidean", "calibrated"))
@@ -114,10 +117,11 @@ def _report(info: dict, summary: pd.DataFrame, moved: pd.DataFrame, completeness
         ("table", completeness),
         ("h2", "Unscorable participants"), ("table", unscorable)]
     if drift is not None:
-        flagged = drift[drift["status"] != "ok"]
-        blocks += [("h2", "Drift against the training distribution"),
-                   ("p", f"{len(flagged)} of {len(drift)} sex-feature pairs flagged (PSI > 0.1 "
-                         "or out of range)."), ("table", flagged.round(3))]
+        flagged = drift[~drift["status"].isin(("ok", "few values"))]
+        blocks += [("h2", "Drift against the training population"),
+                   ("p", f"{drift_line(drift)}. Flagged: |SMD| or PSI >= 0.1 (moderate), "
+                         ">= 0.25 (drift), or most values out of range (units)."),
+                   ("table", flagged.round(3))]
     md_lines, body = [], []
     for kind, content in blocks:
         if kind == "table":
@@ -150,9 +154,11 @@ def run_refresh(run: str | Path, baseline: pd.DataFrame, export: str | Path, exp
         raise InputError("empty model folder", file=model_dir)
     root = refresh_root(run)
     prev_dir = previous_refresh(root, export_version)
-    rows, participants, unscorable, score_report, _ = RiskModel.load(
-        model_dir, device=device).score(baseline, source=export,
-                                        allow_out_of_range=allow_out_of_range)
+    fitted = RiskModel.load(model_dir, device=device)
+    if drift is None:  # the table sphr score writes, against the model that scores
+        drift = drift_table(baseline, fitted)
+    rows, participants, unscorable, score_report, _ = fitted.score(
+        baseline, source=export, allow_out_of_range=allow_out_of_range)
     rows = rows.merge(participants[["eid", "imputed_features"]], on="eid", how="left")
     method, mode = headline(rows)
     export_rows = rows.loc[(rows["method"] == method) & (rows["mode"] == mode),

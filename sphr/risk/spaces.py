@@ -87,6 +87,12 @@ class Space(Representation):
         """Write the fitted state into ``directory``; the spec :func:`load_space` reads."""
         return {"kind": self.kind}
 
+    def recentred(self, X: np.ndarray, ages: np.ndarray | None = None) -> Space:
+        """The space with its own reference (``origin_reference``) re-estimated on the BFH
+        rows ``X`` of another population, everything else kept (re-anchoring,
+        :mod:`sphr.risk.reanchor`); a space without one is returned as it is."""
+        return self
+
 
 def _column_index(features: list[str], columns: list[str]) -> np.ndarray:
     missing = [c for c in columns if c not in features]
@@ -193,6 +199,14 @@ class YoungWhitening(Space):
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return (np.asarray(X, np.float64)[:, self.index_] - self.mean_) @ self.L_
 
+    def recentred(self, X: np.ndarray, ages: np.ndarray | None = None) -> YoungWhitening:
+        """The young reference's mean from another population's BFH; the covariance kept."""
+        X = np.asarray(X, np.float64)[:, self.index_]
+        ref = X[young_rows(ages, self.young_max_age, len(X), "homeostatic dysregulation")]
+        out = YoungWhitening.restore(self.features, self.young_max_age, ref.mean(axis=0), self.L_)
+        out.n_reference_ = int(ref.shape[0])
+        return out
+
     def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
         np.savez(directory / f"{method}.npz", mean=self.mean_, L=self.L_)
         return {"kind": self.kind, "file": f"{method}.npz", "columns": self.columns_,
@@ -285,6 +299,11 @@ class AgeLineReference(Space):
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return self.space.transform(X) - self._design(X) @ self.coef_
 
+    def recentred(self, X: np.ndarray, ages: np.ndarray | None = None) -> AgeLineReference:
+        """The age line from another population's BFH; the embedding kept."""
+        coef = np.linalg.lstsq(self._design(X), self.space.transform(X), rcond=None)[0]
+        return AgeLineReference.restore(self.space, self.features, coef)
+
     def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
         np.save(directory / f"{method}.npy", self.coef_)
         return {"kind": self.kind, "file": f"{method}.npy",
@@ -318,6 +337,12 @@ class YoungReference(Space):
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return self.space.transform(X) - self.center_
+
+    def recentred(self, X: np.ndarray, ages: np.ndarray | None = None) -> YoungReference:
+        """The young centre from another population's BFH; the embedding kept."""
+        rows = young_rows(ages, self.young_max_age, len(X), "sphr_young")
+        center = np.median(self.space.transform(np.asarray(X)[rows]), axis=0)
+        return YoungReference.restore(self.space, self.young_max_age, center, self.n_features_in_)
 
     def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
         np.save(directory / f"{method}.npy", self.center_)

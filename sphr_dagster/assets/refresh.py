@@ -39,14 +39,15 @@ def refresh_baseline(context: dg.AssetExecutionContext, data_source: DataSource,
 
 @dg.asset_check(asset=refresh_baseline, blocking=True,
                 description="Before scoring: per sex and feature, the new export against the "
-                "training distribution (PSI, KS, out-of-range share, median ratio). A unit "
-                "mistake blocks the refresh; drift (PSI > 0.25) warns.")
+                "training population (standardized mean difference, PSI, KS, out-of-range "
+                "share; sphr.risk.drift, the table sphr score writes). A unit mistake blocks "
+                "the refresh; drift (|SMD| or PSI >= 0.25) warns.")
 def export_drift(baseline: pd.DataFrame, storage: RunStorage) -> dg.AssetCheckResult:
     from sphr.errors import InputError
     from sphr.risk.drift import drift_table, summarize
 
     try:
-        table = drift_table(baseline, storage.run)
+        table = drift_table(baseline, storage.scoring_model)
     except InputError as err:  # no fitted model yet
         return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
                                    metadata={"error": str(err)})
@@ -79,9 +80,9 @@ def risk_refresh(context: dg.AssetExecutionContext, baseline: pd.DataFrame,
     from sphr.risk.refresh import run_refresh
 
     source = read_json(storage.run / "refresh" / "baseline_source.json")
-    drift = drift_table(baseline, storage.run)
+    drift = drift_table(baseline, storage.scoring_model)
     info = run_refresh(storage.run, baseline, source["export"], source["export_version"],
-                       device=compute.device, drift=drift)
+                       model=storage.scoring_model, device=compute.device, drift=drift)
     context.log.info(f"refresh {source['export_version']}: {info['participants_scored']} scored "
                      f"in {info['seconds']} s; changes {info['changes']}")
     return dg.MaterializeResult(metadata={
