@@ -304,3 +304,21 @@ def test_reanchoring_fits_nothing_but_the_bounds_on_the_calibration_people(run_d
                   for n, meth in a.methods_.items() for k, m in getattr(meth, "modes", {}).items()
                   if k == "calibrated" and n in ("raw_euclidean", "mahalanobis")]
         assert any(x != y for x, y in bounds)  # the calibration people set the bounds
+
+
+def test_reanchoring_keeps_the_absolute_risk_models(run_dir, ukb_export, tmp_path):
+    # with the rule's parts (standardizers, bounds) the distance the absolute risk reads is
+    # the fitted model's, so each person's absolute risk is the unchanged model's
+    from sphr.risk.apply import run_score
+
+    run_score(run_dir, ukb_export, tmp_path / "plain", device="cpu")
+    run_score(run_dir, ukb_export, tmp_path / "re", device="cpu", reanchor=True, min_bfh=FEW,
+              reanchor_parts=("standardizers", "bounds"))
+    plain = pd.read_parquet(tmp_path / "plain" / "absolute_risk.parquet")
+    re = pd.read_parquet(tmp_path / "re" / "absolute_risk.parquet")
+    assert len(plain) > 0 and len(re) == len(plain)
+    both = plain.merge(re, on=["eid", "outcome"], suffixes=("", "_re"))
+    np.testing.assert_allclose(both["risk_10y_re"], both["risk_10y"], rtol=1e-12)
+    # ... and the saved re-anchored folder scores them too
+    run_score(tmp_path / "re", ukb_export, tmp_path / "again", device="cpu")
+    assert len(pd.read_parquet(tmp_path / "again" / "absolute_risk.parquet")) == len(plain)
