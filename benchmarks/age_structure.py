@@ -29,8 +29,8 @@ per sex, on everyone aged 40-73 in the cohort (all partitions, real rows only):
    its interval; and, for a run named ``linear``, the MARGINALS ``age_slope`` each copula
    marker would need for its population slope to match the first run's.
 
-    python benchmarks/age_structure.py dev=/tmp/age_dev linear=/tmp/age_linear \\
-        nonlinear=/tmp/age_nonlinear [--figure /tmp/age/age_structure.png] [--bootstrap 200]
+    python benchmarks/age_structure.py dev=runs/age_dev linear=runs/age_linear \\
+        nonlinear=runs/age_nonlinear [--figure runs/age/age_structure.png] [--bootstrap 200]
 
 The first run is the reference of ``compare`` (put the real one first). Last line: one
 JSON object with every table.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA check of issue 31 in one call (about 5 minutes on an H100): the -m gpu tests of
+# The CUDA check of the graph trainer in one call (about 5 minutes on an H100): the -m gpu tests of
 # the trainer (the CUDA graph epoch against the per-batch step, one host read per epoch,
 # stacks of seeds and data sets), then benchmarks/train.py --device cuda --epochs 2. Run from
 # the repository root on a fresh GPU machine:

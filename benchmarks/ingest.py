@@ -13,9 +13,9 @@ generator's or the parent's peak, as ``ru_maxrss`` of a child would):
 
 FUNPACK lives in a benchmark-only virtual environment, never in the project's::
 
-    python3 -m venv /tmp/funpack-venv
-    /tmp/funpack-venv/bin/pip install fmrib-unpack==4.0.1
-    .venv/bin/python benchmarks/ingest.py --funpack /tmp/funpack-venv/bin/fmrib_unpack \\
+    python3 -m venv runs/funpack-venv
+    runs/funpack-venv/bin/pip install fmrib-unpack==4.0.1
+    .venv/bin/python benchmarks/ingest.py --funpack runs/funpack-venv/bin/fmrib_unpack \\
         [--participants 500000] [--decoys 300] [--workdir DIR] [--funpack-jobs 1]
 
 Without ``--funpack`` (or when that path does not exist) FUNPACK is skipped with a

@@ -13,10 +13,10 @@ Reads finished runs and prints one table per figure:
 * the Table 2 classifier F1 of SPHR's embedding on the demo (``RUN/evaluate``), which the
   risk-stage variants share with the paper's SPHR and severity triplets change.
 
-    python benchmarks/sphr_variants.py --dev /tmp/rn --dev /tmp/rn_s1 \\
-        --dev-severity /tmp/rn_sev --dev-severity /tmp/rn_sev_s1 \\
-        --world linear=/tmp/wv/linear-labels,/tmp/wv/linear-severity \\
-        --world nonlinear=/tmp/wv/nonlinear-labels,/tmp/wv/nonlinear-severity \\
+    python benchmarks/sphr_variants.py --dev runs/rn --dev runs/rn_s1 \\
+        --dev-severity runs/rn_sev --dev-severity runs/rn_sev_s1 \\
+        --world linear=runs/wv/linear-labels,runs/wv/linear-severity \\
+        --world nonlinear=runs/wv/nonlinear-labels,runs/wv/nonlinear-severity \\
         --docs docs/SPHR_RISK.md
 
 Last line: one JSON object with every figure.

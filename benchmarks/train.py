@@ -23,7 +23,7 @@ least time any fp32 loop needs, so ``max_fp32_speedup_b*`` = listing / floor bou
 speedup an fp32 trainer can reach. Last line: one JSON object (device, s/epoch of each at
 each batch size, speedups, floors).
 
-On a CUDA device (issue 31) ``ours`` is the compiled step's epoch as CUDA graph replays
+On a CUDA device ``ours`` is the compiled step's epoch as CUDA graph replays
 (``sphr.train.graph``; ``ours_cuda_graphs_b*`` says whether it captured), and the JSON adds
 at batch 256: the per-batch fused step without graphs (``fused_nograph_s_per_epoch_b256``,
 the 0.92 s of 2026-11-25), graphs of several steps (``graph_steps{4,16}_...``), stacks of

@@ -1,4 +1,4 @@
-"""Survival statistics, one implementation each, for every stage (issue 30).
+"""Survival statistics, one implementation each, for every stage.
 
 Shared: imports no stage, so the ingest report, the risk stage and the NHANES adapter use the
 same estimators. Times are in any unit; ``event`` is boolean (True: the event, False:

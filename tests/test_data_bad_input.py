@@ -191,7 +191,7 @@ def test_cli_reports_errors(tmp_path, capsys):
     assert "empty file" in capsys.readouterr().err
 
 
-# ---- bytes that are not UTF-8 (issue 27): an error naming file, field and data row ----------
+# ---- bytes that are not UTF-8: an error naming file, field and data row ----------
 
 AGE, CHOL = 3, 10  # positions in person()'s row
 
@@ -299,7 +299,7 @@ def test_implausible_values_are_all_counted(tmp_path):
 
 
 def test_special_codes_are_not_implausible(tmp_path):
-    # -1 in a lab column is UKB's "do not know", counted as a special code (issue 27 keeps it)
+    # -1 in a lab column is UKB's "do not know", counted as a special code, not an implausible value
     base, report = ingest_with(tmp_path, {(1, CHOL): "-1"})
     assert report["implausible_values"] == {}
     assert report["special_codes"]["30690-0.0 (cholesterol)"] == {"-1": 1}
