@@ -318,6 +318,8 @@ def test_report_html_is_self_contained(risk_out):
     text = (risk_out / "report.html").read_text()
     assert text.count("<table") >= 4 and text.count('<img src="data:image/png;base64,') >= 5
     assert "http://" not in text and "https://" not in text
+    # a forwarded report does not show where it was made
+    assert str(risk_out.parent.resolve()) not in text and str(risk_out.parent) not in text
     for needle in ("Definitions", "Table 4", "Thresholds used", "Distance distributions",
                    "closer than Normal", "held-out bona fide healthy",
                    "New diagnoses over the repeat visits", "Group shares by age group"):
@@ -549,3 +551,12 @@ def test_sphr_variant_references_see_only_training_bfh(run_dir):
     train.loc[train.index[bfh[:5]], cohort.features] += 3.0
     again = fitted(train, calibration)
     assert all(not np.array_equal(before[m], again[m]) for m in before)
+
+
+def test_report_writes_paths_relative_to_the_run():
+    from sphr.risk.report import _relative
+
+    assert _relative("missing /data/run7/cohorts/male/x.parquet", "/data/run7") == \
+        "missing cohorts/male/x.parquet"
+    assert _relative("in /data/run7", "/data/run7") == "in ."
+    assert _relative("no path here", "") == "no path here"

@@ -841,6 +841,16 @@ def _cohort_table(rows: pd.DataFrame, discrimination: pd.DataFrame | None,
     return out
 
 
+def _relative(text: str, run: str) -> str:
+    """``text`` with the run folder's absolute path written relative to it: a forwarded
+    report does not show where it was made."""
+    if not run:
+        return text
+    for root in {str(Path(run)), str(Path(run).resolve())}:
+        text = text.replace(root + "/", "").replace(root, ".")
+    return text
+
+
 def _unscored_table(summary: dict[str, Any]) -> pd.DataFrame:
     """Every method not computed, or not for everyone: sex, method, people left unscored."""
     records = []
@@ -849,7 +859,7 @@ def _unscored_table(summary: dict[str, Any]) -> pd.DataFrame:
         records.append({"sex": sex, "method": _name(method),
                         "unscored": f"{v['n']:,} of {v['of']:,}"
                                     + (" (everyone)" if v["n"] == v["of"] else ""),
-                        "reason": v["reason"]})
+                        "reason": _relative(str(v["reason"]), str(summary.get("run", "")))})
     return pd.DataFrame.from_records(records, columns=["sex", "method", "unscored", "reason"])
 
 
@@ -871,8 +881,8 @@ def _provenance(path: Path, summary: dict[str, Any]) -> list[tuple[str, str]]:
     settings = _settings_line(Path(summary.get("run", ".")))
     if settings:
         items.append(("settings", settings))
-    items.append(("model version", f"{version} (model/risk_model.json); run "
-                                   f"{summary.get('run', '')}; report generated "
+    items.append(("model version", f"{version} (model/risk_model.json); run folder "
+                                   f"{Path(str(summary.get('run', ''))).name}; report generated "
                                    f"{dt.datetime.now():%Y-%m-%d %H:%M}"))
     return items
 
