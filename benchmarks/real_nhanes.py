@@ -20,7 +20,14 @@ its time.
     python benchmarks/real_nhanes.py [--out runs/real_nhanes] [--folds 5] [--seed 0]
         [--profile demo] [--spaces marker,quantile] [--bootstrap 1000] [--jobs 2] [--no-main]
         [--variants] [--cohort KEY=VALUE] [--reuse | --reuse-fits] [--docs docs/REAL.md]
-        [--absolute]
+        [--absolute] [--refits K]
+
+``--refits K``: every fold fitted K times, refit r with the seed ``refit_seed(seed, r)`` for
+every random step of the fold's fits (the folds stay those of ``--seed``; refit 0 is the run
+without the flag, in ``--out``, refit r >= 1 in ``--out/refit<r>``). The JSON's ``refits``
+holds, per space, sex and score of the death table, the pooled cross-fitted C of each refit
+(``c_index``), their mean, SD, min and max (``spread``), and each fold's C per refit
+(``per_fold``); real_nhanes.md gets the refit table.
 
 ``--absolute``: the absolute-risk candidates of docs/METHODS.md ("Absolute risk and the
 risk-equivalent age") instead: each fold fits ingest, cohorts and the risk stage (the raw
@@ -139,22 +146,43 @@ def _fold_worker(args: tuple) -> dict[str, str]:
     return fit_and_score(*args)
 
 
+def refit_seed(seed: int, refit: int) -> int:
+    """The seed of every random step of refit ``refit``'s fits (cohort split, augmentation,
+    triplets, SPHR's initialization and epochs, DeepPatient, the risk stage); the folds stay
+    those of ``seed``. Refit 0 is ``seed`` itself (the run without ``--refits``); refit r >= 1
+    the first 31-bit word of ``numpy.random.SeedSequence([seed, r])``."""
+    if refit < 0:
+        raise ValueError(f"refit must be >= 0, got {refit}")
+    if refit == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, refit]).generate_state(1)[0] % 2**31)
+
+
+def refit_dir(out: Path, refit: int) -> Path:
+    """Where refit ``refit`` works: ``out`` itself for refit 0, ``out/refit<r>`` after it."""
+    return out if refit == 0 else out / f"refit{refit}"
+
+
 def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, ...],
              jobs: int, variants: bool = False, cohort: dict | None = None,
-             reuse_fits: bool = False, absolute_only: bool = False
+             reuse_fits: bool = False, absolute_only: bool = False, refits: int = 1
              ) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
-    """Run every fold (``jobs`` at a time, one thread each); (folds table, scored files)."""
+    """Run every fold (``jobs`` at a time, one thread each); (folds table, scored files).
+    ``refits`` > 1: each fold fitted again with :func:`refit_seed` (r, fold) keys, r >= 1
+    in ``out/refit<r>``; the scored files are then keyed ``r * folds + fold``."""
     out.mkdir(parents=True, exist_ok=True)
     table = fold_of(EXPORT, OUTCOMES, folds, seed)
     tasks = []
-    for k in range(folds):
-        work = out / f"fold{k}"
-        work.mkdir(parents=True, exist_ok=True)
-        held = set(table.loc[table["fold"] == k, "eid"].astype(int))
-        train_csv = split_export(EXPORT, set(table["eid"].astype(int)) - held, work / "train.csv")
-        held_csv = split_export(EXPORT, held, work / "heldout.csv")
-        tasks.append((work, train_csv, held_csv, OUTCOMES, profile, seed, spaces, variants,
-                      cohort, reuse_fits, absolute_only))
+    for r in range(refits):
+        for k in range(folds):
+            work = refit_dir(out, r) / f"fold{k}"
+            work.mkdir(parents=True, exist_ok=True)
+            held = set(table.loc[table["fold"] == k, "eid"].astype(int))
+            train_csv = split_export(EXPORT, set(table["eid"].astype(int)) - held,
+                                     work / "train.csv")
+            held_csv = split_export(EXPORT, held, work / "heldout.csv")
+            tasks.append((work, train_csv, held_csv, OUTCOMES, profile, refit_seed(seed, r),
+                          spaces, variants, cohort, reuse_fits, absolute_only))
     os.environ["OMP_NUM_THREADS"] = "1"  # before the workers start their thread pools
     # spawn, not fork: the parent holds polars / pyarrow thread pools, which a forked child
     # inherits locked
@@ -325,21 +353,101 @@ def death_outcome() -> pd.DataFrame:
 def score_tables(args: argparse.Namespace, spaces: tuple[str, ...]) -> dict[str, pd.DataFrame]:
     """Every person's out-of-fold score per method, per space (fitted now, or read back with
     ``--reuse`` from an earlier run's crossfit_scores_<space>.parquet)."""
+    return refit_score_tables(args, spaces)[0]
+
+
+def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
+                       ) -> list[dict[str, pd.DataFrame]]:
+    """:func:`score_tables` of every refit (``--refits``, 1 without it), refit 0 first; refit
+    r >= 1 writes and reads its crossfit_scores_<space>.parquet in ``out/refit<r>``."""
+    refits = getattr(args, "refits", 1)
     if args.reuse:
-        return {s: pd.read_parquet(args.out / f"crossfit_scores_{s}.parquet") for s in spaces}
+        return [{s: pd.read_parquet(refit_dir(args.out, r) / f"crossfit_scores_{s}.parquet")
+                 for s in spaces} for r in range(refits)]
     cohort = dict(item.split("=", 1) for item in args.cohort)
     _, scored = crossfit(args.out, args.folds, args.seed, args.profile, spaces, args.jobs,
-                         args.variants, cohort, args.reuse_fits)
+                         args.variants, cohort, args.reuse_fits, refits=refits)
     death = death_outcome()
-    tables = {}
-    for space in spaces:
-        wide = collect(scored, space)
-        wide = wide.merge(reference_scores(wide["eid"].to_numpy()), on="eid")
-        wide["time_years"] = death["time_years"].reindex(wide["eid"]).to_numpy(float)
-        wide["died"] = death["event"].reindex(wide["eid"]).to_numpy(int)
-        wide.to_parquet(args.out / f"crossfit_scores_{space}.parquet")
-        tables[space] = wide
-    return tables
+    out = []
+    for r in range(refits):
+        mine = {k % args.folds: f for k, f in scored.items() if k // args.folds == r}
+        tables = {}
+        for space in spaces:
+            wide = collect(mine, space)
+            wide = wide.merge(reference_scores(wide["eid"].to_numpy()), on="eid")
+            wide["time_years"] = death["time_years"].reindex(wide["eid"]).to_numpy(float)
+            wide["died"] = death["event"].reindex(wide["eid"]).to_numpy(int)
+            wide.to_parquet(refit_dir(args.out, r) / f"crossfit_scores_{space}.parquet")
+            tables[space] = wide
+        out.append(tables)
+    return out
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    """Mean, SD (ddof 1; NaN for one value), min and max of one score's C over refits."""
+    v = np.asarray(values, float)
+    sd = float(np.std(v, ddof=1)) if v.size > 1 else float("nan")
+    return {"mean": round(float(v.mean()), 4), "sd": round(sd, 4),
+            "min": round(float(v.min()), 4), "max": round(float(v.max()), 4)}
+
+
+def plain_c(frame: pd.DataFrame, name: str) -> float:
+    """Harrell's C of one score on the rows where it is finite (no resample)."""
+    from sphr.survival import c_index_weighted
+
+    s = frame[name].to_numpy(float)
+    ok = np.isfinite(s)
+    t, e = frame["time_years"].to_numpy(float)[ok], frame["died"].to_numpy(bool)[ok]
+    return float(c_index_weighted(t, e, s[ok], np.ones((1, int(ok.sum()))))[0])
+
+
+def refit_spread(runs: list[dict[str, pd.DataFrame]], c_index: dict, folds: pd.DataFrame,
+                 seed: int) -> dict:
+    """Per space, sex and score of the death table (``c_index``): the pooled cross-fitted C of
+    every refit and their spread; per fold, the C of every refit and the fold's SD over refits
+    (``fold_sd``), summarized as their mean (``mean_fold_sd``)."""
+    out: dict = {"k": len(runs), "seeds": [refit_seed(seed, r) for r in range(len(runs))],
+                 "c_index": {}, "spread": {}, "per_fold": {}}
+    fold = folds.set_index("eid")["fold"]
+    for space, by_sex in c_index.items():
+        out["c_index"][space], out["spread"][space], out["per_fold"][space] = {}, {}, {}
+        for sex, scores in by_sex.items():
+            subs = [run[space].loc[run[space]["sex"] == sex] for run in runs]
+            cs, sp, pf = {}, {}, {}
+            for name in scores:
+                cs[name] = [round(plain_c(sub, name), 4) for sub in subs]
+                sp[name] = spread(cs[name])
+                per = [[round(plain_c(sub.loc[fold.reindex(sub["eid"]).to_numpy() == k], name), 4)
+                        for sub in subs] for k in sorted(fold.unique())]
+                sds = [spread(p)["sd"] for p in per]
+                pf[name] = {"c": per, "fold_sd": sds,
+                            "mean_fold_sd": round(float(np.mean(sds)), 4)}
+            out["c_index"][space][sex], out["spread"][space][sex] = cs, sp
+            out["per_fold"][space][sex] = pf
+    return out
+
+
+def refit_markdown(refits: dict) -> str:
+    """The refit table: per score and sex, mean, SD and min-max of the pooled C over refits,
+    and the mean over folds of each fold's SD over refits."""
+    lines = []
+    for space, by_sex in refits["spread"].items():
+        lines += [f"Distance space `{space}`, {refits['k']} refits (seeds {refits['seeds']}): "
+                  "pooled cross-fitted C for death, mean, SD [min-max] over refits; fold SD = "
+                  "the mean over folds of one fold's SD over refits", "",
+                  "| score | women | women fold SD | men | men fold SD |",
+                  "| --- | --- | --- | --- | --- |"]
+        for key, label in LABELS.items():
+            if not all(key in by_sex.get(s, {}) for s in SEXES):
+                continue
+            cells = []
+            for s in SEXES:
+                v = by_sex[s][key]
+                cells += [f"{v['mean']:.3f}, SD {v['sd']:.3f} [{v['min']:.3f}-{v['max']:.3f}]",
+                          f"{refits['per_fold'][space][s][key]['mean_fold_sd']:.3f}"]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- absolute risk
@@ -524,6 +632,10 @@ def main() -> None:
                         help="also score the SPHR variants of the risk stage (docs/METHODS.md)")
     parser.add_argument("--cohort", action="append", default=[], metavar="KEY=VALUE",
                         help="a cohort setting for every fold, e.g. triplet_classes=severity")
+    parser.add_argument("--refits", type=int, default=1, metavar="K",
+                        help="fit each fold K times, refit r with seed refit_seed(--seed, r) (the "
+                        "folds fixed; refit 0 = the run without it) and report each score's C "
+                        "over refits under 'refits' (mean, SD, min-max, per fold)")
     parser.add_argument("--reuse", action="store_true",
                         help="read the scores of an earlier run in --out instead of fitting")
     parser.add_argument("--reuse-fits", action="store_true",
@@ -542,12 +654,15 @@ def main() -> None:
                         help="the absolute-risk candidates instead (docs/METHODS.md, \"Absolute "
                         "risk\"): folds fit ingest, cohorts and the risk stage's raw distance only")
     args = parser.parse_args()
+    if args.refits < 1:
+        parser.error(f"--refits must be >= 1, got {args.refits}")
     if args.absolute:
         print(json.dumps(run_absolute(args)))
         return
     spaces = tuple(s for s in args.spaces.split(",") if s)
     t0 = time.perf_counter()
-    tables = score_tables(args, spaces)
+    runs = refit_score_tables(args, spaces)
+    tables = runs[0]
     first = next(iter(tables.values()))
     result: dict = {"n": len(first), "deaths": int(first["died"].sum()), "folds": args.folds,
                     "seed": args.seed, "profile": args.profile, "bootstrap": args.bootstrap,
@@ -565,12 +680,16 @@ def main() -> None:
     result["paired"] = comparisons(draws)
     if args.against is not None:
         result["paired"]["minus_other_run"] = against(args, tables, draws)
+    if args.refits > 1:
+        result["refits"] = refit_spread(runs, result["c_index"],
+                                        fold_of(EXPORT, OUTCOMES, args.folds, args.seed), args.seed)
     result["crossfit_s"] = round(time.perf_counter() - t0, 1)
     if args.main and not args.reuse:
         result.update(run_main(args.out, args.profile))
     result["seconds"] = round(time.perf_counter() - t0, 1)
     (args.out / "real_nhanes.json").write_text(json.dumps(result, indent=1))
-    (args.out / "real_nhanes.md").write_text(markdown(result))
+    (args.out / "real_nhanes.md").write_text(
+        markdown(result) + ("\n" + refit_markdown(result["refits"]) if "refits" in result else ""))
     if args.docs is not None:
         write_docs(args.docs, markdown(result))
     print(json.dumps(result))

@@ -1,0 +1,65 @@
+"""benchmarks/real_nhanes.py --refits: the refit seeds and the spread summary (no fit)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("real_nhanes", ROOT / "benchmarks" / "real_nhanes.py")
+real_nhanes = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(real_nhanes)
+
+
+def test_refit_zero_is_the_run_without_refits_and_later_refits_differ():
+    for seed in (0, 1, 7):
+        seeds = [real_nhanes.refit_seed(seed, r) for r in range(6)]
+        assert seeds[0] == seed  # refit 0 reproduces today's figure
+        assert len(set(seeds)) == len(seeds)
+        assert all(0 <= s < 2**31 for s in seeds)
+        assert seeds == [real_nhanes.refit_seed(seed, r) for r in range(6)]  # same in, same out
+    # the fold seed enters: refit 1 of fold seed 0 is not refit 1 of fold seed 1
+    assert real_nhanes.refit_seed(0, 1) != real_nhanes.refit_seed(1, 1)
+    with pytest.raises(ValueError):
+        real_nhanes.refit_seed(0, -1)
+    assert real_nhanes.refit_dir(Path("out"), 0) == Path("out")
+    assert real_nhanes.refit_dir(Path("out"), 2) == Path("out") / "refit2"
+
+
+def test_spread_is_mean_sample_sd_min_max():
+    s = real_nhanes.spread([0.60, 0.50, 0.70])
+    assert s == {"mean": 0.6, "sd": 0.1, "min": 0.5, "max": 0.7}
+    assert real_nhanes.spread([0.55, 0.55])["sd"] == 0.0
+    assert np.isnan(real_nhanes.spread([0.55])["sd"])
+
+
+def _people(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    time = rng.uniform(1, 10, n)
+    return pd.DataFrame({"eid": np.arange(n), "sex": np.where(np.arange(n) % 2, "male", "female"),
+                         "time_years": time, "died": (rng.uniform(size=n) < 0.4).astype(int),
+                         "risk": -time})
+
+
+def test_refit_spread_reads_each_refit_and_each_fold():
+    rng = np.random.default_rng(0)
+    base = _people(80, rng)
+    flipped = base.assign(risk=-base["risk"])  # a refit that orders everyone the other way
+    folds = pd.DataFrame({"eid": base["eid"], "fold": (base["eid"] // 2) % 2})
+    c_index = {"marker": {"female": {"risk": [0, 0, 0]}, "male": {"risk": [0, 0, 0]}}}
+    out = real_nhanes.refit_spread([{"marker": base}, {"marker": flipped}], c_index, folds, seed=0)
+    assert out["k"] == 2 and out["seeds"] == [0, real_nhanes.refit_seed(0, 1)]
+    for sex in ("female", "male"):
+        c = out["c_index"]["marker"][sex]["risk"]
+        assert c[0] == pytest.approx(1 - c[1], abs=1e-3)  # reversing the score mirrors C
+        sp = out["spread"]["marker"][sex]["risk"]
+        assert sp["min"] == min(c) and sp["max"] == max(c)
+        assert sp["sd"] == pytest.approx(np.std(c, ddof=1), abs=1e-4)
+        per = out["per_fold"]["marker"][sex]["risk"]
+        assert len(per["c"]) == 2 and all(len(f) == 2 for f in per["c"])
+        sub = base.loc[(base["sex"] == sex) & ((base["eid"] // 2) % 2 == 1)]
+        assert per["c"][1][0] == pytest.approx(real_nhanes.plain_c(sub, "risk"), abs=1e-4)
+        assert per["mean_fold_sd"] > 0
