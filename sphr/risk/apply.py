@@ -27,7 +27,6 @@ given (what moved), not the re-anchored one. The absolute-risk models are not re
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from sphr.risk.absolute import shipped
 from sphr.risk.config import ON_DRIFT, REANCHOR_MIN_BFH, RiskConfig
 from sphr.risk.drift import drift_line, drift_table, summarize
 from sphr.risk.model import RiskModel
+from sphr.risk.pages import render_page
 
 
 class DriftError(InputError):
@@ -83,21 +83,7 @@ def report_page(report: dict[str, Any], table: pd.DataFrame) -> tuple[str, str]:
               ("table", pd.DataFrame([{"sex": s, **{k: v for k, v in r.items()
                                                      if isinstance(v, int)}}
                                       for s, r in report["sexes"].items()]))]
-    md, body = [], []
-    for kind, content in blocks:
-        if kind == "table":
-            md.append(content.to_markdown(index=False) if len(content) else "_none_")
-            body.append(content.to_html(index=False, na_rep="") if len(content)
-                        else "<p><em>none</em></p>")
-        else:
-            md.append({"h1": "# ", "h2": "## ", "p": ""}[kind] + content)
-            body.append(f"<{kind}>{html.escape(content)}</{kind}>")
-        md.append("")
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>Risk scores</title>"
-            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
-            "table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px}"
-            "</style></head><body>" + "\n".join(body) + "</body></html>")
-    return "\n".join(md), page
+    return render_page(blocks, "Risk scores")
 
 
 def run_score(model: str | Path, export: str | Path, out: str | Path, *,

@@ -36,6 +36,7 @@ from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.risk.drift import drift_line, drift_table
 from sphr.risk.model import RiskModel, find_model_dir
+from sphr.risk.pages import render_page
 
 HEADLINE = (("sphr", "calibrated"), ("mahalanobis", "calibrated"), ("raw_euclidean", "calibrated"))
 INDEX = "index.json"
@@ -98,8 +99,6 @@ def _groups_by_completeness(export: pd.DataFrame) -> pd.DataFrame:
 def _report(info: dict, summary: pd.DataFrame, moved: pd.DataFrame, completeness: pd.DataFrame,
             unscorable: pd.DataFrame, drift: pd.DataFrame | None) -> tuple[str, str]:
     """The report as markdown and as a self-contained HTML page (same content)."""
-    import html
-
     blocks: list[tuple[str, Any]] = [
         ("h1", f"Risk refresh {info['date']}"),
         ("p", f"Export {info['export']}, version {info['export_version']}; model "
@@ -122,23 +121,7 @@ def _report(info: dict, summary: pd.DataFrame, moved: pd.DataFrame, completeness
                    ("p", f"{drift_line(drift)}. Flagged: |SMD| or PSI >= 0.1 (moderate), "
                          ">= 0.25 (drift), or most values out of range (units)."),
                    ("table", flagged.round(3))]
-    md_lines, body = [], []
-    for kind, content in blocks:
-        if kind == "table":
-            md_lines.append(content.to_markdown(index=False) if len(content) else "_none_")
-            body.append(content.to_html(index=False, na_rep="") if len(content)
-                        else "<p><em>none</em></p>")
-        else:
-            prefix = {"h1": "# ", "h2": "## ", "p": ""}[kind]
-            md_lines.append(prefix + content)
-            body.append(f"<{kind}>{html.escape(content)}</{kind}>")
-        md_lines.append("")
-    page = ("<!doctype html><html><head><meta charset='utf-8'>"
-            f"<title>Risk refresh {html.escape(info['export_version'])}</title>"
-            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
-            "table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px}"
-            "</style></head><body>" + "\n".join(body) + "</body></html>")
-    return "\n".join(md_lines), page
+    return render_page(blocks, f"Risk refresh {info['export_version']}")
 
 
 def run_refresh(run: str | Path, baseline: pd.DataFrame, export: str | Path, export_version: str,
