@@ -189,6 +189,16 @@ def resample_counts(rng: np.random.Generator, n: int, n_bootstrap: int) -> np.nd
     return np.bincount(flat, minlength=n_bootstrap * n).reshape(n_bootstrap, n)
 
 
+def percentile_interval(values: np.ndarray) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of the finite bootstrap ``values``; NaNs with fewer
+    than two."""
+    finite = values[np.isfinite(values)]
+    if finite.size < 2:
+        return (np.nan, np.nan)
+    lo, hi = np.percentile(finite, (2.5, 97.5))
+    return float(lo), float(hi)
+
+
 def c_index(time: np.ndarray, event: np.ndarray, score: np.ndarray) -> float:
     """Harrell's C (lifelines): a higher score should mean an earlier event (lifelines wants
     survival-like predictions, so the score is negated); NaN without an event or a

@@ -19,6 +19,7 @@ from sphr.survival import (
     c_index_weighted,
     cox_wald,
     kaplan_meier,
+    percentile_interval,
     resample_counts,
 )
 
@@ -61,16 +62,8 @@ def metrics_row(t: np.ndarray, e: np.ndarray, risk: np.ndarray, weights: np.ndar
     obs, lo, hi = (float(v[0]) for v in kaplan_meier(t, e, np.array([HORIZON])))
     expected = float(np.mean(risk))
     slope = _slope(t, e, risk) if e.sum() >= 2 else (np.nan,) * 3
-
-    def ci(v: np.ndarray) -> tuple[float, float]:
-        finite = v[1:][np.isfinite(v[1:])]
-        if finite.size < 2:
-            return float("nan"), float("nan")
-        lo, hi = np.percentile(finite, (2.5, 97.5))
-        return float(lo), float(hi)
-
-    c_lo, c_hi = ci(c)
-    b_lo, b_hi = ci(brier)
+    c_lo, c_hi = percentile_interval(c[1:])
+    b_lo, b_hi = percentile_interval(brier[1:])
     return {"n": len(t), "events": int(e.sum()),
             "c_index": float(c[0]), "c_index_low": c_lo, "c_index_high": c_hi,
             "slope": slope[0], "slope_low": slope[1], "slope_high": slope[2],

@@ -50,6 +50,7 @@ from sphr.survival import (
     c_index_weighted,
     cumulative_incidence,
     hazard_ratio,
+    percentile_interval,
     resample_counts,
 )
 
@@ -65,14 +66,6 @@ def _check(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
     if missing:
         raise InputError(f"{name} is missing column(s) {missing}; it has {list(frame.columns)}",
                          field=", ".join(missing))
-
-
-def _interval(values: np.ndarray) -> tuple[float, float]:
-    finite = values[np.isfinite(values)]
-    if finite.size < 2:
-        return (np.nan, np.nan)
-    lo, hi = np.percentile(finite, (2.5, 97.5))
-    return float(lo), float(hi)
 
 
 # --------------------------------------------------------------------------- the tables
@@ -175,7 +168,7 @@ def _validate(scores: pd.DataFrame, outcomes: pd.DataFrame, n_bootstrap: int, se
                 w = np.vstack([np.ones(n), counts[:, ok]]) if n else np.ones((1, 0))
                 ci = c_index_weighted(t, e, sc, w) if enough else np.full(1, np.nan)
                 row["c_index"] = float(ci[0])
-                row["c_index_low"], row["c_index_high"] = _interval(ci[1:]) if enough else (
+                row["c_index_low"], row["c_index_high"] = percentile_interval(ci[1:]) if enough else (
                     np.nan, np.nan)
                 key = ok.tobytes()
                 if enough and key not in cache:
@@ -185,7 +178,7 @@ def _validate(scores: pd.DataFrame, outcomes: pd.DataFrame, n_bootstrap: int, se
                     auc = (auroc_td_weighted(t, e, sc, h, w, cache[key], min_events)
                            if enough else np.full(1, np.nan))
                     row[col] = float(auc[0])
-                    row[f"{col}_low"], row[f"{col}_high"] = _interval(auc[1:])
+                    row[f"{col}_low"], row[f"{col}_high"] = percentile_interval(auc[1:])
                 disc.append(row)
                 g = G_all[:, j][ok]
                 if not pd.notna(g).any():
