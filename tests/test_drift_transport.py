@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_risk import _cli, write_small_deep_models
+from test_risk import _cli, small_run
 
 from sphr.errors import InputError
 from sphr.risk.config import REANCHOR_ALL_PARTS
@@ -93,10 +93,7 @@ METHODS = "raw_euclidean,mahalanobis,homeostatic_dysregulation,deep_patient,sphr
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, ingest_dir, cohorts_dir):
-    run = tmp_path_factory.mktemp("transport_run")
-    (run / "ingest").symlink_to(ingest_dir)
-    (run / "cohorts").symlink_to(cohorts_dir)
-    write_small_deep_models(run, cohorts_dir)
+    run = small_run(tmp_path_factory.mktemp("transport_run"), ingest_dir, cohorts_dir)
     assert _cli(["risk", str(run), "--bootstrap", "10", "--methods", METHODS]) == 0
     return run
 

@@ -216,7 +216,12 @@ def test_validation_table_counts_and_time_correlation():
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, ingest_dir, cohorts_dir):
     """RUN with the fixture ingest and cohorts, a tiny DeepPatient and a small real SPHR."""
-    run = tmp_path_factory.mktemp("run")
+    return small_run(tmp_path_factory.mktemp("run"), ingest_dir, cohorts_dir)
+
+
+def small_run(run, ingest_dir, cohorts_dir):
+    """``run`` linked to the fixture ingest and cohorts, with a tiny DeepPatient and a small
+    real SPHR: the run directory ``sphr risk`` fits from."""
     (run / "ingest").symlink_to(ingest_dir)
     (run / "cohorts").symlink_to(cohorts_dir)
     write_small_deep_models(run, cohorts_dir)
