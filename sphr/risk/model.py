@@ -560,6 +560,18 @@ class SexModel:
         self.absolute_rows_ = predict_none()
         self._saved: tuple[Path, dict[str, Any]] | None = None
 
+    def fitted_copy(self) -> SexModel:
+        """A model with every fitted part of this one (each container its own), not saved and
+        without the fit's rows: what re-anchoring replaces parts of. Listed beside
+        :meth:`_reset`, so a part added to the model is carried over too."""
+        out = SexModel(self.sex)
+        out._reset(self.features_, self.normalizer_, self.clinical_ranges_)
+        out.population_, out.marker_scaler_ = self.population_, self.marker_scaler_
+        out.methods_ = dict(self.methods_)
+        out.skipped_, out.unscored_ = dict(self.skipped_), dict(self.unscored_)
+        out.absolute_ = self.absolute_
+        return out
+
     def fit(self, inputs: CohortInputs, config: RiskConfig,
             age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS) -> SexModel:
         """Fit every method and mode of ``config`` (module docstring)."""

@@ -163,13 +163,9 @@ def reanchor_sex(model: SexModel, baseline: pd.DataFrame, age_groups: tuple[tupl
     """(the re-anchored sex model, its provenance, eid -> role of its people)."""
     pop = _NewPopulation(model, baseline, seed, sex_index, source, min_bfh)
     anchor_all = pop.rows("anchor", bfh_only=False)
-    out = SexModel(model.sex)
-    out._reset(model.features_, model.normalizer_, model.clinical_ranges_)
-    out.population_, out.marker_scaler_ = model.population_, model.marker_scaler_
-    out.skipped_, out.unscored_ = dict(model.skipped_), dict(model.unscored_)
-    # the absolute-risk models are kept as fitted (their distance is measured from the
-    # references the score uses, re-anchored or not; docs/METHODS.md, re-anchoring)
-    out.absolute_ = model.absolute_
+    # every part the rule does not name is kept as fitted, the absolute-risk models among
+    # them (their distance is measured from the references the score uses; docs/METHODS.md)
+    out = model.fitted_copy()
     values = anchor_all[model.features_].to_numpy(float)
     if "normalizer" in parts:
         out.normalizer_ = QuantileNormalizer().fit(values, features=model.features_)
