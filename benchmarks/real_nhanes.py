@@ -19,7 +19,8 @@ its time.
 
     python benchmarks/real_nhanes.py [--out runs/real_nhanes] [--folds 5] [--seed 0]
         [--profile demo] [--spaces marker,quantile] [--bootstrap 1000] [--jobs 2] [--no-main]
-        [--variants] [--cohort KEY=VALUE] [--reuse | --reuse-fits] [--docs docs/REAL.md]
+        [--variants] [--cohort KEY=VALUE] [--train KEY=VALUE] [--reuse | --reuse-fits]
+        [--docs docs/REAL.md]
         [--absolute] [--refits K]
 
 ``--refits K``: every fold fitted K times, refit r with the seed ``refit_seed(seed, r)`` for
@@ -50,7 +51,6 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -94,12 +94,13 @@ def split_export(export: Path, keep: set[int], out: Path) -> Path:
 def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path,
                   profile: str, seed: int, spaces: tuple[str, ...], variants: bool = False,
                   cohort: dict | None = None, reuse_fits: bool = False,
-                  absolute_only: bool = False) -> dict[str, str]:
+                  absolute_only: bool = False, train: dict | None = None) -> dict[str, str]:
     """One fold: the stages on ``train_csv``, then ``sphr score`` of ``heldout_csv`` per space.
     ``variants`` adds the SPHR variants of the risk stage; ``cohort`` overrides cohort
     settings (e.g. ``{"triplet_classes": "severity"}``); ``absolute_only``: only what the
     absolute-risk candidates read (ingest, cohorts, the raw Euclidean distance; no SPHR or
-    DeepPatient fit)."""
+    DeepPatient fit); ``train`` overrides training settings (e.g. ``{"selection": "severity"}``).
+    SPHR's per-epoch tracking gets the training folds' deaths (never the held-out fold's)."""
     from sphr.baselines.pipeline import run_baselines
     from sphr.cohorts.build import run_cohorts
     from sphr.cohorts.config import CohortConfig
@@ -118,9 +119,12 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
         run_ingest(train_csv, run / "ingest", outcome_config=load_outcome_config(outcomes))
         run_cohorts(run / "ingest" / "baseline.parquet", run / "cohorts",
                     CohortConfig.profile(profile, seed=seed, **(cohort or {})))
+        death = pd.read_parquet(run / "ingest" / "outcomes.parquet")
+        death = death.loc[death["outcome"] == "death", ["eid", "time_years", "event"]]
         for sex in () if absolute_only else SEXES:
             run_train(cohort_dir(run, sex), train_dir(run, sex),
-                      replace(TrainConfig.profile(profile), seed=seed, device="cpu"))
+                      TrainConfig.profile(profile, **(train or {}), seed=seed, device="cpu"),
+                      death=death)
             run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), ["deep_patient"],
                           seed=seed, device="cpu")
     from sphr.risk.config import DEFAULT_METHODS, SPHR_VARIANTS
@@ -137,6 +141,19 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
         scored[f"absolute_{space}"] = str(work / f"score_{space}" /
                                           "absolute_risk_candidates.parquet")
     return scored
+
+
+def train_overrides(items: list[str]) -> dict:
+    """``--train KEY=VALUE`` items as training settings: a value that reads as JSON (a
+    number, true, null) is that, anything else a string."""
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
 
 
 def _fold_worker(args: tuple) -> dict[str, str]:
@@ -165,8 +182,8 @@ def refit_dir(out: Path, refit: int) -> Path:
 
 def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, ...],
              jobs: int, variants: bool = False, cohort: dict | None = None,
-             reuse_fits: bool = False, absolute_only: bool = False, refits: int = 1
-             ) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
+             reuse_fits: bool = False, absolute_only: bool = False, refits: int = 1,
+             train: dict | None = None) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
     """Run every fold (``jobs`` at a time, one thread each); (folds table, scored files).
     ``refits`` > 1: each fold fitted again with :func:`refit_seed` (r, fold) keys, r >= 1
     in ``out/refit<r>``; the scored files are then keyed ``r * folds + fold``."""
@@ -182,7 +199,7 @@ def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, 
                                      work / "train.csv")
             held_csv = split_export(EXPORT, held, work / "heldout.csv")
             tasks.append((work, train_csv, held_csv, OUTCOMES, profile, refit_seed(seed, r),
-                          spaces, variants, cohort, reuse_fits, absolute_only))
+                          spaces, variants, cohort, reuse_fits, absolute_only, train))
     os.environ["OMP_NUM_THREADS"] = "1"  # before the workers start their thread pools
     # spawn, not fork: the parent holds polars / pyarrow thread pools, which a forked child
     # inherits locked
@@ -366,7 +383,8 @@ def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
                  for s in spaces} for r in range(refits)]
     cohort = dict(item.split("=", 1) for item in args.cohort)
     _, scored = crossfit(args.out, args.folds, args.seed, args.profile, spaces, args.jobs,
-                         args.variants, cohort, args.reuse_fits, refits=refits)
+                         args.variants, cohort, args.reuse_fits, refits=refits,
+                         train=train_overrides(getattr(args, "train", [])))
     death = death_outcome()
     out = []
     for r in range(refits):
@@ -427,6 +445,94 @@ def refit_spread(runs: list[dict[str, pd.DataFrame]], c_index: dict, folds: pd.D
     return out
 
 
+def training_tracks(out: Path, folds: int, refits: int) -> pd.DataFrame:
+    """Every fold fit's SPHR per-epoch tracking (``loss_curve.parquet``; docs/METHODS.md,
+    "SPHR's stability from fit to fit"): refit, fold, sex, epoch, the kept epoch and the
+    tracked columns. Empty when no fit tracked (an older run)."""
+    import json as _json
+
+    from sphr.layout import train_dir
+
+    parts = []
+    for r in range(refits):
+        for k in range(folds):
+            for sex in SEXES:
+                where = train_dir(refit_dir(out, r) / f"fold{k}" / "run", sex)
+                if not (where / "loss_curve.parquet").exists():
+                    continue
+                curve = pd.read_parquet(where / "loss_curve.parquet")
+                report = _json.loads((where / "train_report.json").read_text())
+                kept = (report.get("model_selection") or {}).get("best_epoch")
+                parts.append(curve.assign(refit=r, fold=k, sex=sex, kept_epoch=kept))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def heldout_fold_c(refits: dict, space: str, score: str) -> dict[tuple[int, int, str], float]:
+    """(refit, fold, sex) -> the held-out fold's C of ``score`` (from :func:`refit_spread`)."""
+    out = {}
+    for sex in SEXES:
+        per = refits["per_fold"][space].get(sex, {}).get(score)
+        for k, row in enumerate(per["c"] if per else []):
+            for r, c in enumerate(row):
+                out[(r, k, sex)] = c
+    return out
+
+
+def tracking_summary(tracks: pd.DataFrame, heldout: dict) -> dict:
+    """Per sex: the tracked figures at epoch 1, at the kept epoch and at the last epoch,
+    averaged over fold fits, split by whether the held-out fold's SPHR C fell below 0.5
+    (``inverted``) or not; and over all fits the Spearman correlation, across fits, of each
+    figure at the kept epoch with the held-out C."""
+    from sphr.train.tracking import TRACK_COLUMNS, spearman
+
+    cols = [c for c in ("val_loss", "val_knn_f1", *TRACK_COLUMNS) if c in tracks.columns]
+    rows = []
+    for (r, k, sex), fit in tracks.groupby(["refit", "fold", "sex"]):
+        fit = fit.sort_values("epoch")
+        kept = fit.loc[fit["epoch"] == fit["kept_epoch"]]
+        at = {"first": fit.iloc[0], "kept": kept.iloc[0] if len(kept) else fit.iloc[-1],
+              "last": fit.iloc[-1]}
+        row = {"refit": r, "fold": k, "sex": sex, "kept_epoch": int(at["kept"]["epoch"]),
+               "epochs": int(fit["epoch"].max()), "heldout_c": heldout.get((r, k, sex))}
+        row.update({f"{c}@{w}": float(at[w][c]) for w in at for c in cols})
+        rows.append(row)
+    fits = pd.DataFrame(rows)
+    out: dict = {"fits": fits.to_dict(orient="records"), "by_sex": {}}
+    for sex, sub in fits.groupby("sex"):
+        inv = sub["heldout_c"].astype(float) < 0.5
+        summary = {"n_fits": len(sub), "n_inverted": int(inv.sum()),
+                   "kept_epoch_mean": round(float(sub["kept_epoch"].mean()), 1)}
+        for group, mask in (("inverted", inv), ("not_inverted", ~inv)):
+            summary[group] = {k: round(float(sub.loc[mask, k].mean()), 4)
+                              for k in sub.columns if "@" in k and mask.any()}
+        summary["rho_with_heldout_c"] = {
+            k: round(spearman(sub[k].to_numpy(float), sub["heldout_c"].to_numpy(float)), 3)
+            for k in sub.columns if k.endswith("@kept")}
+        out["by_sex"][sex] = summary
+    return out
+
+
+def tracking_markdown(summary: dict) -> str:
+    """The tracking table: per sex and tracked figure, the mean at epoch 1, the kept epoch and
+    the last epoch, for fits whose held-out SPHR C fell below 0.5 and the others."""
+    lines = ["SPHR during training (training rows only; mean over fold fits): epoch 1 / kept "
+             "epoch / last epoch; `rho` = Spearman across fits of the figure at the kept epoch "
+             "with the held-out fold's SPHR C", "",
+             "| sex | fits (inverted) | figure | inverted fits | other fits | rho |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for sex, sm in summary["by_sex"].items():
+        names = sorted({k.split("@")[0] for k in sm["rho_with_heldout_c"]})
+        for name in names:
+            cells = []
+            for group in ("inverted", "not_inverted"):
+                g = sm.get(group) or {}
+                cells.append(" / ".join(f"{g[f'{name}@{w}']:.3f}" if f"{name}@{w}" in g
+                                        else "-" for w in ("first", "kept", "last")))
+            lines.append(f"| {sex} | {sm['n_fits']} ({sm['n_inverted']}) | {name} | "
+                         f"{cells[0]} | {cells[1]} | {sm['rho_with_heldout_c'][f'{name}@kept']} |")
+    return "\n".join(lines) + "\n"
+
+
 def refit_markdown(refits: dict) -> str:
     """The refit table: per score and sex, mean, SD and min-max of the pooled C over refits,
     and the mean over folds of each fold's SD over refits."""
@@ -481,7 +587,8 @@ def absolute_rule(metrics: pd.DataFrame, draws: dict, coverage: dict) -> dict:
         recal = len(rec) == len(SEXES) and _miscalibration(rec) < _miscalibration(train)
         use = rec if recal else train
         covered = all(coverage[s].get(cand, 0) >= 0.95 for s in SEXES)
-        calibrated = bool(use["slope"].between(0.8, 1.2).all() and use["oe"].between(0.8, 1.25).all())
+        calibrated = bool(use["slope"].between(0.8, 1.2).all()
+                          and use["oe"].between(0.8, 1.25).all())
         out["candidates"][cand] = {"recalibrated": bool(recal), "coverage_ok": covered,
                                    "calibrated": calibrated, "eligible": covered and calibrated,
                                    "c_mean": round(float(use["c_index"].mean()), 4)}
@@ -632,6 +739,9 @@ def main() -> None:
                         help="also score the SPHR variants of the risk stage (docs/METHODS.md)")
     parser.add_argument("--cohort", action="append", default=[], metavar="KEY=VALUE",
                         help="a cohort setting for every fold, e.g. triplet_classes=severity")
+    parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE",
+                        help="a training setting for every fold's SPHR fit, e.g. "
+                             "selection=severity (docs/METHODS.md)")
     parser.add_argument("--refits", type=int, default=1, metavar="K",
                         help="fit each fold K times, refit r with seed refit_seed(--seed, r) (the "
                         "folds fixed; refit 0 = the run without it) and report each score's C "
@@ -667,6 +777,7 @@ def main() -> None:
     result: dict = {"n": len(first), "deaths": int(first["died"].sum()), "folds": args.folds,
                     "seed": args.seed, "profile": args.profile, "bootstrap": args.bootstrap,
                     "cohort": dict(item.split("=", 1) for item in args.cohort),
+                    "train": train_overrides(args.train),
                     "c_index": {}, "n_scored": {}}
     draws = {}
     for space, wide in tables.items():
@@ -683,13 +794,20 @@ def main() -> None:
     if args.refits > 1:
         result["refits"] = refit_spread(runs, result["c_index"],
                                         fold_of(EXPORT, OUTCOMES, args.folds, args.seed), args.seed)
+    if args.refits > 1 and not args.absolute:
+        tracks = training_tracks(args.out, args.folds, args.refits)
+        if len(tracks):
+            tracks.to_parquet(args.out / "tracking.parquet")
+            result["tracking"] = tracking_summary(
+                tracks, heldout_fold_c(result["refits"], spaces[0], "sphr"))
     result["crossfit_s"] = round(time.perf_counter() - t0, 1)
     if args.main and not args.reuse:
         result.update(run_main(args.out, args.profile))
     result["seconds"] = round(time.perf_counter() - t0, 1)
     (args.out / "real_nhanes.json").write_text(json.dumps(result, indent=1))
     (args.out / "real_nhanes.md").write_text(
-        markdown(result) + ("\n" + refit_markdown(result["refits"]) if "refits" in result else ""))
+        markdown(result) + ("\n" + refit_markdown(result["refits"]) if "refits" in result else "")
+        + ("\n" + tracking_markdown(result["tracking"]) if "tracking" in result else ""))
     if args.docs is not None:
         write_docs(args.docs, markdown(result))
     print(json.dumps(result))

@@ -51,6 +51,10 @@ class TrainConfig:
     validation_size: float = 0.0
     #: stop after this many epochs without a better validation loss (None: never)
     patience: int | None = None
+    #: what picks the kept epoch: ``loss`` (the lowest validation loss) or ``severity`` (the
+    #: validation rows' severity concordance; docs/METHODS.md, "SPHR's stability from fit
+    #: to fit")
+    selection: str = "loss"
     #: the compiled step's epoch as CUDA graph replays (:mod:`sphr.train.graph`); applies with
     #: ``compile`` and losses that are all pure
     cuda_graphs: str = "auto"
@@ -80,6 +84,13 @@ class TrainConfig:
             raise ConfigError(f"validation_size must be in [0, 1), got {self.validation_size}")
         if self.patience is not None and (self.patience < 1 or self.validation_size == 0):
             raise ConfigError("patience needs validation_size > 0 and must be >= 1")
+        from sphr.train.tracking import SELECTIONS
+
+        if self.selection not in SELECTIONS:
+            raise ConfigError(f"selection must be one of {', '.join(SELECTIONS)}, "
+                              f"got {self.selection!r}")
+        if self.selection != "loss" and self.validation_size == 0:
+            raise ConfigError(f"selection {self.selection!r} needs validation_size > 0")
 
     @classmethod
     def profile(cls, name: str, **overrides: Any) -> TrainConfig:

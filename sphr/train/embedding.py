@@ -25,6 +25,7 @@ from sphr.train.config import TrainConfig
 from sphr.train.model_io import embed, load_checkpoint, save_model
 
 if TYPE_CHECKING:
+    from sphr.train.tracking import RowFacts
     from sphr.train.trainer import EpochCallback, TrainResult
 
 
@@ -54,13 +55,15 @@ class SPHREmbedding(Representation):
             labels: np.ndarray | None = None, augmented: np.ndarray | None = None,
             feature_names: Sequence[str] | None = None,
             checkpoint_dir: str | Path | None = None, resume: bool = False,
-            on_epoch: EpochCallback | None = None) -> SPHREmbedding:
+            on_epoch: EpochCallback | None = None, facts: RowFacts | None = None
+            ) -> SPHREmbedding:
         """Train on ``triplets`` (anchor, positive, negative row indices into ``X``).
 
         ``labels`` (or ``y``: one class per row) feed the label-aware losses and model
         selection; ``augmented`` marks the rows model selection must not hold out;
         ``feature_names`` (or a DataFrame's columns) are saved with the model. Checkpoints
-        and ``resume`` as in :func:`~sphr.train.trainer.train_sphr`.
+        and ``resume`` as in :func:`~sphr.train.trainer.train_sphr`; ``facts`` (ages and
+        death follow-up per row) feed the per-epoch tracking (:mod:`sphr.train.tracking`).
         """
         if feature_names is None and hasattr(X, "columns"):
             feature_names = [str(c) for c in X.columns]
@@ -74,7 +77,8 @@ class SPHREmbedding(Representation):
         config = self._resolved_config()
         result: TrainResult = train_sphr(X, triplets, config, labels=labels,
                                          checkpoint_dir=checkpoint_dir, resume=resume,
-                                         on_epoch=on_epoch, augmented=augmented)
+                                         on_epoch=on_epoch, augmented=augmented,
+                                         facts=facts)
         self._set_fitted(result.model, config, feature_names)
         self.training_: TrainResult | None = result
         return self

@@ -14,6 +14,7 @@ from sphr.io import staged_outputs, write_bytes, write_json, write_parquet
 from sphr.profiles import DEFAULT_PROFILE
 from sphr.train.config import TrainConfig
 from sphr.train.embedding import SPHREmbedding
+from sphr.train.tracking import TRACK_COLUMNS, RowFacts
 from sphr.train.trainer import TrainResult
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,8 @@ def loss_curve_png(curve: list[float], title: str, validation: dict[str, Any] | 
 def model_selection_summary(res: TrainResult) -> dict[str, Any] | None:
     """The chosen epoch and its validation loss, without the curves (those go to
     ``loss_curve.parquet``)."""
-    return {k: v for k, v in res.validation.items() if k not in ("val_loss", "val_knn_f1")} or None
+    curves = ("val_loss", "val_knn_f1", *TRACK_COLUMNS)
+    return {k: v for k, v in res.validation.items() if k not in curves} or None
 
 
 def write_loss_curve(res: TrainResult, title: str, directory: Path) -> None:
@@ -75,18 +77,39 @@ def write_loss_curve(res: TrainResult, title: str, directory: Path) -> None:
     if res.validation:
         curve["val_loss"] = np.asarray(res.validation["val_loss"], dtype=np.float64)
         curve["val_knn_f1"] = np.asarray(res.validation["val_knn_f1"], dtype=np.float64)
+        for name in TRACK_COLUMNS:  # the health distance's per-epoch tracking
+            if name in res.validation:
+                curve[name] = np.asarray(res.validation[name], dtype=np.float64)
     write_parquet(curve, directory / "loss_curve.parquet")
     png = loss_curve_png(res.loss_curve, title, res.validation or None)
     if png is not None:
         write_bytes(png, directory / "loss_curve.png")
 
 
+def row_facts(train: pd.DataFrame, death: pd.DataFrame | None = None) -> RowFacts:
+    """The per-epoch tracking's facts of the cohort's training rows: ``age_years`` and, when
+    ``death`` (eid, time_years, event: the death rows of ``ingest/outcomes.parquet``) is
+    given, each row's death follow-up (augmented rows, which are no one, get none)."""
+    age = train["age_years"].to_numpy(float) if "age_years" in train.columns else None
+    if death is None:
+        return RowFacts(age=age)
+    by_eid = death.drop_duplicates("eid").set_index("eid")
+    real = ~train["augmented"].to_numpy(bool)
+    eids = train["eid"].to_numpy()
+    time = np.where(real, by_eid["time_years"].reindex(eids).to_numpy(float), np.nan)
+    event = np.where(real, by_eid["event"].reindex(eids).fillna(0).to_numpy(float), 0)
+    return RowFacts(age=age, death_time=time, death_event=event.astype(bool))
+
+
 def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None, *,
-              resume: bool = False, checkpoint_dir: str | Path | None = None) -> dict[str, Any]:
+              resume: bool = False, checkpoint_dir: str | Path | None = None,
+              death: pd.DataFrame | None = None) -> dict[str, Any]:
     """Train on a cohort folder and write model, embeddings, loss curve and report to ``out_dir``.
 
     Checkpoints go to ``checkpoint_dir`` (default ``out_dir/checkpoint`` when
-    ``config.checkpoint_every`` > 0); ``resume`` continues from there.
+    ``config.checkpoint_every`` > 0); ``resume`` continues from there. ``death`` (eid,
+    time_years, event) adds the training rows' death C-index to the per-epoch tracking (a
+    cross-fit's training folds only: it is never a held-out row's).
     """
     from sphr.artifacts import embedding_frame, load_cohort
 
@@ -101,12 +124,14 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
     sphr = SPHREmbedding(config).fit(X, labels=labels, triplets=triplets,
                                      augmented=cohort.train["augmented"].to_numpy(bool),
                                      feature_names=cohort.features,
-                                     checkpoint_dir=checkpoint_dir, resume=resume)
+                                     checkpoint_dir=checkpoint_dir, resume=resume,
+                                     facts=row_facts(cohort.train, death))
     res: TrainResult = sphr.training_
     Z_train, Z_test = sphr.transform(X), sphr.transform(X_test)
     report = {
         "cohort": str(cohort.directory), "sex": cohort.sex, "loss": config.loss,
-        "config": config.to_dict(), "data": data_key(X, labels, triplets), "device": res.device, "n_triplets": res.n_triplets,
+        "config": config.to_dict(), "data": data_key(X, labels, triplets), "device": res.device,
+        "n_triplets": res.n_triplets,
         "n_train_rows": len(X), "n_test_rows": len(X_test), "n_features": len(cohort.features),
         "epochs": len(res.loss_curve), "final_loss": res.loss_curve[-1] if res.loss_curve else None,
         "timings": res.timings,
@@ -120,5 +145,6 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
         write_loss_curve(res, f"SPHR {cohort.sex}, {config.loss}", stage)
         write_json(report, stage / "train_report.json")
     log.info("%s %s: %d epochs in %.1f s on %s, final loss %.4g", cohort.sex, config.loss,
-             report["epochs"], res.timings.get("train_s", 0.0), res.device, report["final_loss"] or 0)
+             report["epochs"], res.timings.get("train_s", 0.0), res.device,
+             report["final_loss"] or 0)
     return report

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from sphr.errors import ConfigError
+from sphr.train.tracking import SELECTIONS, RowFacts, track_epoch
 
 #: neighbours of the validation kNN vote
 KNN_K = 15
@@ -101,8 +102,13 @@ class Validator:
 
     def __init__(self, X: torch.Tensor, labels: np.ndarray, augmented: np.ndarray,
                  split: ValidationSplit, patience: int | None, batch_size: int = 512,
-                 knn_on_device: bool | None = None) -> None:
+                 knn_on_device: bool | None = None, selection: str = "loss",
+                 facts: RowFacts | None = None) -> None:
+        if selection not in SELECTIONS:
+            raise ConfigError(f"selection must be one of {', '.join(SELECTIONS)}, "
+                              f"got {selection!r}")
         self.split, self.patience, self.batch_size = split, patience, batch_size
+        self.selection = selection
         dev = X.device
         self.xv = X[torch.as_tensor(split.validation_rows, device=dev)]
         fit_real = np.setdiff1d(split.fit_rows, np.flatnonzero(np.asarray(augmented, bool)))
@@ -113,6 +119,10 @@ class Validator:
         self.xf = X[torch.as_tensor(fit_real, device=dev)]
         self.yf = np.asarray(labels)[fit_real]
         self.yv = np.asarray(labels)[split.validation_rows][self.queries]
+        # the per-epoch tracking (sphr.train.tracking) reads every validation row
+        self.yv_all = np.asarray(labels)[split.validation_rows]
+        self.facts_fit = facts.take(fit_real) if facts is not None else None
+        self.facts_val = facts.take(split.validation_rows) if facts is not None else None
         pos = np.searchsorted(split.validation_rows, split.validation_triplets)
         self.tv = torch.as_tensor(pos, device=dev)
         self.labels_v = torch.as_tensor(np.asarray(labels)[split.validation_rows], device=dev)
@@ -131,13 +141,15 @@ class Validator:
     def compute(self, params: list[torch.Tensor], losses: list, forward) -> list[torch.Tensor]:
         """The validation pass on the device: each model's loss per validation batch (K, B),
         then the kNN check's predicted classes (K, queries) on the device, else the fitting
-        and query embeddings for scikit-learn."""
+        and query embeddings for scikit-learn; last the validation and fitting embeddings,
+        which the tracking reads."""
         k = params[0].shape[0]
         zv = forward(params, self.xv.unsqueeze(0).expand(k, -1, -1), None).float()
         zf = forward(params, self.xf.unsqueeze(0).expand(k, -1, -1), None).float()
         values = torch.stack([self._batch_losses(loss, zv[j]) for j, loss in enumerate(losses)])
         zq = zv[:, self._queries]
-        return [values, self._knn(zf, zq)] if self.knn_on_device else [values, zf, zq]
+        knn = [self._knn(zf, zq)] if self.knn_on_device else [zf, zq]
+        return [values, *knn, zv, zf]
 
     def _batch_losses(self, loss, z: torch.Tensor) -> torch.Tensor:
         was_training = loss.training
@@ -169,8 +181,9 @@ class Validator:
             out.append(votes.argmax(dim=1))  # the first of equal maxima: the smallest class
         return torch.stack(out)
 
-    def finish(self, parts: Sequence[torch.Tensor]) -> list[tuple[float, float]]:
-        """(validation loss, kNN F1) per model from :meth:`compute`'s tensors on the host."""
+    def finish(self, parts: Sequence[torch.Tensor]) -> list[tuple[float, ...]]:
+        """(validation loss, kNN F1, *tracking) per model from :meth:`compute`'s tensors on
+        the host (:data:`sphr.train.tracking.TRACK_COLUMNS`)."""
         from sklearn.metrics import f1_score
         from sklearn.neighbors import KNeighborsClassifier
 
@@ -187,13 +200,22 @@ class Validator:
                 knn = KNeighborsClassifier(n_neighbors=min(KNN_K, len(self.yf)))
                 knn.fit(parts[1][j].numpy(), self.yf)
                 predicted = knn.predict(parts[2][j].numpy())
-            out.append((total / count, float(f1_score(self.yv, predicted, average="weighted"))))
+            track = track_epoch(parts[-1][j].numpy(), self.yf, self.facts_fit,
+                                parts[-2][j].numpy(), self.yv_all, self.facts_val)
+            out.append((total / count, float(f1_score(self.yv, predicted, average="weighted")),
+                        *track))
         return out
 
-    def __call__(self, params: list[torch.Tensor], losses: list, forward) -> list[tuple[float, float]]:
+    def criterion(self, values: Sequence[float]) -> float:
+        """What selection minimizes: the validation loss, or (``severity``) minus the
+        validation rows' severity concordance."""
+        return float(values[0]) if self.selection == "loss" else -float(values[2])
+
+    def __call__(self, params: list[torch.Tensor], losses: list, forward
+                 ) -> list[tuple[float, ...]]:
         return self.finish([t.cpu() for t in self.compute(params, losses, forward)])
 
-    def update(self, epoch: int, params: list[torch.Tensor], values: list[tuple[float, float]]
+    def update(self, epoch: int, params: list[torch.Tensor], values: list[tuple[float, ...]]
                ) -> bool:
         """Record an epoch; keep the best weights per model; True when every model is done."""
         self.history.append(values)
@@ -201,7 +223,8 @@ class Validator:
         if not self.best:
             self.best = [(np.inf, 0)] * k
             self.best_params = [[] for _ in range(k)]
-        for j, (v, _) in enumerate(values):
+        for j, row in enumerate(values):
+            v = self.criterion(row)
             # a model whose patience ran out is done, as it would be trained alone: a later
             # epoch of its stack (trained for the others) is not a candidate
             if self.patience is not None and epoch - 1 - self.best[j][1] >= self.patience:

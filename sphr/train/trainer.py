@@ -45,6 +45,7 @@ from sphr.train import fused, graph
 from sphr.train.config import TrainConfig
 from sphr.train.selection import ValidationSplit, Validator, split_validation
 from sphr.train.stacked import init_model, stack_params, stacked_forward, unstack
+from sphr.train.tracking import TRACK_COLUMNS, RowFacts
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ class TrainData:
     triplets: np.ndarray
     labels: np.ndarray | None = None
     augmented: np.ndarray | None = None
+    #: per row, what the per-epoch tracking reads beside the class (sphr.train.tracking)
+    facts: RowFacts | None = None
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,8 @@ class _Group:
             if d.split is not None:
                 rows = self.X[s:s + len(d.X)]  # a view: this data set's rows
                 self.validators.append(Validator(rows, d.labels, d.augmented, d.split,
-                                                 cfg.patience, cfg.batch_size))
+                                                 cfg.patience, cfg.batch_size,
+                                                 selection=cfg.selection, facts=d.facts))
         self.validator = self.validators[0] if self.validators else None
         self._members = [[j for j, x in enumerate(self.data_of) if x == d]
                          for d in range(len(self.validators))]
@@ -535,10 +539,15 @@ class _Group:
                 split = self.validators[self.data_of[j]].split
                 if j in done:
                     end = int(v.best[j][1]) + cfg.patience
-                validation = {"best_epoch": int(v.best[j][1]), "epochs_run": end,
-                              "best_val_loss": float(v.best[j][0]),
+                best_epoch = int(v.best[j][1])
+                validation = {"best_epoch": best_epoch, "epochs_run": end,
+                              "selection": cfg.selection,
+                              "best_val_loss": float(v.history[best_epoch - 1][j][0]),
                               "val_loss": [h[j][0] for h in v.history[:end]],
                               "val_knn_f1": [h[j][1] for h in v.history[:end]],
+                              **{name: [h[j][2 + i] if len(h[j]) > 2 + i else float("nan")
+                                        for h in v.history[:end]]
+                                 for i, name in enumerate(TRACK_COLUMNS)},
                               "fit_rows": len(split.fit_rows),
                               "validation_rows": len(split.validation_rows),
                               "fit_triplets": len(split.fit_triplets)}
@@ -623,7 +632,8 @@ def _train_stack(datasets: Sequence[TrainData], configs: Sequence[TrainConfig],
         # the models of a stack share each data set's split: the first of its configs seeds it
         split = _split(data.triplets, data.labels, data.augmented, configs[list(data_of).index(d)])
         prepared.append(_Prepared(data.X, split.fit_triplets if split is not None else
-                                  data.triplets, data.labels, data.augmented, split))
+                                  data.triplets, data.labels, data.augmented, data.facts,
+                                  split))
     parts = _substacks(configs)
     out: dict[int, TrainResult] = {}
     for p, members in enumerate(parts):
@@ -641,7 +651,8 @@ def _train_stack(datasets: Sequence[TrainData], configs: Sequence[TrainConfig],
 def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None = None, *,
                labels: np.ndarray | None = None, checkpoint_dir: str | Path | None = None,
                resume: bool = False, on_epoch: EpochCallback | None = None,
-               augmented: np.ndarray | None = None) -> TrainResult:
+               augmented: np.ndarray | None = None, facts: RowFacts | None = None
+               ) -> TrainResult:
     """Train one SPHR model on ``triplets`` (row indices into ``X``).
 
     ``labels`` (one class per row of ``X``) feed the pytorch-metric-learning
@@ -650,12 +661,14 @@ def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None =
     from it and ends with the same weights as an uninterrupted run.
     ``on_epoch(epoch, [loss])`` is called after each epoch (and its checkpoint).
     With ``config.validation_size`` > 0, a share of the real rows (``augmented`` marks
-    the others) is held out and the best validation epoch kept (:mod:`sphr.train.selection`).
+    the others) is held out and the best validation epoch kept (:mod:`sphr.train.selection`);
+    ``facts`` (ages, death follow-up per row) feed its per-epoch tracking
+    (:mod:`sphr.train.tracking`).
     """
     config = config or TrainConfig()
     X, t, labels = _check_inputs(X, triplets, labels)
     ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
-    return _train_stack([TrainData(X, t, labels, augmented)], [config], [0], ckpt, resume,
+    return _train_stack([TrainData(X, t, labels, augmented, facts)], [config], [0], ckpt, resume,
                         on_epoch, retire=True)[0]
 
 
@@ -693,7 +706,7 @@ def train_jobs(jobs: Sequence[tuple[TrainData, TrainConfig]], *, stack: bool = T
     for data, _ in jobs:
         if id(data) not in checked:
             X, t, labels = _check_inputs(data.X, data.triplets, data.labels)
-            checked[id(data)] = TrainData(X, t, labels, data.augmented)
+            checked[id(data)] = TrainData(X, t, labels, data.augmented, data.facts)
     return _run_jobs([(checked[id(data)], cfg) for data, cfg in jobs], stack, checkpoint_dir,
                      resume, retire)
 

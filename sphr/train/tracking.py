@@ -1,0 +1,118 @@
+"""What SPHR's health distance says about the training rows after each epoch
+(docs/METHODS.md, "SPHR's stability from fit to fit").
+
+Model selection keeps the epoch with the lowest validation loss, which reads the class labels
+only. On real people longer training can lose the severity a risk score needs while that loss
+still falls, so the trainer also records, per epoch and on training rows only (the fitting
+rows and model selection's validation rows; a cross-fit's held-out fold never reaches it):
+
+* ``*_severity_c``: how well the health distance orders unhealthy > apparently healthy > bona
+  fide healthy (:func:`severity_concordance`);
+* ``*_age_rho``: its Spearman correlation with age in years;
+* ``fit_death_c``: when the caller gives death follow-up for the training rows (the
+  development cross-fit does), Harrell's C of the health distance for death on the fitting
+  rows.
+
+The health distance here is the Euclidean distance from the coordinate-wise median of the
+embedded real bona fide healthy fitting rows: one reference per sex, a cheap stand-in for the
+risk stage's references per age group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sphr.labels import BONA_FIDE_HEALTHY
+
+#: the per-epoch figures, in the order the validator records them after (loss, kNN F1)
+TRACK_COLUMNS: tuple[str, ...] = ("val_severity_c", "fit_severity_c", "val_age_rho",
+                                  "fit_age_rho", "fit_death_c")
+#: what model selection can keep the best epoch of (``TrainConfig.selection``)
+SELECTIONS: tuple[str, ...] = ("loss", "severity")
+
+
+@dataclass(frozen=True)
+class RowFacts:
+    """What the tracking reads per training row beside its class: age in years (NaN where
+    unknown) and, inside a cross-fit, death follow-up (years, event). Aligned with the
+    training matrix's rows."""
+
+    age: np.ndarray | None = None
+    death_time: np.ndarray | None = None
+    death_event: np.ndarray | None = None
+
+    def take(self, rows: np.ndarray) -> RowFacts:
+        """The facts of ``rows`` (indices into the training matrix)."""
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else np.asarray(a)[rows]
+
+        return RowFacts(pick(self.age), pick(self.death_time), pick(self.death_event))
+
+
+def health_distance(z: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Euclidean distance of each row of ``z`` from the coordinate-wise median of
+    ``reference`` (NaN everywhere when the reference is empty)."""
+    if len(reference) == 0:
+        return np.full(len(z), np.nan)
+    return np.linalg.norm(z - np.median(reference, axis=0), axis=1)
+
+
+def severity_concordance(distance: np.ndarray, labels: np.ndarray) -> float:
+    """Of all pairs of rows from two different classes, the share in which the sicker row
+    (unhealthy before apparently healthy before bona fide healthy) has the larger distance;
+    ties count half. Harrell's C with the class as the ordering, computed from rank sums
+    (one Mann-Whitney U per pair of classes). NaN with fewer than two classes."""
+    labels = np.asarray(labels)
+    classes = np.unique(labels)
+    if len(classes) < 2 or not np.isfinite(distance).all():
+        return float("nan")
+    from scipy.stats import rankdata
+
+    concordant, pairs = 0.0, 0.0
+    for i, sick in enumerate(classes):  # label codes: a smaller code is sicker
+        for well in classes[i + 1:]:
+            a, b = distance[labels == sick], distance[labels == well]
+            ranks = rankdata(np.concatenate([a, b]))
+            u = ranks[:len(a)].sum() - len(a) * (len(a) + 1) / 2
+            concordant += u
+            pairs += len(a) * len(b)
+    return float(concordant / pairs)
+
+
+def spearman(x: np.ndarray, y: np.ndarray | None) -> float:
+    """Spearman's rho over the rows where both are finite (NaN under three such rows)."""
+    if y is None:
+        return float("nan")
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+        return float("nan")
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(x[ok], y[ok]).statistic)
+
+
+def death_concordance(distance: np.ndarray, facts: RowFacts) -> float:
+    """Harrell's C of the distance for death (NaN without follow-up or a death)."""
+    if facts.death_time is None or facts.death_event is None:
+        return float("nan")
+    from sphr.survival import c_index
+
+    time = np.asarray(facts.death_time, float)
+    ok = np.isfinite(time) & np.isfinite(distance)
+    return c_index(time[ok], np.asarray(facts.death_event, bool)[ok], distance[ok])
+
+
+def track_epoch(z_fit: np.ndarray, y_fit: np.ndarray, facts_fit: RowFacts | None,
+                z_val: np.ndarray, y_val: np.ndarray, facts_val: RowFacts | None
+                ) -> tuple[float, ...]:
+    """One model's :data:`TRACK_COLUMNS` for one epoch, from the fitting and validation rows'
+    embeddings and classes (the reference: the fitting rows' bona fide healthy)."""
+    reference = z_fit[np.asarray(y_fit) == BONA_FIDE_HEALTHY]
+    d_fit, d_val = health_distance(z_fit, reference), health_distance(z_val, reference)
+    facts_fit, facts_val = facts_fit or RowFacts(), facts_val or RowFacts()
+    return (severity_concordance(d_val, y_val), severity_concordance(d_fit, y_fit),
+            spearman(d_val, facts_val.age), spearman(d_fit, facts_fit.age),
+            death_concordance(d_fit, facts_fit))
