@@ -41,3 +41,27 @@ class SPHRNet(nn.Module):
     @property
     def prelus(self) -> list[nn.PReLU]:
         return [m for m in self.net if isinstance(m, nn.PReLU)]
+
+
+class SPHREnsemble(nn.Module):
+    """K SPHR networks trained from K seeds as one model (docs/METHODS.md, "SPHR's stability
+    from fit to fit", remedy R2): the embedding is the members' embeddings side by side, each
+    divided by sqrt(K), so a Euclidean distance in it is the root mean square of the members'
+    distances, and a coordinate-wise reference (a median) is the members' references side by
+    side."""
+
+    def __init__(self, members: list[SPHRNet]) -> None:
+        super().__init__()
+        if not members:
+            raise ValueError("an ensemble needs at least one member")
+        first = members[0]
+        if any((m.n_features, m.out) != (first.n_features, first.out) for m in members):
+            raise ValueError("ensemble members must have the same input and output widths")
+        self.members = nn.ModuleList(members)
+        self.n_features, self.dropout = first.n_features, first.dropout
+        self.out = first.out * len(members)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = float(len(self.members)) ** -0.5
+        return torch.cat([m(x) for m in self.members], dim=1) * scale
+

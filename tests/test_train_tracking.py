@@ -145,3 +145,47 @@ def test_tracking_reads_no_row_outside_training():
     assert np.array_equal(same.death_time, facts.death_time, equal_nan=True)
     assert np.array_equal(same.death_event, facts.death_event)
     assert row_facts(train).death_time is None
+
+
+def test_an_ensemble_embeds_its_members_side_by_side_and_its_distance_is_their_rms(tmp_path):
+    """Remedy R2: member 0 is the model trained alone with the same seed; the ensemble's
+    embedding is the members' side by side over sqrt(K); the health distance is the root mean
+    square of the members'; it survives a save and load."""
+    from sphr.models import SPHREnsemble
+    from sphr.train.model_io import embed, load_model, save_model
+    from sphr.train.trainer import member_seed
+
+    X, labels, augmented, triplets, _ = _data(300)
+    cfg = TrainConfig(epochs=2, batch_size=256, validation_size=0.2, device="cpu",
+                      checkpoint_every=0)
+    k = 3
+    ens = train_sphr(X, triplets, TrainConfig(**{**cfg.__dict__, "ensemble": k}),
+                     labels=labels, augmented=augmented)
+    assert isinstance(ens.model, SPHREnsemble) and ens.model.out == k * 32
+    assert [m["seed"] for m in ens.validation["members"]] == [member_seed(0, m)
+                                                               for m in range(k)]
+    alone = train_sphr(X, triplets, cfg, labels=labels, augmented=augmented)
+    z_alone = embed(alone.model, X, device="cpu")
+    members = [embed(m, X, device="cpu") for m in ens.model.members]
+    assert np.allclose(members[0], z_alone, atol=1e-5)  # a stack trains as alone
+    z = embed(ens.model, X, device="cpu")
+    assert np.allclose(z, np.concatenate(members, axis=1) / np.sqrt(k), atol=1e-6)
+    ref = labels == 2
+    d = health_distance(z, z[ref])
+    d_members = np.stack([health_distance(m, m[ref]) for m in members])
+    assert np.allclose(d, np.sqrt((d_members ** 2).mean(axis=0)), atol=1e-5)
+    save_model(ens.model, ens.config, [f"f{i}" for i in range(X.shape[1])], tmp_path)
+    assert np.array_equal(embed(load_model(tmp_path), X, device="cpu"), z)
+
+
+def test_the_same_seed_trains_the_same_ensemble_bit_for_bit():
+    from sphr.train.model_io import embed
+
+    X, labels, augmented, triplets, _ = _data(300)
+    cfg = TrainConfig(epochs=2, batch_size=256, validation_size=0.2, device="cpu",
+                      checkpoint_every=0, ensemble=2)
+    a = train_sphr(X, triplets, cfg, labels=labels, augmented=augmented)
+    b = train_sphr(X, triplets, cfg, labels=labels, augmented=augmented)
+    assert np.array_equal(embed(a.model, X, device="cpu"), embed(b.model, X, device="cpu"))
+    with pytest.raises(ConfigError, match="ensemble"):
+        TrainConfig(ensemble=0)

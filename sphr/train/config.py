@@ -55,6 +55,10 @@ class TrainConfig:
     #: validation rows' severity concordance; docs/METHODS.md, "SPHR's stability from fit
     #: to fit")
     selection: str = "loss"
+    #: K > 1: K seeds trained as one stack and saved as one model whose embedding is the
+    #: members' side by side (:class:`sphr.models.SPHREnsemble`; docs/METHODS.md, "SPHR's
+    #: stability from fit to fit")
+    ensemble: int = 1
     #: the compiled step's epoch as CUDA graph replays (:mod:`sphr.train.graph`); applies with
     #: ``compile`` and losses that are all pure
     cuda_graphs: str = "auto"
@@ -71,7 +75,8 @@ class TrainConfig:
         if self.cuda_graphs not in CUDA_GRAPHS:
             raise ConfigError(f"cuda_graphs must be one of {', '.join(CUDA_GRAPHS)}, "
                               f"got {self.cuda_graphs!r}")
-        for name in ("epochs", "batch_size", "lr_step", "out_dim", "steps_per_graph"):
+        for name in ("epochs", "batch_size", "lr_step", "out_dim", "steps_per_graph",
+                     "ensemble"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0 or not 0 < self.lr_gamma <= 1:

@@ -14,7 +14,7 @@ import torch
 from sphr.device import resolve_device
 from sphr.errors import InputError
 from sphr.io import write_bytes
-from sphr.models import SPHRNet
+from sphr.models import SPHREnsemble, SPHRNet
 
 MODEL_FILE = "model.pt"
 
@@ -27,9 +27,10 @@ def _config_dict(config: Any) -> dict[str, Any]:
     return dict(config)
 
 
-def save_model(model: SPHRNet, config: Any, feature_names: Sequence[str],
+def save_model(model: SPHRNet | SPHREnsemble, config: Any, feature_names: Sequence[str],
                path: str | Path) -> Path:
-    """Write ``{"state_dict", "config", "feature_names", "n_features"}`` atomically.
+    """Write ``{"state_dict", "config", "feature_names", "n_features"}`` atomically (an
+    ensemble adds ``members``, its member count).
 
     ``path`` is the file or a folder (then ``folder/model.pt``).
     """
@@ -43,6 +44,8 @@ def save_model(model: SPHRNet, config: Any, feature_names: Sequence[str],
            "config": _config_dict(config), "feature_names": names,
            "n_features": int(model.n_features), "out": int(model.out),
            "dropout": float(model.dropout)}
+    if isinstance(model, SPHREnsemble):
+        obj["members"] = len(model.members)
     buf = io.BytesIO()
     torch.save(obj, buf)
     return write_bytes(buf.getvalue(), path)
@@ -59,13 +62,24 @@ def load_checkpoint(path: str | Path) -> tuple[SPHRNet, dict[str, Any]]:
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
         state = obj["state_dict"]
-        n = int(obj.get("n_features") or state["net.0.weight"].shape[1])
-        out = int(obj.get("out") or state["net.6.weight"].shape[0])
-        net = SPHRNet(n, out=out, dropout=float(obj.get("dropout", 0.1)))
+        net = _network(obj, state)
         net.load_state_dict(state)
     except (KeyError, RuntimeError, TypeError, AttributeError) as exc:
         raise InputError(f"not an SPHR model file ({exc})", file=path) from exc
     return net.eval(), {k: v for k, v in obj.items() if k != "state_dict"}
+
+
+def _network(obj: dict[str, Any], state: dict[str, torch.Tensor]) -> SPHRNet | SPHREnsemble:
+    """An empty network of the saved shape: one SPHRNet, or an ensemble of ``members``."""
+    dropout = float(obj.get("dropout", 0.1))
+    members = int(obj.get("members") or 0)
+    if members:
+        n = int(obj["n_features"])
+        out = int(obj["out"]) // members
+        return SPHREnsemble([SPHRNet(n, out=out, dropout=dropout) for _ in range(members)])
+    n = int(obj.get("n_features") or state["net.0.weight"].shape[1])
+    out = int(obj.get("out") or state["net.6.weight"].shape[0])
+    return SPHRNet(n, out=out, dropout=dropout)
 
 
 def load_model(path: str | Path) -> SPHRNet:

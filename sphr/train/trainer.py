@@ -40,7 +40,7 @@ import torch
 from sphr.device import configure_threads, resolve_device
 from sphr.errors import ConfigError, InputError
 from sphr.losses import TripletObjective, build_loss, loss_parameters
-from sphr.models import HIDDEN, SPHRNet
+from sphr.models import HIDDEN, SPHREnsemble, SPHRNet
 from sphr.train import fused, graph
 from sphr.train.config import TrainConfig
 from sphr.train.selection import ValidationSplit, Validator, split_validation
@@ -63,7 +63,7 @@ EpochCallback = Callable[[int, list[float]], None]
 class TrainResult:
     """A trained model (CPU, eval mode), its per-epoch mean loss and how long it took."""
 
-    model: SPHRNet
+    model: SPHRNet | SPHREnsemble
     loss_curve: list[float]
     config: TrainConfig
     timings: dict[str, Any] = field(default_factory=dict)
@@ -668,8 +668,38 @@ def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None =
     config = config or TrainConfig()
     X, t, labels = _check_inputs(X, triplets, labels)
     ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else None
-    return _train_stack([TrainData(X, t, labels, augmented, facts)], [config], [0], ckpt, resume,
-                        on_epoch, retire=True)[0]
+    data = TrainData(X, t, labels, augmented, facts)
+    if config.ensemble > 1:
+        return _train_ensemble(data, config, ckpt, resume, on_epoch)
+    return _train_stack([data], [config], [0], ckpt, resume, on_epoch, retire=True)[0]
+
+
+def member_seed(seed: int, member: int) -> int:
+    """The seed of ensemble member ``member``: ``seed`` itself for member 0 (so member 0 is the
+    model trained alone), else the first 31-bit word of ``SeedSequence([seed, member])``."""
+    if member == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, member]).generate_state(1)[0] % 2**31)
+
+
+def _train_ensemble(data: TrainData, config: TrainConfig, ckpt: Path | None, resume: bool,
+                    on_epoch: EpochCallback | None) -> TrainResult:
+    """``config.ensemble`` members, one stack (they share the data and model selection's
+    validation split, and differ in initialization and batch order), as one
+    :class:`~sphr.models.SPHREnsemble`; curves and timings are member 0's, each member's
+    chosen epoch is in ``validation["members"]``."""
+    configs = [dataclasses.replace(config, ensemble=1, seed=member_seed(config.seed, m))
+               for m in range(config.ensemble)]
+    results = _train_stack([data], configs, [0] * len(configs), ckpt, resume, on_epoch,
+                           retire=True)
+    validation = dict(results[0].validation)
+    if validation:
+        validation["members"] = [
+            {"seed": c.seed, **{k: r.validation.get(k) for k in
+                                ("best_epoch", "epochs_run", "best_val_loss")}}
+            for c, r in zip(configs, results, strict=True)]
+    return dataclasses.replace(results[0], model=SPHREnsemble([r.model for r in results]),
+                               config=config, validation=validation)
 
 
 def train_many(X: np.ndarray, triplets: np.ndarray, configs: Sequence[TrainConfig], *,
