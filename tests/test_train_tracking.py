@@ -115,7 +115,8 @@ def test_the_severity_rule_on_a_constructed_sequence():
     params = [torch.zeros(1, 3)]
     severity = [0.6, 0.7, 0.65, 0.64, 0.9]
     stopped = None
-    for epoch, (value, loss) in enumerate(zip(severity, [5, 4, 1, 0.5, 0.1]), start=1):
+    losses = [5, 4, 1, 0.5, 0.1]
+    for epoch, (value, loss) in enumerate(zip(severity, losses, strict=True), start=1):
         params[0].fill_(float(epoch))
         if v.update(epoch, params, [(loss, 0.5, value, value, 0, 0, 0.5)]):
             stopped = epoch
