@@ -533,6 +533,38 @@ def tracking_markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: where the measured refit spread is kept for the report (package data of sphr.risk)
+SPREAD_FILE = REPO / "sphr" / "risk" / "refit_spread.json"
+
+
+def candidate_name(train: dict) -> str:
+    """The training settings a refit run changed, as the key of its spread (``default``:
+    the profile as it is)."""
+    return ",".join(f"{k}={train[k]}" for k in sorted(train)) or "default"
+
+
+def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
+    """Keep this run's refit spread of the default space's scores in ``path`` under its
+    profile and candidate (other entries kept), with the date, commit, command, n and
+    deaths; the report shows it beside SPHR's rows (sphr.risk.refits)."""
+    import datetime
+
+    from sphr.io import write_json
+
+    space = args.spaces.split(",")[0]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                            capture_output=True, text=True).stdout.strip() or None
+    held = json.loads(path.read_text()) if path.exists() else {}
+    entry = {"date": datetime.date.today().isoformat(), "commit": commit,
+             "command": "python benchmarks/real_nhanes.py " + " ".join(sys.argv[1:]),
+             "k": result["refits"]["k"], "folds": args.folds, "space": space,
+             "n": result["n"], "deaths": result["deaths"],
+             "spread": result["refits"]["spread"][space]}
+    held.setdefault(args.profile, {})[candidate_name(train_overrides(args.train))] = entry
+    write_json(held, path)
+    return entry
+
+
 def refit_markdown(refits: dict) -> str:
     """The refit table: per score and sex, mean, SD and min-max of the pooled C over refits,
     and the mean over folds of each fold's SD over refits."""
@@ -742,6 +774,9 @@ def main() -> None:
     parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE",
                         help="a training setting for every fold's SPHR fit, e.g. "
                              "selection=severity (docs/METHODS.md)")
+    parser.add_argument("--record-spread", action="store_true",
+                        help="with --refits: keep the refit spread in "
+                             f"{SPREAD_FILE.relative_to(REPO)} for the report")
     parser.add_argument("--refits", type=int, default=1, metavar="K",
                         help="fit each fold K times, refit r with seed refit_seed(--seed, r) (the "
                         "folds fixed; refit 0 = the run without it) and report each score's C "
@@ -800,6 +835,8 @@ def main() -> None:
             tracks.to_parquet(args.out / "tracking.parquet")
             result["tracking"] = tracking_summary(
                 tracks, heldout_fold_c(result["refits"], spaces[0], "sphr"))
+    if args.record_spread and "refits" in result:
+        record_spread(SPREAD_FILE, args, result)
     result["crossfit_s"] = round(time.perf_counter() - t0, 1)
     if args.main and not args.reuse:
         result.update(run_main(args.out, args.profile))

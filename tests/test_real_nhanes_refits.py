@@ -63,3 +63,45 @@ def test_refit_spread_reads_each_refit_and_each_fold():
         sub = base.loc[(base["sex"] == sex) & ((base["eid"] // 2) % 2 == 1)]
         assert per["c"][1][0] == pytest.approx(real_nhanes.plain_c(sub, "risk"), abs=1e-4)
         assert per["mean_fold_sd"] > 0
+
+
+def test_train_overrides_and_the_candidate_name():
+    over = real_nhanes.train_overrides(["selection=severity", "ensemble=5", "lr=0.001"])
+    assert over == {"selection": "severity", "ensemble": 5, "lr": 0.001}
+    assert real_nhanes.candidate_name(over) == "ensemble=5,lr=0.001,selection=severity"
+    assert real_nhanes.candidate_name({}) == "default"
+
+
+def test_record_spread_keeps_other_entries(tmp_path):
+    import argparse
+    import json
+
+    path = tmp_path / "spread.json"
+    path.write_text(json.dumps({"paper": {"default": {"k": 2}}}))
+    args = argparse.Namespace(spaces="marker,quantile", folds=5, profile="demo",
+                              train=["ensemble=5"])
+    spread = {"female": {"sphr": {"mean": 0.55, "sd": 0.01, "min": 0.54, "max": 0.56}}}
+    result = {"n": 10, "deaths": 2, "refits": {"k": 3, "spread": {"marker": spread}}}
+    entry = real_nhanes.record_spread(path, args, result)
+    held = json.loads(path.read_text())
+    assert held["paper"] == {"default": {"k": 2}}
+    assert held["demo"]["ensemble=5"] == entry
+    assert entry["spread"] == spread and entry["k"] == 3 and entry["space"] == "marker"
+
+
+def test_tracking_summary_splits_fits_by_whether_the_heldout_c_inverted():
+    rows = []
+    for fold, c in enumerate([0.45, 0.6, 0.7]):
+        for epoch in (1, 2, 3):
+            rows.append({"refit": 0, "fold": fold, "sex": "male", "epoch": epoch,
+                         "kept_epoch": 2, "val_loss": 1.0 / epoch,
+                         "val_severity_c": 0.8 + 0.01 * epoch, "fit_death_c": c + 0.01 * epoch})
+    tracks = pd.DataFrame(rows)
+    heldout = {(0, 0, "male"): 0.45, (0, 1, "male"): 0.6, (0, 2, "male"): 0.7}
+    out = real_nhanes.tracking_summary(tracks, heldout)
+    male = out["by_sex"]["male"]
+    assert male["n_fits"] == 3 and male["n_inverted"] == 1 and male["kept_epoch_mean"] == 2
+    assert male["inverted"]["fit_death_c@kept"] == pytest.approx(0.47)
+    assert male["not_inverted"]["fit_death_c@first"] == pytest.approx(0.66)
+    assert male["rho_with_heldout_c"]["fit_death_c@kept"] == pytest.approx(1.0)
+    assert "| male | 3 (1) | fit_death_c |" in real_nhanes.tracking_markdown(out)
