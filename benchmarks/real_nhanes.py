@@ -829,12 +829,12 @@ def main() -> None:
     if args.refits > 1:
         result["refits"] = refit_spread(runs, result["c_index"],
                                         fold_of(EXPORT, OUTCOMES, args.folds, args.seed), args.seed)
-    if args.refits > 1 and not args.absolute:
-        tracks = training_tracks(args.out, args.folds, args.refits)
-        if len(tracks):
-            tracks.to_parquet(args.out / "tracking.parquet")
-            result["tracking"] = tracking_summary(
-                tracks, heldout_fold_c(result["refits"], spaces[0], "sphr"))
+    tracks = training_tracks(args.out, args.folds, args.refits)
+    if len(tracks):  # one refit too: each fold's held-out C beside its training's tracking
+        per_fold = result.get("refits") or refit_spread(
+            runs, result["c_index"], fold_of(EXPORT, OUTCOMES, args.folds, args.seed), args.seed)
+        tracks.to_parquet(args.out / "tracking.parquet")
+        result["tracking"] = tracking_summary(tracks, heldout_fold_c(per_fold, spaces[0], "sphr"))
     if args.record_spread and "refits" in result:
         record_spread(SPREAD_FILE, args, result)
     result["crossfit_s"] = round(time.perf_counter() - t0, 1)
