@@ -2,8 +2,9 @@
 
     synth (sphr.synth): a data source beside real exports, rank 0 beside ingest; may import
       the catalog (sphr.data.fields, sphr.data.headers); no stage imports it
-    ingest (sphr.data) -> cohorts (sphr.cohorts) -> train (sphr.train, sphr.losses, sphr.models)
-      -> embed (sphr.baselines) -> evaluate (sphr.evaluate) | risk (sphr.risk) -> report (sphr.report)
+    ingest (sphr.data) -> cohorts (sphr.cohorts) -> train (sphr.train, sphr.losses,
+      sphr.models) -> embed (sphr.baselines) -> evaluate (sphr.evaluate) | risk (sphr.risk)
+      -> report (sphr.report)
     retrieval (sphr.retrieval): a separate branch; may import sphr.losses and sphr.models
     shared (sphr.io, layout, artifacts, errors, labels, device, plots, progress, profiles, survival,
     representation): importable by all, import no stage
@@ -16,7 +17,9 @@ string constants naming a ``sphr`` module (the lazy ``_LAZY`` maps of package
 stages. The Dagster package ``sphr_dagster`` has layers of its own (``DAGSTER_LAYERS``), and
 ``sphr`` never imports Dagster. No two modules of either package import each other, directly
 or through others (any import counts: function-level, ``TYPE_CHECKING``, lazy maps). Loading
-a fitted risk model (``sphr.risk.model``) imports nothing of the fit or the run directory. No
+a fitted risk model (the package ``sphr.risk.model``) imports nothing of the fit of a run, the
+stage's commands and reports, or the run directory; reading a saved model and scoring with it
+import nothing of the model's own fitting either. No
 function in either package is longer than ``MAX_FUNCTION_LINES`` (80).
 """
 
@@ -60,8 +63,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     # the evaluate and risk stages render their own report.html / report.pdf with the
     # report toolkit (templates, figures, colours, HTML -> PDF): the report step runs inside them
     ("sphr.evaluate.report", "sphr.report"): "evaluate renders evaluate/report.html itself",
+    # the risk report package (sphr.risk.report), module by module: its lazy map re-exports
+    # the toolkit's find_chromium / render_png, the rest render with the toolkit
     ("sphr.risk.report", "sphr.report"): "risk renders risk/report.html itself",
-    ("sphr.risk.absolute_report", "sphr.report"): "the risk report's absolute-risk section",
+    ("sphr.risk.report.assembly", "sphr.report"): "report.html's template, PDF and summary PNG",
+    ("sphr.risk.report.figures", "sphr.report"): "the risk report's figures",
+    ("sphr.risk.report.tables", "sphr.report"): "the risk report's tables",
+    ("sphr.risk.report.names", "sphr.report"): "the risk groups' colours (COLORS)",
+    ("sphr.risk.report.absolute", "sphr.report"): "the risk report's absolute-risk section",
 }
 
 
@@ -312,23 +321,52 @@ def test_the_circle_check_finds_constructed_circles(tmp_path, monkeypatch):
     assert import_circles(import_edges(modules)) == [["sphr.risk", "sphr.risk.c"]]
 
 
-#: what loading and applying a fitted risk model must never import: the fit, the stage's
-#: commands and reports, and the run directory's layout (it reads the model folder only)
+#: what loading and applying a fitted risk model must never import: the fit of a run, the
+#: stage's commands and reports (the package and each of its modules), and the run
+#: directory's layout (it reads the model folder only)
 NOT_IN_THE_MODEL_WALK: tuple[str, ...] = (
     "sphr.risk.fit", "sphr.risk.pipeline", "sphr.risk.apply", "sphr.risk.refresh",
     "sphr.risk.report", "sphr.risk.commands", "sphr.artifacts", "sphr.layout",
     "sphr.baselines.pipeline")
+#: the fitted model's own fitting, which reading a saved model and scoring with it never import
+MODEL_FITTING: tuple[str, ...] = ("sphr.risk.model.fitting", "sphr.risk.model.estimator")
 
 
-def test_the_fitted_risk_model_imports_no_fit_and_no_run_layout():
-    edges = import_edges(MODULES)
-    seen, todo = set(), ["sphr.risk.model"]
+def imported_by(start: str, edges: Mapping[str, set[str]]) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen, todo = set(), [start]
     while todo:
         for dst in edges[todo.pop()] - seen:
             seen.add(dst)
             todo.append(dst)
-    assert not seen & set(NOT_IN_THE_MODEL_WALK), sorted(seen & set(NOT_IN_THE_MODEL_WALK))
-    assert {"sphr.representation", "sphr.risk.spaces", "sphr.train.embedding"} <= seen
+    return seen
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_the_fitted_risk_model_imports_no_fit_and_no_run_layout():
+    seen = imported_by("sphr.risk.model", import_edges(MODULES))
+    bad = sorted(m for m in seen if _under(m, NOT_IN_THE_MODEL_WALK))
+    assert not bad, bad
+    assert {"sphr.representation", "sphr.risk.spaces", "sphr.train.embedding",
+            "sphr.risk.model.fitting", "sphr.risk.model.persistence"} <= seen
+
+
+def test_reading_and_scoring_a_saved_model_import_none_of_its_fitting():
+    edges = import_edges(MODULES)
+    for start in ("sphr.risk.model.persistence", "sphr.risk.model.scoring"):
+        seen = imported_by(start, edges)
+        bad = sorted(m for m in seen if _under(m, (*MODEL_FITTING, *NOT_IN_THE_MODEL_WALK)))
+        assert not bad, (start, bad)
+        assert "sphr.risk.model.methods" in seen
+
+
+def test_the_model_walk_sees_a_report_module():
+    """A module under sphr.risk.report counts as the report (the package has many)."""
+    assert _under("sphr.risk.report.figures", NOT_IN_THE_MODEL_WALK)
+    assert not _under("sphr.risk.reporting", NOT_IN_THE_MODEL_WALK)
 
 
 # ----------------------------------------------------------------------------- the Dagster package
@@ -461,7 +499,8 @@ def test_the_length_check_finds_a_long_function(tmp_path):
     (tmp_path / "sphr").mkdir()
     (tmp_path / "sphr_dagster").mkdir()
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))
-    (tmp_path / "sphr" / "m.py").write_text(f"def short():\n{body}\n\ndef long():\n{body}    return 1\n")
+    (tmp_path / "sphr" / "m.py").write_text(
+        f"def short():\n{body}\n\ndef long():\n{body}    return 1\n")
     assert long_functions(tmp_path) == {"sphr/m.py:long": MAX_FUNCTION_LINES + 1}
 
 

@@ -88,7 +88,8 @@ def test_paper_mode_known_answer():
 
 
 def test_paper_mode_degenerate_interval_is_swapped():
-    model = DistanceModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(_bfh(100 - SQUARES))
+    model = DistanceModel("raw_euclidean", "paper", ["a"], min_group_size=2).fit(
+        _bfh(100 - SQUARES))
     iv = model.intervals("46-50")  # d(P2.5) = 70.25 > d(P97.5) = 24.75
     assert (iv.normal_low, iv.normal_high) == pytest.approx((24.75, 70.25))
     assert "normal_swapped" in iv.repairs
@@ -411,6 +412,74 @@ def test_risk_model_fit_save_load_score_reproduces_the_fitted_rows(run_dir, tmp_
     assert tree_sha256(tmp_path / "again") == tree_sha256(tmp_path / "model")
 
 
+def test_the_fit_of_a_sex_returns_what_it_fitted(run_dir):
+    """SexFit returns the fitted methods, skips and rows (it holds no model to write into);
+    SexModel.fit keeps what it returned, and fitting twice gives the same rows."""
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.fit import age_groups, read_inputs
+    from sphr.risk.model import SexModel
+    from sphr.risk.model.fitting import FittedSex, SexFit
+
+    methods = ("raw_euclidean", "mahalanobis", "phenoage")
+    config = RiskConfig(methods=methods, n_bootstrap=10, n_bootstrap_linked=10, device="cpu")
+    inputs, groups = read_inputs(run_dir, "female", config), age_groups(run_dir)
+    fitted = SexFit("female", inputs, config, groups).run()
+    assert isinstance(fitted, FittedSex) and tuple(fitted.methods) == methods
+    assert set(fitted.rows["method"]) == set(methods) and fitted.marker_scaler is not None
+    model = SexModel("female").fit(inputs, config, groups)
+    assert tuple(model.methods_) == methods and model.skipped_ == fitted.skipped
+    assert model.unscored_ == fitted.unscored and set(model.absolute_) == set(fitted.absolute)
+    pd.testing.assert_frame_equal(model.rows_, fitted.rows)
+
+
+def test_a_saved_method_entry_states_its_kind_else_its_keys_imply_it():
+    from sphr.risk.model.methods import DISTANCE, KINDS, PHENOAGE, SUPERVISED, method_kind
+
+    assert KINDS == (DISTANCE, PHENOAGE, SUPERVISED)
+    # as written since entries state it: the statement wins over the keys
+    assert method_kind({"kind": "supervised", "modes": {}, "space": {}}) == SUPERVISED
+    assert method_kind({"kind": "distance", "modes": {}, "input": "quantile"}) == DISTANCE
+    # saved before: the old guess from the keys
+    assert method_kind({"modes": {}, "input": "marker", "space": {}}) == DISTANCE
+    assert method_kind({"modes": {}, "score": "x", "phenoage_line": [1.0, 0.5]}) == PHENOAGE
+    assert method_kind({"modes": {}, "uses_outcome": True, "supervised": {}}) == SUPERVISED
+
+
+def test_saved_methods_state_their_kind_and_a_model_saved_without_loads(risk_out, run_dir,
+                                                                         tmp_path):
+    """Every method entry of risk_model.json states its kind; the same model with the kinds
+    taken out (as saved before they were written) loads into the same methods and scores
+    everyone alike; an unknown kind is one clear error naming the entry."""
+    import shutil
+
+    from sphr.io import read_json, write_json
+    from sphr.risk.model import KINDS, RiskModel
+
+    spec = read_json(risk_out / "model" / "risk_model.json")
+    kinds = {(sex, name): entry["kind"] for sex, s in spec["sexes"].items()
+             for name, entry in s["methods"].items()}
+    assert set(kinds.values()) <= set(KINDS) and {"distance", "phenoage"} <= set(kinds.values())
+    old = tmp_path / "old"
+    shutil.copytree(risk_out / "model", old)
+    for s in spec["sexes"].values():
+        for entry in s["methods"].values():
+            del entry["kind"]
+    write_json(spec, old / "risk_model.json")
+    current = RiskModel.load(risk_out / "model", device="cpu")
+    before = RiskModel.load(old, device="cpu")
+    for (sex, name), kind in kinds.items():
+        a, b = current.sexes_[sex].methods_[name], before.sexes_[sex].methods_[name]
+        assert type(a) is type(b) and a.kind == b.kind == kind
+        assert getattr(a, "about", None) == getattr(b, "about", None)
+    baseline = pd.read_parquet(run_dir / "ingest" / "baseline.parquet")
+    pd.testing.assert_frame_equal(before.score(baseline).rows, current.score(baseline).rows)
+    spec["sexes"]["female"]["methods"]["raw_euclidean"]["kind"] = "quantum"
+    write_json(spec, old / "risk_model.json")
+    with pytest.raises(InputError, match="quantum") as err:
+        RiskModel.load(old, device="cpu")
+    assert err.value.field == "methods.raw_euclidean.kind"
+
+
 @pytest.fixture(scope="module")
 def small_cohort():
     from sphr.synth.cohort import generate_cohort
@@ -559,9 +628,9 @@ def test_sphr_variant_references_see_only_training_bfh(run_dir):
 
 
 def test_report_writes_paths_relative_to_the_run():
-    from sphr.risk.report import _relative
+    from sphr.risk.report.tables import relative
 
-    assert _relative("missing /data/run7/cohorts/male/x.parquet", "/data/run7") == \
+    assert relative("missing /data/run7/cohorts/male/x.parquet", "/data/run7") == \
         "missing cohorts/male/x.parquet"
-    assert _relative("in /data/run7", "/data/run7") == "in ."
-    assert _relative("no path here", "") == "no path here"
+    assert relative("in /data/run7", "/data/run7") == "in ."
+    assert relative("no path here", "") == "no path here"

@@ -38,7 +38,7 @@ from sphr.risk.absolute import shipped
 from sphr.risk.config import ON_DRIFT, REANCHOR_MIN_BFH, RiskConfig
 from sphr.risk.drift import drift_line, drift_table, summarize
 from sphr.risk.model import RiskModel
-from sphr.risk.pages import render_page
+from sphr.risk.report.pages import render_page
 
 
 class DriftError(InputError):

@@ -53,11 +53,13 @@ def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
                         row.update(n_bfh=st["n_bfh"], n_reference=st["n_reference"],
                                    pooled_groups=" ".join(st["pooled_groups"]))
                     if std:
-                        row.update(score_center=std["center"][group], score_scale=std["scale"][group],
+                        row.update(score_center=std["center"][group],
+                                   score_scale=std["scale"][group],
                                    standardized_on=" ".join(std["pooled_groups"][group]))
                     if mode == "calibrated":
                         c, sc = std["center"][group], std["scale"][group]
-                        row.update(normal_low=np.nan, normal_high=c + sc * bounds["normal"]["value"],
+                        row.update(normal_low=np.nan,
+                                   normal_high=c + sc * bounds["normal"]["value"],
                                    lower_low=np.nan, lower_high=c + sc * bounds["lower"]["value"],
                                    n_calibration_bfh=bounds["normal"]["n"],
                                    z_normal=bounds["normal"]["value"],
@@ -210,7 +212,8 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
             write_parquet(validation, stage / "validation.parquet")
             write_parquet(correlation, stage / "time_correlation.parquet")
             write_parquet(discrimination, stage / "discrimination.parquet")
-            write_text(validation_markdown(validation, correlation, config), stage / "validation.md")
+            write_text(validation_markdown(validation, correlation, config),
+                       stage / "validation.md")
         for name, table in linked.items():
             write_parquet(table, stage / f"linked_{name}.parquet")
         if candidates is not None:
@@ -246,11 +249,11 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
 def _absolute_eval(run: Path, candidates: pd.DataFrame | None, config: RiskConfig
                    ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
     """(outcomes, metrics, deciles) of the absolute-risk candidates on the test partition
-    (:mod:`sphr.risk.absolute_report`); Nones without candidates or linked outcomes."""
+    (:mod:`sphr.risk.report.absolute`); Nones without candidates or linked outcomes."""
     path = ingest_dir(run) / "outcomes.parquet"
     if candidates is None or candidates.empty or not path.exists():
         return None, None, None
-    from sphr.risk.absolute_report import absolute_tables
+    from sphr.risk.report.absolute import absolute_tables
 
     outcomes = pd.read_parquet(path)
     return (outcomes, *absolute_tables(candidates, outcomes, config))
@@ -266,7 +269,8 @@ def run_risk(run: str | Path, out: str | Path | None = None, config: RiskConfig 
     config.check()
     sexes = [s for s in config.sexes if (cohort_dir(run, s) / "train.parquet").exists()]
     if not sexes:
-        raise InputError("no cohorts/<sex>/train.parquet (run `sphr cohorts`)", file=run / "cohorts")
+        raise InputError("no cohorts/<sex>/train.parquet (run `sphr cohorts`)",
+                         file=run / "cohorts")
     for sex in sexes:
         risk_for_sex(run, sex, out / sex, config)
     return merge_risk(run, [out / s for s in sexes], out, config)

@@ -51,6 +51,7 @@ from sphr.risk.calibration import AgeStandardizer, CalibratedBounds
 from sphr.risk.comparators import ScoreModel
 from sphr.risk.config import REANCHOR_ALL_PARTS, REANCHOR_MIN_BFH, REANCHOR_PARTS
 from sphr.risk.model import DistanceMethod, RiskModel, ScoreMethod, SexModel
+from sphr.risk.model.scoring import new_people
 from sphr.risk.population import PopulationSummary
 
 #: every part re-anchoring can refit (module docstring)
@@ -116,7 +117,7 @@ def _forms(model: SexModel, rows: pd.DataFrame, age_groups: tuple[tuple[int, int
            ) -> tuple[Any, dict[str, pd.DataFrame]]:
     """(the people as the model's methods read them, {"quantile", "marker"} cohort frames
     with ``label``, ``augmented`` and ``age_years``)."""
-    people = model._new_people(rows, rows, age_groups, {}, None)
+    people = new_people(model, rows, rows, age_groups, {}, None)
     extra = {"label": people.labels, "augmented": False, "age_years": rows["age"].to_numpy(float)}
     forms = {"quantile": people.normalized.assign(**extra)}
     if model.marker_scaler_ is not None:

@@ -36,7 +36,7 @@ from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.risk.drift import drift_line, drift_table
 from sphr.risk.model import RiskModel, find_model_dir
-from sphr.risk.pages import render_page
+from sphr.risk.report.pages import render_page
 
 HEADLINE = (("sphr", "calibrated"), ("mahalanobis", "calibrated"), ("raw_euclidean", "calibrated"))
 INDEX = "index.json"
