@@ -634,3 +634,17 @@ def test_report_writes_paths_relative_to_the_run():
         "missing cohorts/male/x.parquet"
     assert relative("in /data/run7", "/data/run7") == "in ."
     assert relative("no path here", "") == "no path here"
+
+
+def test_the_fitted_model_names_the_shipped_sphr_score(risk_out):
+    """risk_model.json records which method is the shipped SPHR score and how its network
+    was trained (here a test network of no profile, so no spread), and a saved model keeps
+    it through sphr score's load."""
+    from sphr.io import read_json
+    from sphr.risk.model import RiskModel
+
+    spec = read_json(risk_out / "model" / "risk_model.json")
+    assert spec["shipped_sphr"] == "sphr_joint"
+    assert spec["sphr_refits"]["spread"] is None
+    assert RiskModel.load(risk_out / "model").sphr_["shipped_sphr"] == "sphr_joint"
+    assert "How far one SPHR fit can be trusted" in (risk_out / "report.html").read_text()

@@ -83,7 +83,24 @@ def report_page(report: dict[str, Any], table: pd.DataFrame) -> tuple[str, str]:
               ("table", pd.DataFrame([{"sex": s, **{k: v for k, v in r.items()
                                                      if isinstance(v, int)}}
                                       for s, r in report["sexes"].items()]))]
-    return render_page(blocks, "Risk scores")
+    return render_page(blocks + _sphr_blocks(report.get("sphr")), "Risk scores")
+
+
+def _sphr_blocks(record: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """Which SPHR score ships and its measured refit spread (:mod:`sphr.risk.refits`)."""
+    from sphr.risk.refits import SPHR_METHODS
+    from sphr.risk.report.trust import sphr_trust, spread_table
+
+    shipped = (record or {}).get("shipped_sphr")
+    trust = sphr_trust(record, [shipped] if shipped in SPHR_METHODS else [])
+    if trust is None:
+        return []
+    blocks: list[tuple[str, Any]] = [("h2", "How far one SPHR fit can be trusted"),
+                                     ("p", trust["sentence"])]
+    entry = record.get("spread") if record else None
+    if entry:
+        blocks.append(("table", spread_table(entry["spread"], record.get("shipped_sphr"))))
+    return blocks
 
 
 def run_score(model: str | Path, export: str | Path, out: str | Path, *,
@@ -111,6 +128,7 @@ def run_score(model: str | Path, export: str | Path, out: str | Path, *,
         baseline, source=export, allow_out_of_range=allow_out_of_range, impute=impute)
     config = fitted.config or RiskConfig()
     report["drift"] = verdict
+    report["sphr"] = fitted.sphr_
     if reanchor:
         role = scorer.roles_.set_index("eid")["role"]
         rows["partition"] = role.reindex(rows["eid"]).fillna("scored only").to_numpy()

@@ -19,7 +19,7 @@ import pandas as pd
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.labels import SEX_CODE
-from sphr.layout import cohort_dir, ingest_dir, risk_dir
+from sphr.layout import cohort_dir, ingest_dir, risk_dir, train_dir
 from sphr.risk.absolute import shipped
 from sphr.risk.config import RiskConfig
 from sphr.risk.fit import fit_run
@@ -111,6 +111,7 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
     followup_path = ingest_dir(run) / "followup.parquet"
     fitted = fit_run(run, config, (sex,))
     rows = fitted.rows_
+    fitted.sphr_ = sphr_of(run, [sex], rows)
     with staged_outputs(out) as stage:
         spec = read_json(fitted.save(stage / "model"))
         skipped, unscored = fitted.skipped_, fitted.unscored_
@@ -138,6 +139,16 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
                    "validation": followup_path.exists()}
         write_json(summary, stage / "risk_report.json")
     return summary
+
+
+def sphr_of(run: Path, sexes: list[str], rows: pd.DataFrame) -> dict[str, Any]:
+    """The shipped SPHR score and its measured refit spread for the SPHR models the run's
+    ``sexes`` were trained with (:func:`sphr.risk.refits.sphr_record`)."""
+    from sphr.risk.refits import sphr_record
+
+    reports = [read_json(p) for sex in sexes
+               if (p := train_dir(run, sex) / "train_report.json").exists()]
+    return sphr_record(reports, sorted(rows["method"].unique().tolist()))
 
 
 #: the linked-outcome tables of :func:`sphr.risk.linked.linked_validation`
@@ -194,6 +205,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
     sexes = list(model.sexes_)
     rows, thresholds, normal_share = (concat("risk_groups.parquet"), concat("thresholds.parquet"),
                                       concat("heldout_bfh.parquet"))
+    model.sphr_ = sphr_of(run, sexes, rows)
     validation, correlation = concat("validation.parquet"), concat("time_correlation.parquet")
     discrimination = concat("discrimination.parquet")
     if discrimination is not None:  # one family of comparisons over both sexes
@@ -229,7 +241,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
                    "methods": sorted(rows["method"].unique().tolist()),
                    "modes": sorted(rows["mode"].unique().tolist()),
                    "skipped": spec["skipped"], "unscored": spec["unscored"],
-                   "validate_on": "test",
+                   "validate_on": "test", "sphr": model.sphr_,
                    "validation": validation is not None, "linked_outcomes": bool(linked),
                    "min_group_size": spec["config"]["min_group_size"],
                    "heldout_bfh_normal_share": {

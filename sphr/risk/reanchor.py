@@ -197,6 +197,7 @@ def reanchor(model: RiskModel, baseline: pd.DataFrame, *,
     out = RiskModel(model.config, model.age_groups)
     out._init_fitted(model.version_)
     out.skipped_, out.unscored_ = dict(model.skipped_), dict(model.unscored_)
+    out.sphr_ = dict(model.sphr_)  # re-anchoring refits no SPHR: its record holds
     counts, role_frames = {}, []
     for k, (sex, sex_model) in enumerate(model.sexes_.items()):
         out.sexes_[sex], counts[sex], frame = reanchor_sex(

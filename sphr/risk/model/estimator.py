@@ -154,6 +154,8 @@ class RiskModel:
         self.skipped_: dict[str, str] = {}
         self.unscored_: dict[str, dict[str, Any]] = {}
         self.version_, self.path_ = version, None
+        #: the shipped SPHR score and its measured refit spread (sphr.risk.refits.sphr_record)
+        self.sphr_: dict[str, Any] = {}
 
     def fit(self, inputs: Sequence[CohortInputs]) -> RiskModel:
         """Fit each sex of ``inputs`` (one :class:`CohortInputs` per sex)."""
@@ -181,7 +183,9 @@ class RiskModel:
         sexes = {sex: m.save(directory / sex) for sex, m in self.sexes_.items()}
         spec = {"version": self.version_, "age_groups": [list(g) for g in self._groups],
                 "config": dataclasses.asdict(self.config or RiskConfig()), "sexes": sexes,
-                "skipped": self.skipped_, "unscored": self.unscored_}
+                "skipped": self.skipped_, "unscored": self.unscored_,
+                "shipped_sphr": self.sphr_.get("shipped_sphr"),
+                "sphr_refits": {k: v for k, v in self.sphr_.items() if k != "shipped_sphr"}}
         return write_json(spec, directory / MODEL_FILE)
 
     @classmethod
@@ -197,6 +201,7 @@ class RiskModel:
             model.sexes_[sex] = SexModel.load(directory / sex, sex_spec, device or config.device)
         model.skipped_ = dict(spec.get("skipped", {}))
         model.unscored_ = dict(spec.get("unscored", {}))
+        model.sphr_ = {"shipped_sphr": spec.get("shipped_sphr"), **spec.get("sphr_refits", {})}
         model.path_ = directory
         return model
 
@@ -212,6 +217,7 @@ class RiskModel:
             out.sexes_.update(m.sexes_)
             out.skipped_.update(m.skipped_)
             out.unscored_.update(m.unscored_)
+        out.sphr_ = dict(models[0].sphr_)
         return out
 
     def score(self, baseline: pd.DataFrame, *, source: str | Path | None = None,

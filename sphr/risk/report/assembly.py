@@ -59,6 +59,7 @@ from sphr.risk.report.tables import (
     thresholds_tables,
     unscored_table,
 )
+from sphr.risk.report.trust import sphr_trust, with_refit_sd
 from sphr.risk.validation import higher_vs_normal, wide_table
 
 log = logging.getLogger(__name__)
@@ -179,7 +180,10 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
         if has_linked else None,
         "central": central, "forest": forest_plot(discrimination) if has_disc else None,
         "unscored": table(unscored_table(summary)) if summary.get("unscored") else None,
-        "linked_tables": [(name.replace("_", " "), table(frame, "{:.3g}"))
+        "sphr_trust": sphr_trust(summary.get("sphr"), sorted(rows["method"].unique())),
+        "linked_tables": [(name.replace("_", " "),
+                           table(with_refit_sd(frame, summary.get("sphr"))
+                                 if name == "discrimination" else frame, "{:.3g}"))
                           for name, frame in (linked or {}).items()
                           if name != "cumulative_incidence" and frame is not None and len(frame)],
         "followup_figs": _followup_figures(rows, fu, sexes), "followup_given": fu is not None,

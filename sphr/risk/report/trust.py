@@ -1,0 +1,86 @@
+"""The report's "How far one SPHR fit can be trusted" block: which SPHR score ships and the
+refit spread measured for the way its network was trained (:mod:`sphr.risk.refits`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from sphr.report import table
+from sphr.risk.report.names import method_name
+
+SEX_NAMES: dict[str, str] = {"female": "women", "male": "men"}
+#: where the study behind the spread is written up
+STUDY = "docs/notes/SPHR_RISK.md"
+
+
+def _cell(v: dict[str, float] | None) -> str:
+    if not v:
+        return "-"
+    return f"{v['mean']:.3f}, SD {v['sd']:.3f} [{v['min']:.3f}-{v['max']:.3f}]"
+
+
+def spread_table(spread: dict[str, dict[str, dict[str, float]]], shipped: str | None
+                 ) -> pd.DataFrame:
+    """One row per method of the recorded spread (the shipped SPHR score first, the raw
+    distance, the yardstick, last), one column per sex: mean, SD and min-max of the pooled
+    death C over refits."""
+    methods = list(dict.fromkeys(m for by in spread.values() for m in by))
+    methods.sort(key=lambda m: (m != shipped, m == "raw_euclidean", m))
+    rows = []
+    for m in methods:
+        name = method_name(m) + (" (shipped)" if m == shipped and "shipped" not in
+                                 method_name(m) else "")
+        rows.append({"method": name, **{f"{SEX_NAMES.get(s, s)}: C over refits": _cell(by.get(m))
+                                        for s, by in spread.items()}})
+    return pd.DataFrame(rows)
+
+
+def refit_sd(record: dict[str, Any] | None) -> dict[tuple[str, str], float]:
+    """(sex, method) -> the measured refit SD of the death C (empty when not measured)."""
+    spread = ((record or {}).get("spread") or {}).get("spread") or {}
+    return {(sex, m): v["sd"] for sex, by in spread.items() for m, v in by.items()}
+
+
+def sphr_trust(record: dict[str, Any] | None, methods: list[str]) -> dict[str, Any] | None:
+    """The block's sentence and table; None when no SPHR score is in the report."""
+    from sphr.risk.refits import SPHR_METHODS
+
+    if not record or not any(m in SPHR_METHODS for m in methods):
+        return None
+    shipped = record.get("shipped_sphr")
+    training = record.get("training") or {}
+    profile, candidate = training.get("profile"), training.get("candidate")
+    how = (f"the {profile} profile" if profile else "training settings of no profile") + \
+        ("" if candidate in (None, "default") else f" with {candidate}")
+    first = (f"The shipped SPHR score is {method_name(shipped)}." if shipped else
+             "The shipped SPHR score was not computed in this run.")
+    entry = record.get("spread")
+    if not entry:
+        return {"sentence": f"{first} Its refit spread has not been measured for {how}: how far "
+                            f"one fit of SPHR can be trusted is not known here ({STUDY}).",
+                "table": None}
+    sentence = (
+        f"{first} SPHR changes from fit to fit. On the development set ({entry['n']:,} "
+        f"people, {entry['deaths']:,} deaths) every person was scored by a model fitted "
+        f"without them, {entry['k']} times with other seeds ({entry['folds']}-fold "
+        f"cross-fit, {how}, {entry['space']} space): the table gives each score's Harrell's C "
+        f"for death over those refits, mean, SD and range. A score whose range straddles 0.5 "
+        f"can rank death one way in one fit and the other way in the next. Measured "
+        f"{entry['date']} at {entry['commit']} by \"{entry['command']}\" ({STUDY}).")
+    return {"sentence": sentence,
+            "table": table(spread_table(entry["spread"], shipped))}
+
+
+def with_refit_sd(frame: pd.DataFrame, record: dict[str, Any] | None) -> pd.DataFrame:
+    """A linked-records table with a column of the measured refit SD of the death C beside
+    each SPHR row (blank elsewhere); unchanged when nothing was measured."""
+    sds = refit_sd(record)
+    if not sds or not {"sex", "method"} <= set(frame.columns):
+        return frame
+    out = frame.copy()
+    out["refit SD of death C (development set)"] = [
+        sds.get((str(s), str(m)), float("nan")) for s, m in zip(out["sex"], out["method"],
+                                                                 strict=True)]
+    return out

@@ -1,0 +1,70 @@
+"""Which SPHR score ships and its measured refit spread: the fitted model records both, the
+report shows them (sphr.risk.refits, sphr.risk.report.trust)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from sphr.risk.refits import candidate_of, profile_of, sphr_record
+from sphr.risk.report.trust import sphr_trust, with_refit_sd
+from sphr.train import TrainConfig
+
+ENTRY = {"date": "2026-11-27", "commit": "abc1234", "command": "python benchmarks/x.py",
+         "k": 3, "folds": 5, "space": "marker", "n": 4806, "deaths": 496,
+         "spread": {"female": {"sphr": {"mean": 0.54, "sd": 0.013, "min": 0.53, "max": 0.55},
+                               "sphr_joint": {"mean": 0.56, "sd": 0.016, "min": 0.55,
+                                              "max": 0.58},
+                               "raw_euclidean": {"mean": 0.65, "sd": 0.012, "min": 0.64,
+                                                 "max": 0.66},
+                               "phenoage": {"mean": 0.65, "sd": 0.006, "min": 0.65,
+                                            "max": 0.66}},
+                    "male": {"sphr_joint": {"mean": 0.53, "sd": 0.011, "min": 0.52,
+                                            "max": 0.54}}}}
+
+
+def test_the_profile_and_candidate_of_a_saved_training_config():
+    demo = TrainConfig.profile("demo", seed=7, device="cpu", threads=1).to_dict()
+    assert profile_of(demo) == "demo" and candidate_of(demo) == "default"
+    paper = TrainConfig.profile("paper", ensemble=5).to_dict()
+    assert profile_of(paper) == "paper" and candidate_of(paper) == "ensemble=5"
+    both = TrainConfig.profile("demo", ensemble=3, selection="severity").to_dict()
+    assert candidate_of(both) == "ensemble=3,selection=severity"
+    assert profile_of(TrainConfig.profile("demo", epochs=3).to_dict()) is None
+
+
+def test_sphr_record_takes_the_spread_measured_for_the_models_training(tmp_path):
+    path = tmp_path / "refit_spread.json"
+    path.write_text(json.dumps({"demo": {"default": ENTRY}}))
+    demo = {"config": TrainConfig.profile("demo").to_dict()}
+    rec = sphr_record([demo, demo], ["raw_euclidean", "sphr", "sphr_joint", "phenoage"], path)
+    assert rec["shipped_sphr"] == "sphr_joint"
+    assert rec["training"] == {"profile": "demo", "candidate": "default"}
+    # SPHR's methods and the raw distance only; PhenoAge is not SPHR's business
+    assert set(rec["spread"]["spread"]["female"]) == {"sphr", "sphr_joint", "raw_euclidean"}
+    paper = {"config": TrainConfig.profile("paper").to_dict()}
+    assert sphr_record([paper], ["sphr_joint"], path)["spread"] is None  # not measured
+    mixed = sphr_record([demo, paper], ["sphr"], path)
+    assert mixed["training"]["profile"] is None and mixed["shipped_sphr"] is None
+    assert sphr_record([demo], ["sphr"], tmp_path / "absent.json")["spread"] is None
+
+
+def test_the_report_block_names_the_shipped_score_and_its_spread():
+    rec = {"shipped_sphr": "sphr_joint", "training": {"profile": "demo", "candidate": "default"},
+           "spread": ENTRY}
+    block = sphr_trust(rec, ["raw_euclidean", "sphr_joint"])
+    assert "SPHR + markers" in block["sentence"] and "4,806 people" in block["sentence"]
+    assert "0.560, SD 0.016 [0.550-0.580]" in block["table"]
+    assert "python benchmarks/x.py" in block["sentence"]
+    unmeasured = sphr_trust({**rec, "spread": None}, ["sphr_joint"])
+    assert "not been measured for the demo profile" in unmeasured["sentence"]
+    assert unmeasured["table"] is None
+    assert sphr_trust(rec, ["raw_euclidean"]) is None  # no SPHR score in the report
+    frame = pd.DataFrame({"sex": ["female", "female", "male"],
+                          "method": ["sphr_joint", "mahalanobis", "sphr_joint"], "c": [1, 2, 3]})
+    out = with_refit_sd(frame, rec)
+    col = "refit SD of death C (development set)"
+    assert out[col].iloc[0] == 0.016 and np.isnan(out[col].iloc[1]) and out[col].iloc[2] == 0.011
+    assert with_refit_sd(frame, {**rec, "spread": None}).equals(frame)
