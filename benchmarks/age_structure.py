@@ -1,6 +1,6 @@
 """Age structure of the classes: real people (the NHANES development set) beside the worlds.
 
-Companion of ``benchmarks/sphr_age.py`` (docs/SPHR_AGE.md, "Real people vs the synthetic
+Companion of ``benchmarks/sphr_age.py`` (docs/notes/SPHR_AGE.md, "Real people vs the synthetic
 worlds"). SPHR's score runs against age and death in both synthetic worlds but not on the
 development set; this benchmark asks whether the generator's age structure differs from
 real people's. It reads finished runs (``NAME=RUN``; a run of the main command: its

@@ -1,6 +1,6 @@
 """Real people: do single-visit health scores rank later deaths? (NHANES 1999-2000).
 
-The study behind ``benchmarks/nhanes_mortality.py`` (docs/NHANES.md), kept beside it and out
+The study behind ``benchmarks/nhanes_mortality.py`` (docs/notes/NHANES.md), kept beside it and out
 of the library: no stage uses it. An adapter, not a UK Biobank stage: the vendored file (``sphr/data/real``, see its
 README) has the nine PhenoAge markers, age, sex and linked all-cause mortality of
 4,086 US adults, but no condition answers, so there are no apparently healthy /

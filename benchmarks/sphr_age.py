@@ -1,6 +1,6 @@
 """Why SPHR's risk score runs against age: each candidate cause measured on a world run.
 
-In the world tables (docs/WORLDS.md, docs/WORLDS_PAPER.md) the SPHR score's time-dependent
+In the world tables (docs/notes/WORLDS.md, docs/notes/WORLDS_PAPER.md) the SPHR score's time-dependent
 AUROC for death and cardiovascular disease falls below 0.5 while every other distance stays
 above it. This benchmark reads a finished run whose export has its truth file (the
 generator's true hazards) and measures, on the held-out test people of each sex:

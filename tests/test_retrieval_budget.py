@@ -1,5 +1,6 @@
-"""Issue 18: budget-scaled schedules, AutoMargin warm-up, the collapse monitor, OCAM's S-bit heads,
-best-epoch selection and the comparison's selection / margin / collapse table."""
+"""Retrieval at a reduced budget: budget-scaled schedules, AutoMargin warm-up, the collapse
+monitor, OCAM's S-bit heads, best-epoch selection and the comparison's selection / margin /
+collapse table (docs/notes/RETRIEVAL.md)."""
 
 from __future__ import annotations
 

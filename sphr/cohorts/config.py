@@ -46,7 +46,7 @@ class CohortConfig:
     augment: str = "independent"
     n_triplets: int = 100_000
     balanced_triplets: bool = False
-    #: positive and negative from the anchor's age group (docs/SPHR_AGE.md): the triplets
+    #: positive and negative from the anchor's age group (docs/notes/SPHR_AGE.md): the triplets
     #: then never contrast an older unhealthy person with a younger healthy one
     age_matched_triplets: bool = False
     #: ``labels`` or ``severity`` (:data:`TRIPLET_CLASSES`)

@@ -55,7 +55,7 @@ def nplb_per_triplet(d_ap: torch.Tensor, d_an: torch.Tensor, d_pn: torch.Tensor,
     orients each difference (``x - y`` for a distance, ``y - x`` for a
     similarity such as ``CosineSimilarity``); ``None`` means plain distances.
     The margin is the caller's: 1.0 in the tabular stack, 0.3 on the unit
-    sphere in the retrieval stack (docs/METHODS.md#losses, docs/RETRIEVAL.md).
+    sphere in the retrieval stack (docs/METHODS.md#losses, docs/notes/RETRIEVAL.md).
     """
     # d(p, n) from the positive: the mistake this loss must not make is reusing d(a, n)
     return triplet_hinge(d_ap, d_an, margin, distance) + _difference(distance)(d_pn, d_an).pow(p)

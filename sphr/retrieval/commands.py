@@ -26,7 +26,7 @@ runs.parquet, config.json, margin_curves.png and strips/<loss>.png.
 CMC is the standard first-match CMC. comparison.md also gives, per loss,
 last- and best-epoch mAP (best on held-out training subjects), the margin
 curve, final margins and a collapse flag; mAP_H<S> are trained S-bit heads,
-mAP_H<S>_proj projected codes. See docs/RETRIEVAL.md.
+mAP_H<S>_proj projected codes. See docs/notes/RETRIEVAL.md.
 """
 
 

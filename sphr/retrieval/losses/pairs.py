@@ -83,7 +83,7 @@ class NPLBLoss(RetrievalLoss):
 
     # margin 0.3 on the unit sphere (distances in [0, 2]), the retrieval papers'
     # constant margin; the tabular NPLB keeps the paper's 1.0 on raw embeddings:
-    # the same formula at two scales, on purpose (docs/RETRIEVAL.md, docs/METHODS.md#losses)
+    # the same formula at two scales, on purpose (docs/notes/RETRIEVAL.md, docs/METHODS.md#losses)
     def __init__(self, margin: float = 0.3, p: int = 2, *, selection: str = "all", miner: Any = None,
                  scheduler: MarginScheduler | None = None, **kwargs: Any) -> None:
         p = nplb_power(p)
