@@ -376,7 +376,8 @@ def plot(shares: dict[str, pd.DataFrame], slopes: dict[str, pd.DataFrame],
             s = t[t["sex"] == sex]
             x = np.arange(len(s))
             for col, mark in (("bfh", "o"), ("unhealthy", "s")):
-                ax[0, 0].errorbar(x, s[col], yerr=[s[col] - s[f"{col}_lo"], s[f"{col}_hi"] - s[col]],
+                ax[0, 0].errorbar(x, s[col], yerr=[s[col] - s[f"{col}_lo"],
+                                                   s[f"{col}_hi"] - s[col]],
                                   fmt=mark + style, color=colours[name], capsize=2, ms=4,
                                   label=f"{name} {sex} {col}")
             ax[0, 0].set_xticks(x, s["group"])

@@ -481,7 +481,8 @@ def absolute_rule(metrics: pd.DataFrame, draws: dict, coverage: dict) -> dict:
         recal = len(rec) == len(SEXES) and _miscalibration(rec) < _miscalibration(train)
         use = rec if recal else train
         covered = all(coverage[s].get(cand, 0) >= 0.95 for s in SEXES)
-        calibrated = bool(use["slope"].between(0.8, 1.2).all() and use["oe"].between(0.8, 1.25).all())
+        calibrated = bool(use["slope"].between(0.8, 1.2).all()
+                          and use["oe"].between(0.8, 1.25).all())
         out["candidates"][cand] = {"recalibrated": bool(recal), "coverage_ok": covered,
                                    "calibrated": calibrated, "eligible": covered and calibrated,
                                    "c_mean": round(float(use["c_index"].mean()), 4)}

@@ -1,8 +1,8 @@
 """Why SPHR's risk score runs against age: each candidate cause measured on a world run.
 
-In the world tables (docs/notes/WORLDS.md, docs/notes/WORLDS_PAPER.md) the SPHR score's time-dependent
-AUROC for death and cardiovascular disease falls below 0.5 while every other distance stays
-above it. This benchmark reads a finished run whose export has its truth file (the
+In the world tables (docs/notes/WORLDS.md, docs/notes/WORLDS_PAPER.md) the SPHR score's
+time-dependent AUROC for death and cardiovascular disease falls below 0.5 while every other distance
+stays above it. This benchmark reads a finished run whose export has its truth file (the
 generator's true hazards) and measures, on the held-out test people of each sex:
 
 1. ``standardization``: Spearman of the SPHR score with age and the log true hazards, as

@@ -138,7 +138,8 @@ def main() -> None:
     parser.add_argument("--dev-severity", type=Path, action="append", default=[])
     parser.add_argument("--world", action="append", default=[])
     parser.add_argument("--docs", type=Path, default=None,
-                        help="write the tables into this file's generated part (docs/notes/SPHR_RISK.md)")
+                        help="write the tables into this file's generated part "
+                             "(docs/notes/SPHR_RISK.md)")
     args = parser.parse_args()
     dev = dev_rows(args.dev, args.dev_severity)
     worlds, f1 = world_rows(args.world), f1_rows(args.world)

@@ -121,7 +121,8 @@ def read_embeddings(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
     if not path.exists():
         raise InputError("missing embeddings file", file=path)
     df = pd.read_parquet(path)
-    cols = sorted((c for c in df.columns if c[:1] == "e" and c[1:].isdigit()), key=lambda c: int(c[1:]))
+    cols = sorted((c for c in df.columns if c[:1] == "e" and c[1:].isdigit()),
+                  key=lambda c: int(c[1:]))
     if not cols or "eid" not in df.columns:
         raise InputError("expected eid and e00.. columns", file=path)
     return df[[c for c in df.columns if c not in cols]], df[cols].to_numpy(np.float32)

@@ -1,8 +1,8 @@
 """Settings of the cohort step: one dataclass, read by the library, the CLI and the Dagster assets.
 
-The defaults live here and nowhere else (``sphr cohorts`` and ``sphr_dagster.assets.cohorts.CohortConfig``
-take theirs from this class). Only light imports, so ``sphr --help`` builds its parser
-without pandas or scikit-learn.
+The defaults live here and nowhere else (``sphr cohorts`` and
+``sphr_dagster.assets.cohorts.CohortConfig`` take theirs from this class). Only light imports, so
+``sphr --help`` builds its parser without pandas or scikit-learn.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ class CohortConfig:
 
     @classmethod
     def profile(cls, name: str, **overrides) -> CohortConfig:
-        """``paper``: the paper's values. ``demo``: 20,000 triplets so the demo trains in seconds."""
+        """``paper``: the paper's values. ``demo``: 20,000 triplets so the demo trains in
+        seconds."""
         if name == "paper":
             return cls(**overrides)
         if name == "demo":

@@ -1,5 +1,5 @@
-"""Clinical normal ranges of the P0 markers (docs/METHODS.md#bona-fide-healthy-bfh-and-the-p0-ranges),
-as data, in UK Biobank units.
+"""Clinical normal ranges of the P0 markers
+(docs/METHODS.md#bona-fide-healthy-bfh-and-the-p0-ranges), as data, in UK Biobank units.
 
 Bona fide healthy (BFH) = apparently healthy and every P0 marker inside its
 range, on raw values before normalization. Users override a range from

@@ -131,5 +131,6 @@ def _run(args: argparse.Namespace) -> int:
     print(json.dumps({"out": summary["out_dir"], "sexes": summary["sexes"],
                       "total_s": summary["total_s"], "prepared": prepared,
                       "prepare_s": prepare_s,
-                      "evaluation_s": {s: r["evaluation_s"] for s, r in summary["per_sex"].items()}}))
+                      "evaluation_s": {s: r["evaluation_s"] for s,
+                                       r in summary["per_sex"].items()}}))
     return 0

@@ -291,7 +291,8 @@ def _score_table(records: list[dict[str, Any]], representations: Sequence[str]
                  ) -> tuple[pd.DataFrame, dict[tuple[str, str, str, int], np.ndarray]]:
     """(scores, predictions): the records in a fixed order (representations as given, then
     classifier, task, split), whatever order the workers finished in."""
-    predictions = {(r["representation"], r["classifier"], r["task"], r["split"]): r.pop("predictions")
+    predictions = {(r["representation"], r["classifier"], r["task"],
+                    r["split"]): r.pop("predictions")
                    for r in records}
     scores = pd.DataFrame.from_records(records)
     order = {n: i for i, n in enumerate(representations)}
@@ -299,7 +300,8 @@ def _score_table(records: list[dict[str, Any]], representations: Sequence[str]
         _r=scores["representation"].map(order),
         _c=scores["classifier"].map({c: i for i, c in enumerate(CLASSIFIERS)}),
         _t=scores["task"].map({t: i for i, t in enumerate(TASKS)}),
-    ).sort_values(["_r", "_c", "_t", "split"]).drop(columns=["_r", "_c", "_t"]).reset_index(drop=True)
+    ).sort_values(["_r", "_c", "_t", "split"]).drop(columns=["_r", "_c",
+                                                             "_t"]).reset_index(drop=True)
     return scores, predictions
 
 

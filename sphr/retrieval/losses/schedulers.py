@@ -135,7 +135,8 @@ class _SteppedMargin(MarginScheduler):
 
     def set_budget(self, epochs: int, batches_per_epoch: int = 1, *, scale: bool = False) -> None:
         super().set_budget(epochs, batches_per_epoch, scale=scale)
-        self.step = scaled_step(self.mu0, self.paper_step, self.paper_epochs, epochs) if scale else self.paper_step
+        self.step = scaled_step(self.mu0, self.paper_step, self.paper_epochs,
+                                epochs) if scale else self.paper_step
 
 
 class LinearMargin(_SteppedMargin):
@@ -261,7 +262,8 @@ class AutoMargin(MarginScheduler):
             if not self._warmup_over():
                 return
             self.warming_up = False
-            # the first update after the warm-up uses the last warm-up epoch (also in per-batch mode)
+            # the first update after the warm-up uses the last warm-up epoch (also in per-batch
+            # mode)
             self._set_from(self.mean_delta, self.mean_negative_similarity)
             return
         if not self.per_batch:
