@@ -376,10 +376,16 @@ def plot(shares: dict[str, pd.DataFrame], slopes: dict[str, pd.DataFrame],
             s = t[t["sex"] == sex]
             x = np.arange(len(s))
             for col, mark in (("bfh", "o"), ("unhealthy", "s")):
-                ax[0, 0].errorbar(x, s[col], yerr=[s[col] - s[f"{col}_lo"],
-                                                   s[f"{col}_hi"] - s[col]],
-                                  fmt=mark + style, color=colours[name], capsize=2, ms=4,
-                                  label=f"{name} {sex} {col}")
+                ax[0, 0].errorbar(
+                    x,
+                    s[col],
+                    yerr=[s[col] - s[f"{col}_lo"], s[f"{col}_hi"] - s[col]],
+                    fmt=mark + style,
+                    color=colours[name],
+                    capsize=2,
+                    ms=4,
+                    label=f"{name} {sex} {col}",
+                )
             ax[0, 0].set_xticks(x, s["group"])
     ax[0, 0].set(title="Share of BFH (o) and of the unhealthy (s) by age group\n"
                  "(solid: women, dashed: men; 95% Wilson intervals)", ylabel="share")

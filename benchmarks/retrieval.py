@@ -132,7 +132,8 @@ def main() -> None:
 
     threads = configure_threads(args.threads)
     device = resolve_device(args.device)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({threads} threads)"
+    name = (torch.cuda.get_device_name(device) if device.type == "cuda"
+            else f"cpu ({threads} threads)")
     print(f"device: {name}", file=sys.stderr)
     train = train_throughput(device, args.profile, args.dataset, args.loss, args.steps, args.warmup,
                              threads, tuple(args.code_bits))

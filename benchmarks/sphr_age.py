@@ -141,8 +141,8 @@ def embedded_reference_distance(Z_train: np.ndarray, train: pd.DataFrame, Z: np.
     g_train = train["age_group"].astype(str).to_numpy()
     d = np.empty(len(Z))
     for g in np.unique(groups):
-        d[groups == g] = np.linalg.norm(Z[groups == g] - np.median(Z_train[bfh & (g_train == g)], 0),
-                                        axis=1)
+        centre = np.median(Z_train[bfh & (g_train == g)], 0)
+        d[groups == g] = np.linalg.norm(Z[groups == g] - centre, axis=1)
     return d
 
 

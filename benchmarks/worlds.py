@@ -197,7 +197,8 @@ def risk_summary(run: Path, world: dict) -> list[str]:
             n = int(sub["n"].iloc[0])
             ev = int(sub["events"].iloc[0])
             lines.append(f"| {sex} | {outcome} (n {n}, {ev} events) | "
-                         f"{'-' if ceiling is None else f'{ceiling:.3f}'} | " + " | ".join(cells) + " |")
+                         f"{'-' if ceiling is None else f'{ceiling:.3f}'} | "
+                         + " | ".join(cells) + " |")
     return lines
 
 
@@ -220,7 +221,8 @@ def linked_summary(run: Path, world: dict) -> tuple[list[str], list[dict]]:
                  for m in methods]
         lines.append(f"| {sex} | {outcome} (n {int(sub['n'].iloc[0])}, "
                      f"{int(sub['events'].iloc[0])} events) | "
-                     f"{'-' if ceiling is None else f'{ceiling:.3f}'} | " + " | ".join(cells) + " |")
+                     f"{'-' if ceiling is None else f'{ceiling:.3f}'} | "
+                     + " | ".join(cells) + " |")
         top = sub["auroc_10y"].idxmax()
         best.append({"sex": sex, "outcome": outcome, "best": top,
                      "best_auroc": round(float(sub.loc[top, "auroc_10y"]), 3),

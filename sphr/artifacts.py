@@ -93,8 +93,8 @@ def load_cohort(cohort_dir: str | Path) -> Cohort:
             raise InputError(f"missing {part}.parquet (run `sphr cohorts` first)", file=path)
         frames[part] = _check_frame(pd.read_parquet(path), features, path)
     if frames["test"]["augmented"].to_numpy(bool).any():
-        raise InputError("test.parquet holds augmented rows; evaluation uses real participants only",
-                         file=d / "test.parquet", field="augmented")
+        raise InputError("test.parquet holds augmented rows; evaluation uses real participants "
+                         "only", file=d / "test.parquet", field="augmented")
     calib_path = d / "calibration.parquet"
     calibration = (_check_frame(pd.read_parquet(calib_path), features, calib_path)
                    if calib_path.exists() else pd.DataFrame(columns=frames["test"].columns))

@@ -38,8 +38,9 @@ def _frame(n: int = 6000, seed: int = 0, bfh_slope: float = 0.0) -> pd.DataFrame
     b = np.where(unh, 0.05 * (age - 56),
                  bfh_slope / 10 * (age - 56)) + 1.0 * unh + rng.standard_normal(n)
     sex = np.where(rng.random(n) < 0.5, "female", "male")
-    return pd.DataFrame({"eid": np.arange(n), "sex": sex, "age": age, "label": label, "a": a,
-                         "b": b})
+    return pd.DataFrame(
+        {"eid": np.arange(n), "sex": sex, "age": age, "label": label, "a": a, "b": b}
+    )
 
 
 def test_normal_scores_rank_based_and_keep_nan(ages):
@@ -126,8 +127,9 @@ def test_death_c_index_interval():
     event = rng.random(600) < 0.7
     c, lo, hi = sphr_age.c_index_interval(time, event, risk, n_bootstrap=100)
     assert lo < c < hi and c > 0.6
-    assert sphr_age.associations(risk, time, {}, (time,
-                                                  event))["death_c"] == pytest.approx(c, abs=1e-3)
+    assert sphr_age.associations(risk, time, {}, (time, event))["death_c"] == pytest.approx(
+        c, abs=1e-3
+    )
 
 
 def test_alignment_is_the_cosine_with_the_young_gap(ages):

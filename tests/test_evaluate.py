@@ -153,8 +153,9 @@ def test_identical_embedding_reuses_the_earlier_records_exactly():
     fresh = classify_embeddings({"nplb": X, "triplet": other}, y, cfg)
     reused = classify_embeddings({"nplb": X, "triplet": other}, y, cfg, prior=reps,
                                  same_as={"nplb": "sphr"})
-    assert reused.settings["reused"] == {"nplb": {"from": "sphr",
-                                                  "classifiers": ["lda", "xgboost"]}}
+    assert reused.settings["reused"] == {
+        "nplb": {"from": "sphr", "classifiers": ["lda", "xgboost"]}
+    }
     cols = ["representation", "classifier", "task", "split", "weighted_f1", "micro_f1"]
     pd.testing.assert_frame_equal(reused.scores[cols], fresh.scores[cols])
     for key, pred in fresh.predictions.items():
@@ -225,13 +226,18 @@ def test_summarize_mean_and_sample_sd():
 
 def test_paper_numbers_are_transcribed():
     # spot checks against the paper's tables
-    assert PAPER_REPRESENTATION[("female", "binary", "weighted_f1", "sphr",
-                                 "xgboost")][:2] == (0.7223, 0.002)
-    assert PAPER_REPRESENTATION[("female", "multi", "weighted_f1", "diffmap",
-                                 "xgboost")][0] == 0.5390
+    assert PAPER_REPRESENTATION[("female", "binary", "weighted_f1", "sphr", "xgboost")][:2] == (
+        0.7223,
+        0.002,
+    )
+    assert (
+        PAPER_REPRESENTATION[("female", "multi", "weighted_f1", "diffmap", "xgboost")][0] == 0.5390
+    )
     assert PAPER_REPRESENTATION[("male", "binary", "weighted_f1", "pca", "xgboost")][0] == 0.6157
-    assert PAPER_REPRESENTATION[("male", "multi", "weighted_f1", "deep_patient",
-                                 "xgboost")][0] == 0.5896
+    assert (
+        PAPER_REPRESENTATION[("male", "multi", "weighted_f1", "deep_patient", "xgboost")][0]
+        == 0.5896
+    )
     assert PAPER_REPRESENTATION[("male", "multi", "micro_f1", "sphr", "knn")][0] == 0.7921
     assert PAPER_REPRESENTATION[("male", "binary", "micro_f1", "ica", "nn_ehr")][0] == 0.6419
     assert ("female", "binary", "weighted_f1", "ica", "knn") not in PAPER_REPRESENTATION
@@ -256,7 +262,8 @@ def test_tables_put_the_paper_beside_ours():
                 rows.append({"representation": rep, "classifier": clf, "task": "binary",
                              "split": s, "weighted_f1": 0.6 + 0.01 * s, "micro_f1": 0.7})
     t = representation_table(summarize(pd.DataFrame(rows)), "female")
-    hit = t[(t.representation == "sphr") & (t.classifier == "xgboost") & (t.metric == "weighted_f1")]
+    hit = t[(t.representation == "sphr") & (t.classifier == "xgboost")
+            & (t.metric == "weighted_f1")]
     assert hit["paper_mean"].item() == 0.7223 and hit["paper_table"].item() == "Table 2"
     assert t[(t.representation == "ica")]["paper_mean"].isna().all()  # no ICA for women
     md = representation_markdown(t)
@@ -324,9 +331,9 @@ def run_dir(tmp_path_factory) -> Path:
         W = np.random.default_rng(7).normal(size=(16, 32))
         for part, df in (("train", cohort.train), ("test", cohort.test)):
             Z = np.tanh(df[cohort.features].to_numpy(np.float32) @ W / 4).astype(np.float32)
-            write_parquet(embedding_frame(df,
-                                          Z),
-                                          run / "train" / sex / "nplb" / f"embeddings_{part}.parquet")
+            write_parquet(
+                embedding_frame(df, Z), run / "train" / sex / "nplb" / f"embeddings_{part}.parquet"
+            )
     return run
 
 
@@ -358,7 +365,8 @@ def prepared(run_dir, tmp_path_factory) -> tuple[Path, _StubTrainer]:
         assert report["model_selection"]["nplb"] == {"best_epoch": 2, "epochs_run": 3,
                                                      "best_val_loss": 0.9}
         assert report["stack_held_by"] == "nplb"
-        curve = pd.read_parquet(run / "train" / sex / "comparison" / "triplet" / "loss_curve.parquet")
+        curve = pd.read_parquet(run / "train" / sex / "comparison" / "triplet"
+                                / "loss_curve.parquet")
         assert list(curve.columns) == ["epoch", "loss", "val_loss", "val_knn_f1"]
     return run, trainer
 
@@ -374,9 +382,9 @@ def test_run_evaluate_end_to_end(prepared, tmp_path):
     assert len(trainer.calls) == 2  # one per sex
     cfgs = trainer.calls[0]
     assert [c.loss for c in cfgs] == ["triplet", "nplb"]
-    assert {dataclasses.replace(c,
-                                loss="x")
-                                for c in cfgs} == {_StubConfig(loss="x", epochs=2, device="cpu")}
+    assert {dataclasses.replace(c, loss="x") for c in cfgs} == {
+        _StubConfig(loss="x", epochs=2, device="cpu")
+    }
 
     out = tmp_path / "eval"
     cfg = EvalConfig(n_splits=2, n_jobs=2, device="cpu", nn=FAST_NN)

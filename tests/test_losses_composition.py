@@ -124,10 +124,12 @@ class _FrozenMDR(_FrozenObjective):
             m = self.momentum
             first = self.seen == 0
             with torch.no_grad():
-                self.running_mean.copy_(torch.where(first, mean,
-                                                    m * self.running_mean + (1 - m) * mean))
-                self.running_std.copy_(torch.where(first, std,
-                                                   m * self.running_std + (1 - m) * std))
+                self.running_mean.copy_(
+                    torch.where(first, mean, m * self.running_mean + (1 - m) * mean)
+                )
+                self.running_std.copy_(
+                    torch.where(first, std, m * self.running_std + (1 - m) * std)
+                )
                 self.seen.fill_(1.0)
         return self.running_mean, self.running_std
 
@@ -428,8 +430,10 @@ def test_the_frozen_copy_is_the_recorded_code(recorded):
     """The frozen copy below reproduces the recording: it is the code the file was made with."""
     n = _check_recorded(recorded, loss_results(_frozen))
     assert n == sum(1 for k in recorded if k.startswith("loss/"))
-    assert _check_recorded(recorded, distance_results(_frozen_distance,
-                                                      _frozen_pairwise_distances)) == 10
+    assert (
+        _check_recorded(recorded, distance_results(_frozen_distance, _frozen_pairwise_distances))
+        == 10
+    )
 
 
 def _same_results(ours: Iterator[tuple[str, Any]], theirs: Iterator[tuple[str, Any]]) -> int:
@@ -555,9 +559,9 @@ def test_pml_distances_and_powers_in_the_tabular_losses():
     # PML's LpDistance row-wise is F.pairwise_distance too: the same bits as the default
     assert bits_equal(Triplet(distance=lp)(a, p, n), Triplet()(a, p, n))
     squared = LpDistance(normalize_embeddings=False, power=2)
-    want = (torch.relu(_d(a, p) ** 2 - _d(a,
-                                          n) ** 2 + 1.0) + (_d(p,
-                                                               n) ** 2 - _d(a, n) ** 2) ** 2).mean()
+    want = (
+        torch.relu(_d(a, p) ** 2 - _d(a, n) ** 2 + 1.0) + (_d(p, n) ** 2 - _d(a, n) ** 2) ** 2
+    ).mean()
     assert torch.allclose(NPLB(distance=squared)(a, p, n), want, rtol=1e-5)
     # MDR's pairs from a distance without `condensed`: its (N, N) matrix (torch.cdist), i < j
     ours, theirs = MDR(), MDR(distance=lp)
@@ -582,8 +586,10 @@ def test_a_pml_reducer_gets_the_loss_dict():
     assert Triplet().pure and not nonzero.pure and not Triplet(reducer=MeanReducer()).pure
     assert supports([Triplet()]) and not supports([nonzero])
     losses = torch.tensor([1.0, 2.0, 6.0])
-    assert float(Mean()({"loss": {"losses": losses, "indices": None,
-                                  "reduction_type": "triplet"}})) == 3.0
+    assert (
+        float(Mean()({"loss": {"losses": losses, "indices": None, "reduction_type": "triplet"}}))
+        == 3.0
+    )
 
 
 def test_pml_backed_losses_pass_their_parts_to_the_library():

@@ -61,7 +61,8 @@ def test_unscaled_linear_keeps_the_papers_per_epoch_step() -> None:
 
 
 @pytest.mark.parametrize("epochs", [5, 8, 20])
-def test_scaled_dams_reaches_its_range_when_every_epoch_is_easy_and_holds_otherwise(epochs: int) -> None:
+def test_scaled_dams_reaches_its_range_when_every_epoch_is_easy_and_holds_otherwise(
+        epochs: int) -> None:
     dams = DAMSMargin(mu0=0.0, step=0.01, threshold=0.95)
     dams.set_budget(epochs, 7, scale=True)
     used = run_epochs(dams, epochs,
@@ -76,8 +77,9 @@ def test_dams_mu0_ablation_starts_above_zero_and_scales_from_there() -> None:
     loss = build_loss("triplet_dams:mu0=0.2")
     loss.set_budget(8, 7, scale=True)
     assert loss.current_margin() == pytest.approx(0.2)
-    assert loss.scheduler.step == pytest.approx(scaled_step(0.2, 0.01, 100,
-                                                            8)) == pytest.approx(1 / 7)
+    assert (
+        loss.scheduler.step == pytest.approx(scaled_step(0.2, 0.01, 100, 8)) == pytest.approx(1 / 7)
+    )
     assert loss.scheduler.target == pytest.approx(1.2)
     with pytest.raises(ConfigError):
         scaled_step(0.0, 0.01, 0, 8)
@@ -172,8 +174,10 @@ def test_collapse_monitor_fires_on_a_collapsed_embedding_and_not_on_a_spread_one
     h = embedding_health(point, y)
     assert h.collapsed and h.mean_negative_cosine > 0.95
     # rank collapse: spread along one line (negatives far apart, but one direction only)
-    line = F.normalize(torch.stack([torch.ones(len(y)), torch.linspace(-3, 3, len(y))],
-                                   1) @ torch.eye(2, 32), dim=1)
+    line = F.normalize(
+        torch.stack([torch.ones(len(y)), torch.linspace(-3, 3, len(y))], 1) @ torch.eye(2, 32),
+        dim=1,
+    )
     r = embedding_health(line, y)
     assert r.effective_rank < 2 and r.collapsed
     assert r.mean_negative_cosine < 0.95
@@ -187,7 +191,8 @@ def test_mean_negative_cosine_matches_the_pairwise_mean() -> None:
     assert effective_rank(torch.zeros(5, 3)) == 0.0
 
 
-def test_collapse_monitor_averages_batches_and_counts_epochs(caplog: pytest.LogCaptureFixture) -> None:
+def test_collapse_monitor_averages_batches_and_counts_epochs(
+        caplog: pytest.LogCaptureFixture) -> None:
     x, y = spread_embedding()
     mon = CollapseMonitor()
     mon.update(x, y)

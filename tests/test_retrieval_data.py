@@ -142,8 +142,9 @@ def test_forensic_set_is_deterministic_with_visits_and_subject_specific() -> Non
             (same if s == subj[i] else other).append(float(f[i] @ base[s]) / f.shape[1])
     assert np.mean(same) > np.mean(other)
     # a different generator seed gives different people
-    assert not np.array_equal(generate_forensic(ForensicConfig(n_subjects=6, size=32,
-                                                               seed=4))[0][0], imgs[0])
+    assert not np.array_equal(
+        generate_forensic(ForensicConfig(n_subjects=6, size=32, seed=4))[0][0], imgs[0]
+    )
 
 
 def test_forensic_split_keeps_subjects_apart_and_refuses_unknown_options() -> None:

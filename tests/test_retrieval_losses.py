@@ -122,9 +122,9 @@ def test_miner_selects_what_pml_triplet_margin_miner_selects(kind: str) -> None:
                     else distances.LpDistance(normalize_embeddings=True))
         theirs = miners.TripletMarginMiner(margin=0.2, type_of_triplets=pml_type,
                                            distance=distance)(x, y)
-        assert set(zip(*[t.tolist()
-                         for t in ours], strict=True)) == set(zip(*[t.tolist() for t in theirs],
-                                                                              strict=True))
+        assert set(zip(*[t.tolist() for t in ours], strict=True)) == set(
+            zip(*[t.tolist() for t in theirs], strict=True)
+        )
 
 
 def test_miner_output_feeds_a_loss_as_indices_tuple() -> None:
@@ -176,8 +176,10 @@ def test_ocam_matches_both_forms_of_the_paper() -> None:
     loss = OCAMLoss()
     terms = []
     for a, p, q in triplets_by_loop(y):
-        f = {k: (1 - float(x[i] @ x[j])) / 2 for k, (i, j) in {"ap": (a, p), "an": (a, q),
-                                                               "pn": (p, q)}.items()}
+        f = {
+            k: (1 - float(x[i] @ x[j])) / 2
+            for k, (i, j) in {"ap": (a, p), "an": (a, q), "pn": (p, q)}.items()
+        }
         eq4 = max(0.0, f["ap"] - (f["an"] + f["pn"]) / 2 + (1 - f["pn"]) / 2)
         eq5 = max(0.0, f["ap"] - (f["an"] + 2 * f["pn"] - 1) / 2)
         assert eq4 == pytest.approx(eq5)
@@ -217,8 +219,9 @@ def test_nplb_matches_formula_and_its_regularizer_uses_the_positive_negative_dis
     plain = TripletLoss(margin, geometry="euclidean", selection="all", reduction="mean")
     regularizer = float(nplb(x, y)) - float(plain(x, y))
     assert regularizer > 1e-3
-    assert regularizer == pytest.approx(sum(float(d[p, q] - d[a, q]) ** 2 for a, p,
-                                            q in trip) / len(trip))
+    assert regularizer == pytest.approx(
+        sum(float(d[p, q] - d[a, q]) ** 2 for a, p, q in trip) / len(trip)
+    )
 
 
 @pytest.mark.parametrize("p", [1, 3, 0, 2.5])
@@ -305,8 +308,8 @@ def test_dams_loss_counts_easy_share_over_all_in_batch_triplets_with_swap() -> N
 
 
 def test_registry_specs_and_options() -> None:
-    assert parse_loss_spec("triplet_dams:threshold=0.9,swap=false") == ("triplet_dams",
-                                                                        {"threshold": 0.9, "swap": False})
+    assert parse_loss_spec("triplet_dams:threshold=0.9,swap=false") == (
+        "triplet_dams", {"threshold": 0.9, "swap": False})
     loss = build_loss("triplet_dams:threshold=0.9,swap=false")
     assert loss.scheduler.threshold == 0.9 and loss.swap is False
     with pytest.raises(ConfigError, match="unknown loss"):
@@ -341,20 +344,33 @@ def test_miner_all_returns_every_triplet_and_semihard_hard_partition_the_violato
     every = TripletMiner("all", 0.2)(x, y)
     assert sorted(zip(*[t.tolist() for t in every], strict=True)) == triplets_by_loop(y)
     for geometry in ("cosine", "euclidean"):
-        semi = set(zip(*[t.tolist() for t in TripletMiner("semihard", 0.2,
-                                                          geometry=geometry)(x, y)], strict=True))
-        hard = set(zip(*[t.tolist() for t in TripletMiner("hard", 0.2, geometry=geometry)(x, y)],
-                       strict=True))
-        viol = set(zip(*[t.tolist() for t in TripletMiner("violating", 0.2,
-                                                          geometry=geometry)(x, y)],
-                       strict=True))
+        semi = set(
+            zip(
+                *[t.tolist() for t in TripletMiner("semihard", 0.2, geometry=geometry)(x, y)],
+                strict=True,
+            )
+        )
+        hard = set(
+            zip(
+                *[t.tolist() for t in TripletMiner("hard", 0.2, geometry=geometry)(x, y)],
+                strict=True,
+            )
+        )
+        viol = set(
+            zip(
+                *[t.tolist() for t in TripletMiner("violating", 0.2, geometry=geometry)(x, y)],
+                strict=True,
+            )
+        )
         assert not semi & hard and semi | hard == viol
         d = torch.cdist(x, x)
         for a, p, q in hard:
-            delta = float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine" else float(d[a, q] - d[a, p])
+            delta = (float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine"
+                     else float(d[a, q] - d[a, p]))
             assert delta <= 0
         for a, p, q in semi:
-            delta = float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine" else float(d[a, q] - d[a, p])
+            delta = (float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine"
+                     else float(d[a, q] - d[a, p]))
             assert 0 < delta <= 0.2
 
 
@@ -414,7 +430,8 @@ def test_analytic_gradients_match_finite_differences(name: str) -> None:
     assert torch.autograd.gradcheck(lambda e: loss(e, y), (x.clone().requires_grad_(),), atol=1e-6)
 
 
-def test_adatriplet_with_automargin_reads_statistics_from_all_triplets_and_updates_per_epoch() -> None:
+def test_adatriplet_with_automargin_reads_statistics_from_all_triplets_and_updates_per_epoch(
+) -> None:
     loss = build_loss("adatriplet_automargin")
     batches = [batch(3, 4, 6, seed=s) for s in (14, 15)]
     deltas, negs = [], []
@@ -446,7 +463,8 @@ def test_dams_and_linear_losses_move_their_margin_at_epoch_ends() -> None:
         lin(x, y)
         dams.on_epoch_end()
         lin.on_epoch_end()
-    assert dams.current_margin() == pytest.approx(0.03) and lin.current_margin() == pytest.approx(0.03)
+    assert dams.current_margin() == pytest.approx(0.03)
+    assert lin.current_margin() == pytest.approx(0.03)
     dams(x, y)  # a random batch: far from 95% easy
     dams.on_epoch_end()
     assert dams.current_margin() == pytest.approx(0.03)

@@ -135,9 +135,13 @@ for _sel in SELECTIONS:
                                                              reduction=r),
                       lambda e, y, se=_sel,
                       r=_red: _reference_adatriplet(e, y, 0.25, 0.05, 0.7, se, r)))
-        CASES.append((f"ocam-{_sel}-{_red}", lambda se=_sel,
-                      r=_red: OCAMLoss(selection=se, reduction=r), lambda e, y, se=_sel,
-                      r=_red: _reference_ocam(e, y, se, r)))
+        CASES.append(
+            (
+                f"ocam-{_sel}-{_red}",
+                lambda se=_sel, r=_red: OCAMLoss(selection=se, reduction=r),
+                lambda e, y, se=_sel, r=_red: _reference_ocam(e, y, se, r),
+            )
+        )
         for _pow in (2, 4):
             CASES.append((f"nplb-p{_pow}-{_sel}-{_red}",
                           lambda pw=_pow, se=_sel,
@@ -161,7 +165,8 @@ def _batches(dtype: torch.dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize(("name", "make", "reference"), CASES, ids=[c[0] for c in CASES])
-def test_pml_losses_are_bit_identical_to_the_previous_implementation(name, make, reference, dtype) -> None:
+def test_pml_losses_are_bit_identical_to_the_previous_implementation(name, make, reference,
+                                                                      dtype) -> None:
     loss = make()
     for e, y in _batches(dtype):
         e1, e2 = e.clone().requires_grad_(), e.clone().requires_grad_()
@@ -253,14 +258,16 @@ def test_losses_and_miners_interoperate_with_pml() -> None:
                                           distance=distances.CosineSimilarity())
     ours = TripletLoss(0.2, reducer=reducers.MeanReducer())
     idx = pml_miner(e, y)
-    assert torch.allclose(ours(e, y,
-                               idx), losses.TripletMarginLoss(0.2,
-                                                              distance=distances.CosineSimilarity(),
-                                                                 reducer=reducers.MeanReducer())(e, y, idx))
+    assert torch.allclose(
+        ours(e, y, idx),
+        losses.TripletMarginLoss(
+            0.2, distance=distances.CosineSimilarity(), reducer=reducers.MeanReducer()
+        )(e, y, idx),
+    )
     mined = TripletMiner("semihard", 0.2)(e, y)
-    assert {tuple(t) for t in torch.stack(mined,
-                                          1).tolist()} == {tuple(t)
-                                                           for t in torch.stack(idx, 1).tolist()}
+    assert {tuple(t) for t in torch.stack(mined, 1).tolist()} == {
+        tuple(t) for t in torch.stack(idx, 1).tolist()
+    }
     # a loss built with selection= mines with a TripletMiner at the margin in force
     loss = TripletLoss(0.2, selection="semihard", reducer=reducers.MeanReducer())
     assert isinstance(loss.miner, TripletMiner) and torch.equal(loss(e, y), ours(e, y, mined))

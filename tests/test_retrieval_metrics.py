@@ -147,12 +147,14 @@ def test_precision_at_z_is_averaged_within_classes_then_over_classes() -> None:
 
 def test_sign_binarization_and_hamming_ranking() -> None:
     x = torch.tensor([[0.3, -0.2, 0.0, -5.0]])
-    assert binarize(x, 4).tolist() == [[1.0, -1.0, 1.0,
-                                        -1.0]]  # bits == D: the signs themselves (0 -> +1)
+    assert binarize(x, 4).tolist() == [
+        [1.0, -1.0, 1.0, -1.0]
+    ]  # bits == D: the signs themselves (0 -> +1)
     codes = binarize(torch.randn(50, 128, generator=torch.Generator().manual_seed(1)), 16, seed=0)
     assert codes.shape == (50, 16) and set(codes.unique().tolist()) == {-1.0, 1.0}
-    assert torch.equal(codes, binarize(torch.randn(50, 128,
-                                                   generator=torch.Generator().manual_seed(1)), 16))
+    assert torch.equal(
+        codes, binarize(torch.randn(50, 128, generator=torch.Generator().manual_seed(1)), 16)
+    )
     # 16-bit codes at Hamming distance 1, 3, 5, 7 from the query
     q = torch.ones(1, 16)
     gallery = torch.ones(4, 16)
@@ -219,9 +221,14 @@ def test_retrieval_metrics_use_baselines_as_gallery_and_follow_ups_as_queries() 
     emb = torch.cat([base, base + 0.05, base + 0.1])
     labels = np.tile(np.arange(3), 3)
     years = np.repeat([0.0, 1.0, 2.0], 3)
-    emb[8] = torch.tensor([1.0, 0.0,
-                           # subject 2 at year 2: nearest baseline is subject 0's, then its own
-                           0.3])
+    emb[8] = torch.tensor(
+        [
+            1.0,
+            0.0,
+            # subject 2 at year 2: nearest baseline is subject 0's, then its own
+            0.3,
+        ]
+    )
     ev = retrieval_metrics(emb, labels, years, cmc_ks=(1, 2), recall_ks=(1,), p_at_z=(2,),
                            hamming_bits=(3,), n_examples=2, example_k=2)
     m = ev.metrics

@@ -21,8 +21,10 @@ def test_small_cnn_embeddings_are_unit_vectors_of_dimension_d() -> None:
     out = model(torch.randn(3, 1, 32, 32))
     assert out.shape == (3, 24)
     assert torch.allclose(out.norm(dim=1), torch.ones(3), atol=1e-5)
-    assert build_model(in_channels=3, width=8)(torch.randn(2, 3, 16,
-                                                           16)).shape == (2, 128)  # D = 128 default
+    assert build_model(in_channels=3, width=8)(torch.randn(2, 3, 16, 16)).shape == (
+        2,
+        128,
+    )  # D = 128 default
 
 
 def test_resnet18_has_torchvision_layout_and_size() -> None:
@@ -94,9 +96,13 @@ def test_training_is_seeded_and_advances_the_scheduler_once_per_epoch() -> None:
     r1 = train_model(data, build_loss("triplet_linear"), prof, seed=3)
     r2 = train_model(data, build_loss("triplet_linear"), prof, seed=3)
     assert [h["loss"] for h in r1.history] == [h["loss"] for h in r2.history]
-    assert [h["margin"] for h in r1.history] == pytest.approx([0.0,
-                                                               # the margin used in each epoch
-                                                               0.01])
+    assert [h["margin"] for h in r1.history] == pytest.approx(
+        [
+            0.0,
+            # the margin used in each epoch
+            0.01,
+        ]
+    )
     assert r1.images == 2 * 2 * 40
     am = train_model(data, build_loss("adatriplet_automargin"), prof, seed=0)
     first = am.history[0]
@@ -121,9 +127,11 @@ def test_run_comparison_on_a_tiny_profile_writes_its_files(tmp_path: Path) -> No
         assert metric in wide.columns
         assert wide[metric].between(0, 1).all()
     # SE is SD/sqrt(n) over the seeds
-    ps = res.per_seed[(res.per_seed["loss"] == "triplet") & (res.per_seed["metric"] == "mAP")]["value"]
+    ps = res.per_seed[(res.per_seed["loss"] == "triplet")
+                      & (res.per_seed["metric"] == "mAP")]["value"]
     row = res.table[(res.table["loss"] == "triplet") & (res.table["metric"] == "mAP")].iloc[0]
-    assert row["mean"] == pytest.approx(ps.mean()) and row["sem"] == pytest.approx(ps.std(ddof=1) / np.sqrt(2))
+    assert row["mean"] == pytest.approx(ps.mean())
+    assert row["sem"] == pytest.approx(ps.std(ddof=1) / np.sqrt(2))
     expected = {"comparison.md", "comparison.parquet", "per_seed.parquet", "per_year.parquet",
                 "margin_curves.parquet", "runs.parquet", "config.json", "margin_curves.png",
                 "strips/triplet.png", "strips/triplet_dams.png"}
@@ -172,9 +180,25 @@ def test_cli_runs_a_tiny_comparison_and_writes_a_manifest(tmp_path: Path,
     monkeypatch.setattr(cli, "COMMAND_MODULES", present)
 
     out = tmp_path / "cli"
-    rc = main(["--quiet", "retrieval", "digits", "--losses", "triplet", "ocam:reduction=nonzero",
-               "--seeds", "0", "--profile", "smoke", "--out", str(out), "--no-strips", "--threads",
-               "1"])
+    rc = main(
+        [
+            "--quiet",
+            "retrieval",
+            "digits",
+            "--losses",
+            "triplet",
+            "ocam:reduction=nonzero",
+            "--seeds",
+            "0",
+            "--profile",
+            "smoke",
+            "--out",
+            str(out),
+            "--no-strips",
+            "--threads",
+            "1",
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "| ocam:reduction=nonzero |" in text and "wrote" in text
@@ -186,12 +210,34 @@ def test_cli_runs_a_tiny_comparison_and_writes_a_manifest(tmp_path: Path,
     assert main(["--quiet", "retrieval", "forensic", "--write-manifest", str(man),
                  "--data-option", "n_subjects=3", "--data-option", "size=16"]) == 0
     assert len(pd.read_csv(man / "manifest.csv")) > 3
-    rc = main(["--quiet", "retrieval", str(man / "manifest.csv"), "--losses", "contrastive",
-               "--seeds", "0", "--profile", "smoke", "--out", str(tmp_path / "from_manifest"),
-               "--image-size", "16", "--m-per-class", "2", "--batch-size", "4", "--data-option",
-               "load_size=16", "--no-strips"])
+    rc = main(
+        [
+            "--quiet",
+            "retrieval",
+            str(man / "manifest.csv"),
+            "--losses",
+            "contrastive",
+            "--seeds",
+            "0",
+            "--profile",
+            "smoke",
+            "--out",
+            str(tmp_path / "from_manifest"),
+            "--image-size",
+            "16",
+            "--m-per-class",
+            "2",
+            "--batch-size",
+            "4",
+            "--data-option",
+            "load_size=16",
+            "--no-strips",
+        ]
+    )
     assert rc == 0
 
-    assert main(["--quiet", "retrieval", "digits", "--losses", "magic", "--out",
-                 str(tmp_path / "x")]) == 2
+    assert (
+        main(["--quiet", "retrieval", "digits", "--losses", "magic", "--out", str(tmp_path / "x")])
+        == 2
+    )
     assert "unknown loss" in capsys.readouterr().err

@@ -135,7 +135,8 @@ def with_overrides(overrides: dict | None,
     out = list(ranges)
     for marker, spec in overrides.items():
         if marker not in known:
-            raise ConfigError(f"no clinical range for {marker!r}; known: {', '.join(sorted(known))}")
+            raise ConfigError(f"no clinical range for {marker!r}; known: "
+                              f"{', '.join(sorted(known))}")
         per_sex = {k: v for k, v in spec.items() if k in ("female", "male")}
         common = {k: v for k, v in spec.items() if k not in ("female", "male")}
         bad = set(common) - {"low", "high", "low_inclusive", "high_inclusive", "source"}

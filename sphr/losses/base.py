@@ -98,9 +98,9 @@ class TripletObjective(nn.Module):
             # the losses alone: no (3B, D) concatenation or index tensors in the eager step
             return self.reducer.reduce_losses(losses)
         emb, lab, indices = pml_batch(anchor, positive, negative, labels)
-        return self.reducer({"loss": {"losses": losses, "indices": indices,
-                                      "reduction_type": "triplet"}},
-                            emb, lab)
+        return self.reducer(
+            {"loss": {"losses": losses, "indices": indices, "reduction_type": "triplet"}}, emb, lab
+        )
 
     def forward(self, anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
                 labels: Labels | None = None) -> torch.Tensor:

@@ -64,10 +64,12 @@ class MDR(TripletObjective):
             m = self.momentum
             first = self.seen == 0
             with torch.no_grad():
-                self.running_mean.copy_(torch.where(first, mean,
-                                                    m * self.running_mean + (1 - m) * mean))
-                self.running_std.copy_(torch.where(first, std,
-                                                   m * self.running_std + (1 - m) * std))
+                self.running_mean.copy_(
+                    torch.where(first, mean, m * self.running_mean + (1 - m) * mean)
+                )
+                self.running_std.copy_(
+                    torch.where(first, std, m * self.running_std + (1 - m) * std)
+                )
                 self.seen.fill_(1.0)
         return self.running_mean, self.running_std
 

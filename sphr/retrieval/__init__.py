@@ -8,8 +8,7 @@ Entry point for the pipeline (``sphr retrieval`` and the Dagster assets)::
     result = run_comparison("forensic", ["triplet", "adatriplet_automargin"], seeds=[0, 1, 2],
                             out_dir="runs/demo/retrieval/forensic", device="auto", profile="demo")
     result.table          # loss, metric, mean, sem, n_seeds
-    result.files          # paths written (comparison.md, *.parquet, margin_curves.png,
-    strips/*.png)
+    result.files          # paths written (comparison.md, *.parquet, margin_curves.png, ...)
 
 Submodules import torch; this package's names load on first use.
 """

@@ -1,5 +1,5 @@
-"""Embedding networks in plain torch: a small CNN, ResNet-18 (no torchvision), an L2-normalized
-head.
+"""Embedding networks in plain torch: a small CNN, ResNet-18 (no torchvision), an
+L2-normalized head.
 
 ResNet-18 uses torchvision's parameter names, so a torchvision ``resnet18``
 state dict saved to a local file loads as it is (``weights=PATH``); nothing
@@ -145,9 +145,12 @@ class EmbeddingNet(nn.Module):
         self.dim = dim
         self.code_bits = tuple(int(b) for b in code_bits)
         self.detach_codes = detach_codes
-        self.code_heads = nn.ModuleDict({str(b): nn.Linear(backbone.out_features,
-                                                           b)  # type: ignore[arg-type]
-                                         for b in self.code_bits})
+        self.code_heads = nn.ModuleDict(
+            {
+                str(b): nn.Linear(backbone.out_features, b)  # type: ignore[arg-type]
+                for b in self.code_bits
+            }
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.normalize(self.head(self.dropout(self.backbone(x))), dim=1)

@@ -82,13 +82,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--image-size", type=int, help="model input size for this dataset")
     p.add_argument("--no-augment", action="store_true", help="train without augmentation")
     p.add_argument("--val-fraction", type=float,
-                   help="share of training subjects held out for best-epoch selection (0: none; "
-                        "profile "
-                        f"default: {_by_profile('val_fraction')})")
+                   help="share of training subjects held out for best-epoch selection "
+                        f"(0: none; profile default: {_by_profile('val_fraction')})")
     p.add_argument("--code-heads", metavar="LOSSES",
-                   help="losses whose S-bit code heads are trained: comma-separated names, 'all' "
-                        "or '' "
-                        f"(profile default: {_by_profile('code_heads')})")
+                   help="losses whose S-bit code heads are trained: comma-separated names, "
+                        f"'all' or '' (profile default: {_by_profile('code_heads')})")
     p.add_argument("--paper-schedules", action="store_true",
                    help="keep the papers' per-epoch Linear / DAMS steps (no scaling to the epochs) "
                         "and no AutoMargin warm-up")

@@ -172,9 +172,13 @@ class _Rows:
         if not ev.per_year.empty:
             self.years.append(ev.per_year.assign(loss=spec, seed=seed))
         for rec in tr.history:
-            self.curves.append({"loss": spec, "seed": seed,
-                                **{("loss_value" if k == "loss" else k): v
-                                                               for k, v in rec.items()}})
+            self.curves.append(
+                {
+                    "loss": spec,
+                    "seed": seed,
+                    **{("loss_value" if k == "loss" else k): v for k, v in rec.items()},
+                }
+            )
         self.runs.append({"loss": spec, "seed": seed, "train_seconds": tr.seconds,
                           "train_images_per_s": tr.images_per_s, "epochs": epochs,
                           "final_loss": tr.history[-1]["loss"] if tr.history else math.nan,
@@ -349,17 +353,20 @@ def selection_markdown(per_seed: pd.DataFrame, curves: pd.DataFrame,
             sub = curves[curves["loss"] == loss].groupby("epoch")["margin"].mean()
             scheduled = (families or {}).get(loss) in {"linear", "dams", "automargin"}
             if sub.notna().any() and (scheduled or sub.max() != sub.min()):
-                idx = np.unique(np.linspace(0, len(sub) - 1,
-                                            min(max_points, len(sub))).round().astype(int))
+                idx = np.unique(
+                    np.linspace(0, len(sub) - 1, min(max_points, len(sub))).round().astype(int)
+                )
                 curve = " ".join(f"{sub.iloc[i]:.2f}" for i in idx)
-        n_col = int(mean.loc[loss,
-                             "collapse"] * n_seeds[loss] + 0.5) if "collapse" in mean.columns else 0
+        n_col = (
+            int(mean.loc[loss, "collapse"] * n_seeds[loss] + 0.5)
+            if "collapse" in mean.columns
+            else 0
+        )
         flag = f"**yes ({n_col}/{n_seeds[loss]})**" if n_col else "no"
         lines.append(f"| {loss} | {cell('mAP')} | {cell('mAP_best')} | {cell('best_epoch', 1)} | "
-                     f"{curve} | "
-                     f"{cell('final_margin')} | {cell('final_beta')} | "
-                     f"{cell('final_easy_share', 2)} | "
-                     f"{cell('neg_cos')} | {cell('eff_rank', 1)} | {flag} |")
+                     f"{curve} | {cell('final_margin')} | {cell('final_beta')} | "
+                     f"{cell('final_easy_share', 2)} | {cell('neg_cos')} | "
+                     f"{cell('eff_rank', 1)} | {flag} |")
     return "\n".join(lines) + "\n"
 
 
@@ -371,16 +378,14 @@ def _assemble(dataset: str, per_seed: pd.DataFrame, per_year: pd.DataFrame, curv
     md = [f"## {dataset}: loss x metric (mean ± standard error over {per_seed['seed'].nunique()} "
           "seeds)\n", markdown_table(table),
           "\nmAP_H<S>: signs of a trained S-output head (OCAM's S-bit codes; only the losses in "
-          "the profile's "
-          "code_heads have them); mAP_H<S>_proj: projected codes (signs of a seeded random "
-          "projection of the D-d embedding), for every loss.\n",
+          "the profile's code_heads have them); mAP_H<S>_proj: projected codes (signs of a "
+          "seeded random projection of the D-d embedding), for every loss.\n",
           "\n### Best epoch, margins and collapse (mean ± SD over seeds)\n\nmAP last epoch: the "
           "model after the final epoch (the table above); mAP best epoch: the epoch with the best "
           "mAP on the validation subjects (held out from training), evaluated on the test split. "
           "Margin per epoch: the margin in force (mean over seeds). Collapse: the test embedding "
-          "or the last "
-          "epoch's training batches had a mean negative-pair cosine > 0.95 or an effective rank < "
-          "2.\n\n",
+          "or the last epoch's training batches had a mean negative-pair cosine > 0.95 or an "
+          "effective rank < 2.\n\n",
           selection_markdown(per_seed, curves, {s: LOSSES[parse_loss_spec(s)[0]].scheduler
                                                 for s in dict.fromkeys(per_seed["loss"])})]
     if not per_year.empty:
@@ -395,8 +400,9 @@ def _assemble(dataset: str, per_seed: pd.DataFrame, per_year: pd.DataFrame, curv
     return result
 
 
-def _strip_pngs(data: RetrievalData, examples: dict[str,
-                                                    dict[str, np.ndarray]]) -> dict[str, bytes]:
+def _strip_pngs(
+    data: RetrievalData, examples: dict[str, dict[str, np.ndarray]]
+) -> dict[str, bytes]:
     from sphr.retrieval.plots import query_strips_png
 
     out = {}

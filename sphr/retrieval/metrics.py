@@ -1,10 +1,10 @@
-"""Retrieval metrics, vectorized in torch: similarity by matmul, ranking by sort / topk, in query
-chunks.
+"""Retrieval metrics, vectorized in torch: similarity by matmul, ranking by sort / topk, in
+query chunks.
 
 Definitions (per query q with relevant set R_q in the gallery, ranks from 1):
 
-* **mAP**: mean over queries of AP = (1/|R_q|) sum_{r in R_q} precision@rank(r), over the full
-ranking.
+* **mAP**: mean over queries of AP = (1/|R_q|) sum_{r in R_q} precision@rank(r), over the
+  full ranking.
 * **mAP@R** (Musgrave et al. 2020): AP truncated at R = |R_q| and divided by R.
 * **CMC@k** (first match): share of queries whose first relevant item is within the top k.
   This is the standard CMC; the AdaTriplet authors' open-reid style CMC gives split
@@ -266,9 +266,10 @@ def _example_queries(q_idx: np.ndarray, labels: np.ndarray, years: np.ndarray, n
     seen: set[int] = set()
     for i in range(n):
         want = year_cycle[i % len(year_cycle)] if year_cycle else None
-        pick = next((q for q in order if labels[q] not in seen
-                     and (want is None or years[q] == want)),
-                    next((q for q in order if labels[q] not in seen), None))
+        pick = next(
+            (q for q in order if labels[q] not in seen and (want is None or years[q] == want)),
+            next((q for q in order if labels[q] not in seen), None),
+        )
         if pick is None:
             break
         chosen.append(int(pick))
@@ -343,8 +344,9 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
             part = RankingMetrics(main.ap[sel], main.ap_at_r[sel], main.first_rank[sel],
                                   n_relevant=main.n_relevant[sel])
             for name, value in _summary(part, cmc_ks).items():
-                rows.append({"year": float(y), "metric": name, "value": value,
-                             "n_queries": int(sel.sum())})
+                rows.append(
+                    {"year": float(y), "metric": name, "value": value, "n_queries": int(sel.sum())}
+                )
     per_year = pd.DataFrame(rows, columns=["year", "metric", "value", "n_queries"])
     ex_q = _example_queries(q_idx, labels, years, n_examples, seed)
     qi, gi = torch.as_tensor(ex_q, device=x.device), torch.as_tensor(g_idx, device=x.device)

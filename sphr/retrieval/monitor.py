@@ -94,8 +94,9 @@ def embedding_health(x: torch.Tensor, labels: torch.Tensor | np.ndarray, *,
     matrix."""
     neg = mean_negative_cosine(x, labels)
     rank = effective_rank(F.normalize(x.detach().double(), dim=1))
-    return Health(neg, rank, is_collapsed(neg, rank, cos_threshold=cos_threshold,
-                                          min_rank=min_rank))
+    return Health(
+        neg, rank, is_collapsed(neg, rank, cos_threshold=cos_threshold, min_rank=min_rank)
+    )
 
 
 class CollapseMonitor:
@@ -117,7 +118,10 @@ class CollapseMonitor:
         neg = float(np.nanmean(self._neg)) if self._neg else math.nan
         rank = float(np.nanmean(self._rank)) if self._rank else math.nan
         self._neg, self._rank = [], []
-        h = Health(neg, rank, is_collapsed(neg, rank, cos_threshold=self.cos_threshold,
-                                           min_rank=self.min_rank))
+        h = Health(
+            neg,
+            rank,
+            is_collapsed(neg, rank, cos_threshold=self.cos_threshold, min_rank=self.min_rank),
+        )
         self.epochs_collapsed += int(h.collapsed)
         return h

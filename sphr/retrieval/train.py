@@ -31,8 +31,8 @@ log = logging.getLogger(__name__)
 class TrainResult:
     model: EmbeddingNet
     #: one record per epoch: epoch, loss, seconds, images, + the margins in force and easy share,
-    #: the collapse monitor (neg_cos, eff_rank, collapsed) and val_mAP when there is a validation
-    #: split
+    #: the collapse monitor (neg_cos, eff_rank, collapsed) and val_mAP when there is a
+    #: validation split
     history: list[dict[str, float]] = field(default_factory=list)
     seconds: float = 0.0
     images: int = 0

@@ -75,15 +75,23 @@ def _subject(seed: int, s: int, size: int) -> dict:
     }
     p["texture"] = _field(r, size, p["tex_sigma"])
     n_islands = 1 + r.poisson(2)
-    p["islands"] = [(p["cx"] + r.uniform(-10,
-                                         10) * k,
-                                         p["y0"] + r.choice([-1, 1]) * r.uniform(4, 14) * k,
-                     r.uniform(1.0, 2.5) * k, r.choice([-1, 1]) * r.uniform(0.1, 0.25))
-                     for _ in range(n_islands)]
+    p["islands"] = [
+        (
+            p["cx"] + r.uniform(-10, 10) * k,
+            p["y0"] + r.choice([-1, 1]) * r.uniform(4, 14) * k,
+            r.uniform(1.0, 2.5) * k,
+            r.choice([-1, 1]) * r.uniform(0.1, 0.25),
+        )
+        for _ in range(n_islands)
+    ]
     n_osteo = r.integers(1, 5)
-    p["osteophytes"] = [(p["cx"] + r.choice([-1,
-                                             1]) * (p["wf"] + p["wf_flare"] + r.uniform(-1, 1) * k),
-                         p["y0"] + r.choice([-1, 1]) * r.uniform(1, 4) * k) for _ in range(n_osteo)]
+    p["osteophytes"] = [
+        (
+            p["cx"] + r.choice([-1, 1]) * (p["wf"] + p["wf_flare"] + r.uniform(-1, 1) * k),
+            p["y0"] + r.choice([-1, 1]) * r.uniform(1, 4) * k,
+        )
+        for _ in range(n_osteo)
+    ]
     return p
 
 
@@ -100,7 +108,8 @@ def _anatomy(p: dict, t: float, u: np.ndarray, v: np.ndarray, texture: np.ndarra
            - p["round_f"] * du ** 2 + p["asym"] * np.tanh(du / 4))
     w_f = p["wf"] + p["wf_flare"] * _sig((v - (y0 - p["lf"])) / 3)
     femur = _sig((y_f - v) / 0.7) * _sig((w_f - np.abs(du)) / 0.7)
-    y_t = y0 + jsw / 2 + p["plateau"] * du ** 2 + p["tilt"] * du - p["spine_h"] * np.exp(-(du / 2.0) ** 2)
+    y_t = (y0 + jsw / 2 + p["plateau"] * du ** 2 + p["tilt"] * du
+           - p["spine_h"] * np.exp(-(du / 2.0) ** 2))
     w_t = p["wt"] + p["wt_flare"] * _sig(((y0 + p["lt"]) - v) / 3)
     tibia = _sig((v - y_t) / 0.7) * _sig((w_t - np.abs(du)) / 0.7)
     xf = cx + p["fib_side"] * (p["wt"] + p["wt_flare"] - p["fib_in"])
@@ -153,14 +162,17 @@ def _render(cfg: ForensicConfig, p: dict, s: int, visit: int, t: float) -> np.nd
     return np.clip(img * 255.0, 0, 255).astype(np.uint8)
 
 
-def generate_forensic(cfg: ForensicConfig = ForensicConfig()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def generate_forensic(
+        cfg: ForensicConfig = ForensicConfig()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All images ``(N, size, size)`` uint8, subject ids ``(N,)`` and years ``(N,)``,
     subject-major."""
     images, subjects, years = [], [], []
     for s in range(cfg.n_subjects):
         p = _subject(cfg.seed, s, cfg.size)
-        keep = np.random.default_rng([cfg.seed, s,
-                                      15485863]).random(len(cfg.years)) >= cfg.missing_rate
+        keep = (
+            np.random.default_rng([cfg.seed, s, 15485863]).random(len(cfg.years))
+            >= cfg.missing_rate
+        )
         for visit, t in enumerate(cfg.years):
             if t > 0 and not keep[visit]:
                 continue

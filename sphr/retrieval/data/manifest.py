@@ -138,8 +138,11 @@ def load_manifest_data(path: str | Path, *, channels: int = 1, load_size: int = 
     in_memory = len(paths) * channels * load_size * load_size <= cache_bytes
     if in_memory:
         images: torch.Tensor | Dataset = torch.stack(
-            [load_image(p, channels,
-                        load_size) for p in progress(paths, desc="decode images", unit="img")])
+            [
+                load_image(p, channels, load_size)
+                for p in progress(paths, desc="decode images", unit="img")
+            ]
+        )
     else:
         log.info("%d images do not fit in %d bytes: reading them per batch", len(paths),
                  cache_bytes)

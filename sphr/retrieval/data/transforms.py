@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-#: ImageNet statistics (grey: their channel mean), so optional pretrained weights see familiar
+#: ImageNet statistics (grey: their channel mean): optional pretrained weights see familiar
 #: inputs
 _MEAN = {1: (0.449,), 3: (0.485, 0.456, 0.406)}
 _STD = {1: (0.226,), 3: (0.229, 0.224, 0.225)}
