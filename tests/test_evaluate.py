@@ -33,8 +33,7 @@ class_structured, write_cohort = _fixtures.class_structured, _fixtures.write_coh
 FAST_NN = NNForEHRConfig(epochs=3)
 
 
-# ---------------------------------------------------------------- settings
-# (docs/METHODS.md#evaluation-protocol)
+# ----------------------------------------------- settings (docs/METHODS.md#evaluation-protocol)
 
 def test_classifier_settings_match_spec():
     knn = make_classifier("knn", "multi")
@@ -44,16 +43,16 @@ def test_classifier_settings_match_spec():
 
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
-    assert make_classifier("lda",
-                           "binary").get_params() == LinearDiscriminantAnalysis().get_params()
+    lda = make_classifier("lda", "binary")
+    assert lda.get_params() == LinearDiscriminantAnalysis().get_params()
 
     for task, objective in (("binary", "binary:logistic"), ("multi", "multi:softprob")):
         x = make_classifier("xgboost", task, device="cpu").get_params()
         assert (x["max_depth"], x["n_estimators"], x["learning_rate"], x["tree_method"],
                 x["random_state"], x["objective"]) == (4, 50, 0.05, "exact", 0, objective)
         assert (x["booster"], x["subsample"], x["min_child_weight"], x["gamma"], x["reg_lambda"],
-                x["reg_alpha"], x["base_score"],
-                x["max_bin"]) == ("gbtree", 1, 1, 0, 1, 0, 0.5, 256)
+                x["reg_alpha"], x["base_score"], x["max_bin"]) == (
+            "gbtree", 1, 1, 0, 1, 0, 0.5, 256)
     assert xgboost_device("cpu") == ("cpu", "exact")
 
     nn = make_classifier("nn_ehr", "multi")
@@ -226,18 +225,13 @@ def test_summarize_mean_and_sample_sd():
 
 def test_paper_numbers_are_transcribed():
     # spot checks against the paper's tables
-    assert PAPER_REPRESENTATION[("female", "binary", "weighted_f1", "sphr", "xgboost")][:2] == (
-        0.7223,
-        0.002,
-    )
-    assert (
-        PAPER_REPRESENTATION[("female", "multi", "weighted_f1", "diffmap", "xgboost")][0] == 0.5390
-    )
+    female = ("female", "binary", "weighted_f1")
+    assert PAPER_REPRESENTATION[(*female, "sphr", "xgboost")][:2] == (0.7223, 0.002)
+    assert PAPER_REPRESENTATION[("female", "multi", "weighted_f1", "diffmap",
+                                 "xgboost")][0] == 0.5390
     assert PAPER_REPRESENTATION[("male", "binary", "weighted_f1", "pca", "xgboost")][0] == 0.6157
-    assert (
-        PAPER_REPRESENTATION[("male", "multi", "weighted_f1", "deep_patient", "xgboost")][0]
-        == 0.5896
-    )
+    assert PAPER_REPRESENTATION[("male", "multi", "weighted_f1", "deep_patient",
+                                 "xgboost")][0] == 0.5896
     assert PAPER_REPRESENTATION[("male", "multi", "micro_f1", "sphr", "knn")][0] == 0.7921
     assert PAPER_REPRESENTATION[("male", "binary", "micro_f1", "ica", "nn_ehr")][0] == 0.6419
     assert ("female", "binary", "weighted_f1", "ica", "knn") not in PAPER_REPRESENTATION

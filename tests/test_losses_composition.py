@@ -354,8 +354,8 @@ def train_results(compile: bool = False, losses: Sequence[str] | None = None
                for name in names]
     for c, r in zip(configs, train_many(X, T, configs, labels=y, retire=False), strict=True):
         yield f"train/{c.loss}/curve", torch.tensor(r.loss_curve, dtype=torch.float64)
-        yield f"train/{c.loss}/val_loss", torch.tensor(r.validation["val_loss"],
-                                                       dtype=torch.float64)
+        val_loss = torch.tensor(r.validation["val_loss"], dtype=torch.float64)
+        yield f"train/{c.loss}/val_loss", val_loss
         yield f"train/{c.loss}/weights", weights_digest(r.model)
 
 
@@ -600,8 +600,8 @@ def test_pml_backed_losses_pass_their_parts_to_the_library():
 
     a, p, n = triplet_batch("b64", torch.float32)
     npair = build_loss("npair")
-    assert isinstance(npair.distance,
-                      DotProductSimilarity) and npair.distance is npair.inner.distance
+    assert isinstance(npair.distance, DotProductSimilarity)
+    assert npair.distance is npair.inner.distance
     summed = build_loss("lifted_struct", reducer=SumReducer())
     assert isinstance(summed.reducer, SumReducer)
     ratio = float(summed(a, p, n)) / float(build_loss("lifted_struct")(a, p, n))
@@ -641,8 +641,8 @@ def _module_imports(path: Path) -> set[str]:
     import ast
 
     tree = ast.parse(path.read_text())
-    return {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-            and node.module}
+    return {node.module for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module}
 
 
 def test_retrieval_schedulers_and_losses_import_no_circle():

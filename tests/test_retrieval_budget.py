@@ -65,8 +65,8 @@ def test_scaled_dams_reaches_its_range_when_every_epoch_is_easy_and_holds_otherw
         epochs: int) -> None:
     dams = DAMSMargin(mu0=0.0, step=0.01, threshold=0.95)
     dams.set_budget(epochs, 7, scale=True)
-    used = run_epochs(dams, epochs,
-                      delta=5.0)  # every triplet easy at any margin: the margin rises every epoch
+    # every triplet easy at any margin: the margin rises every epoch
+    used = run_epochs(dams, epochs, delta=5.0)
     assert used[-1] == pytest.approx(dams.target) and dams.target == pytest.approx(1.0)
     hard = DAMSMargin(mu0=0.0, step=0.01)
     hard.set_budget(epochs, 7, scale=True)
@@ -147,9 +147,8 @@ def test_profile_loss_options_reach_automargin_but_not_the_spec_it_overrides() -
     prof = get_profile("quick")
     am = loss_for("adatriplet_automargin", prof).scheduler
     assert am.warmup_until_delta and am.warmup_epochs == 2
-    assert loss_for("adatriplet_automargin:warmup_epochs=0,warmup_until_delta=false",
-                    prof).scheduler.warming_up \
-        is False
+    no_warmup = loss_for("adatriplet_automargin:warmup_epochs=0,warmup_until_delta=false", prof)
+    assert no_warmup.scheduler.warming_up is False
     assert not get_profile("paper").loss_options and get_profile("paper").scale_schedules is False
 
 

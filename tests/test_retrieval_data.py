@@ -127,8 +127,8 @@ def test_forensic_set_is_deterministic_with_visits_and_subject_specific() -> Non
     cfg = ForensicConfig(n_subjects=6, size=32, seed=3)
     imgs, subj, years = generate_forensic(cfg)
     imgs2, subj2, years2 = generate_forensic(cfg)
-    assert np.array_equal(imgs, imgs2) and np.array_equal(subj,
-                                                          subj2) and np.array_equal(years, years2)
+    assert np.array_equal(imgs, imgs2) and np.array_equal(subj, subj2)
+    assert np.array_equal(years, years2)
     assert imgs.shape[1:] == (32, 32) and imgs.dtype == np.uint8
     assert set(years) <= set(cfg.years) and (years[subj == 0] == 0).sum() == 1  # one baseline each
     assert all((years[subj == s] == 0).any() for s in range(6))

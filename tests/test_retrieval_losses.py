@@ -82,8 +82,8 @@ def test_euclidean_triplet_with_swap_matches_formula() -> None:
     mu = 0.3
     loss = TripletLoss(mu, geometry="euclidean", swap=True, selection="all", reduction="mean")
     d = torch.cdist(x, x)
-    terms = [max(0.0, float(d[a, p] - min(d[a, q], d[p, q]) + mu)) for a, p,
-             q in triplets_by_loop(y)]
+    terms = [max(0.0, float(d[a, p] - min(d[a, q], d[p, q]) + mu))
+             for a, p, q in triplets_by_loop(y)]
     assert float(loss(x, y)) == pytest.approx(sum(terms) / len(terms), rel=1e-7)
 
 
@@ -439,8 +439,8 @@ def test_adatriplet_with_automargin_reads_statistics_from_all_triplets_and_updat
         loss(x, y)
         # epoch 0: eps0, beta0
         assert loss.last_batch["margin"] == 0.25 and loss.last_batch["beta"] == 0.0
-        deltas += [float(x[a] @ x[p] - x[a] @ x[q]) for a, p,
-                   q in triplets_by_loop(y)]  # all, not only semihard
+        # all, not only semihard
+        deltas += [float(x[a] @ x[p] - x[a] @ x[q]) for a, p, q in triplets_by_loop(y)]
         i, j = triplet_negative_pairs(y)
         negs += (x[i] * x[j]).sum(1).tolist()
     assert loss.last_batch["used"] < loss.last_batch["triplets"]  # semihard mining kept only some

@@ -124,29 +124,24 @@ for _sel in SELECTIONS:
     for _red in REDUCTIONS:
         for _geo, _swap in (("cosine", False), ("cosine", True), ("euclidean", False),
                             ("euclidean", True)):
-            CASES.append((f"triplet-{_geo}-swap{_swap}-{_sel}-{_red}",
-                          lambda g=_geo, s=_swap, se=_sel,
-                          r=_red: TripletLoss(0.2, geometry=g, swap=s, selection=se,
-                                                                               reduction=r),
-                          lambda e, y, g=_geo, s=_swap, se=_sel,
-                          r=_red: _reference_triplet(e, y, 0.2, g, s, se, r)))
-        CASES.append((f"adatriplet-{_sel}-{_red}",
-                      lambda se=_sel, r=_red: AdaTripletLoss(0.25, 0.05, 0.7, selection=se,
-                                                             reduction=r),
-                      lambda e, y, se=_sel,
-                      r=_red: _reference_adatriplet(e, y, 0.25, 0.05, 0.7, se, r)))
-        CASES.append(
-            (
-                f"ocam-{_sel}-{_red}",
-                lambda se=_sel, r=_red: OCAMLoss(selection=se, reduction=r),
-                lambda e, y, se=_sel, r=_red: _reference_ocam(e, y, se, r),
-            )
-        )
+            CASES.append((
+                f"triplet-{_geo}-swap{_swap}-{_sel}-{_red}",
+                lambda g=_geo, s=_swap, se=_sel, r=_red: TripletLoss(
+                    0.2, geometry=g, swap=s, selection=se, reduction=r),
+                lambda e, y, g=_geo, s=_swap, se=_sel, r=_red: _reference_triplet(
+                    e, y, 0.2, g, s, se, r)))
+        CASES.append((
+            f"adatriplet-{_sel}-{_red}",
+            lambda se=_sel, r=_red: AdaTripletLoss(0.25, 0.05, 0.7, selection=se, reduction=r),
+            lambda e, y, se=_sel, r=_red: _reference_adatriplet(e, y, 0.25, 0.05, 0.7, se, r)))
+        CASES.append((f"ocam-{_sel}-{_red}",
+                      lambda se=_sel, r=_red: OCAMLoss(selection=se, reduction=r),
+                      lambda e, y, se=_sel, r=_red: _reference_ocam(e, y, se, r)))
         for _pow in (2, 4):
-            CASES.append((f"nplb-p{_pow}-{_sel}-{_red}",
-                          lambda pw=_pow, se=_sel,
-                          r=_red: NPLBLoss(0.3, pw, selection=se, reduction=r), lambda e, y,
-                          pw=_pow, se=_sel, r=_red: _reference_nplb(e, y, 0.3, pw, se, r)))
+            CASES.append((
+                f"nplb-p{_pow}-{_sel}-{_red}",
+                lambda pw=_pow, se=_sel, r=_red: NPLBLoss(0.3, pw, selection=se, reduction=r),
+                lambda e, y, pw=_pow, se=_sel, r=_red: _reference_nplb(e, y, 0.3, pw, se, r)))
 for _red in REDUCTIONS:
     CASES.append((f"contrastive-{_red}", lambda r=_red: ContrastiveLoss(0.1, 0.9, reduction=r),
                   lambda e, y, r=_red: _reference_contrastive(e, y, 0.1, 0.9, r)))

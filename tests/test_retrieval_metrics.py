@@ -147,9 +147,8 @@ def test_precision_at_z_is_averaged_within_classes_then_over_classes() -> None:
 
 def test_sign_binarization_and_hamming_ranking() -> None:
     x = torch.tensor([[0.3, -0.2, 0.0, -5.0]])
-    assert binarize(x, 4).tolist() == [
-        [1.0, -1.0, 1.0, -1.0]
-    ]  # bits == D: the signs themselves (0 -> +1)
+    # bits == D: the signs themselves (0 -> +1)
+    assert binarize(x, 4).tolist() == [[1.0, -1.0, 1.0, -1.0]]
     codes = binarize(torch.randn(50, 128, generator=torch.Generator().manual_seed(1)), 16, seed=0)
     assert codes.shape == (50, 16) and set(codes.unique().tolist()) == {-1.0, 1.0}
     assert torch.equal(
@@ -221,14 +220,8 @@ def test_retrieval_metrics_use_baselines_as_gallery_and_follow_ups_as_queries() 
     emb = torch.cat([base, base + 0.05, base + 0.1])
     labels = np.tile(np.arange(3), 3)
     years = np.repeat([0.0, 1.0, 2.0], 3)
-    emb[8] = torch.tensor(
-        [
-            1.0,
-            0.0,
-            # subject 2 at year 2: nearest baseline is subject 0's, then its own
-            0.3,
-        ]
-    )
+    # subject 2 at year 2: nearest baseline is subject 0's, then its own
+    emb[8] = torch.tensor([1.0, 0.0, 0.3])
     ev = retrieval_metrics(emb, labels, years, cmc_ks=(1, 2), recall_ks=(1,), p_at_z=(2,),
                            hamming_bits=(3,), n_examples=2, example_k=2)
     m = ev.metrics
@@ -248,8 +241,8 @@ def test_retrieval_metrics_use_baselines_as_gallery_and_follow_ups_as_queries() 
 
 def test_retrieval_metrics_without_visits_are_leave_one_out() -> None:
     labels = np.repeat(np.arange(3), 4)
-    emb = torch.eye(3)[labels] + 0.01 * torch.randn(12, 3,
-                                                    generator=torch.Generator().manual_seed(0))
+    noise = 0.01 * torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
+    emb = torch.eye(3)[labels] + noise
     ev = retrieval_metrics(emb, labels, np.full(12, np.nan), hamming_bits=(16,), p_at_z=(3,))
     m = ev.metrics
     assert m["n_queries"] == 12

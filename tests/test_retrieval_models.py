@@ -21,10 +21,8 @@ def test_small_cnn_embeddings_are_unit_vectors_of_dimension_d() -> None:
     out = model(torch.randn(3, 1, 32, 32))
     assert out.shape == (3, 24)
     assert torch.allclose(out.norm(dim=1), torch.ones(3), atol=1e-5)
-    assert build_model(in_channels=3, width=8)(torch.randn(2, 3, 16, 16)).shape == (
-        2,
-        128,
-    )  # D = 128 default
+    # D = 128 default
+    assert build_model(in_channels=3, width=8)(torch.randn(2, 3, 16, 16)).shape == (2, 128)
 
 
 def test_resnet18_has_torchvision_layout_and_size() -> None:
@@ -40,8 +38,8 @@ def test_resnet18_has_torchvision_layout_and_size() -> None:
 def test_resnet18_loads_local_weights_and_folds_rgb_into_grey(tmp_path: Path) -> None:
     torch.manual_seed(0)
     src = ResNet18(3).eval()
-    state = {f"module.{k}": v for k,
-             v in src.state_dict().items()}  # a DataParallel-style checkpoint
+    # a DataParallel-style checkpoint
+    state = {f"module.{k}": v for k, v in src.state_dict().items()}
     state["fc.weight"], state["fc.bias"] = torch.zeros(1000, 512), torch.zeros(1000)
     path = tmp_path / "resnet18.pt"
     torch.save({"state_dict": state}, path)
@@ -53,8 +51,8 @@ def test_resnet18_loads_local_weights_and_folds_rgb_into_grey(tmp_path: Path) ->
     grey = ResNet18(1).eval()
     load_resnet_weights(grey, path)
     g = torch.randn(2, 1, 64, 64)
-    assert torch.allclose(grey(g), src(g.expand(-1, 3, -1, -1)),
-                          atol=1e-4)  # grey = RGB of 3 equal channels
+    # grey = RGB of 3 equal channels
+    assert torch.allclose(grey(g), src(g.expand(-1, 3, -1, -1)), atol=1e-4)
 
     model = build_model("resnet18", in_channels=1, dim=16, weights=path)
     assert torch.equal(model.backbone.layer4[1].conv2.weight, src.layer4[1].conv2.weight)
@@ -96,13 +94,8 @@ def test_training_is_seeded_and_advances_the_scheduler_once_per_epoch() -> None:
     r1 = train_model(data, build_loss("triplet_linear"), prof, seed=3)
     r2 = train_model(data, build_loss("triplet_linear"), prof, seed=3)
     assert [h["loss"] for h in r1.history] == [h["loss"] for h in r2.history]
-    assert [h["margin"] for h in r1.history] == pytest.approx(
-        [
-            0.0,
-            # the margin used in each epoch
-            0.01,
-        ]
-    )
+    # the margin used in each epoch
+    assert [h["margin"] for h in r1.history] == pytest.approx([0.0, 0.01])
     assert r1.images == 2 * 2 * 40
     am = train_model(data, build_loss("adatriplet_automargin"), prof, seed=0)
     first = am.history[0]
@@ -180,25 +173,9 @@ def test_cli_runs_a_tiny_comparison_and_writes_a_manifest(tmp_path: Path,
     monkeypatch.setattr(cli, "COMMAND_MODULES", present)
 
     out = tmp_path / "cli"
-    rc = main(
-        [
-            "--quiet",
-            "retrieval",
-            "digits",
-            "--losses",
-            "triplet",
-            "ocam:reduction=nonzero",
-            "--seeds",
-            "0",
-            "--profile",
-            "smoke",
-            "--out",
-            str(out),
-            "--no-strips",
-            "--threads",
-            "1",
-        ]
-    )
+    rc = main(["--quiet", "retrieval", "digits", "--losses", "triplet", "ocam:reduction=nonzero",
+               "--seeds", "0", "--profile", "smoke", "--out", str(out), "--no-strips",
+               "--threads", "1"])
     assert rc == 0
     text = capsys.readouterr().out
     assert "| ocam:reduction=nonzero |" in text and "wrote" in text
@@ -210,34 +187,13 @@ def test_cli_runs_a_tiny_comparison_and_writes_a_manifest(tmp_path: Path,
     assert main(["--quiet", "retrieval", "forensic", "--write-manifest", str(man),
                  "--data-option", "n_subjects=3", "--data-option", "size=16"]) == 0
     assert len(pd.read_csv(man / "manifest.csv")) > 3
-    rc = main(
-        [
-            "--quiet",
-            "retrieval",
-            str(man / "manifest.csv"),
-            "--losses",
-            "contrastive",
-            "--seeds",
-            "0",
-            "--profile",
-            "smoke",
-            "--out",
-            str(tmp_path / "from_manifest"),
-            "--image-size",
-            "16",
-            "--m-per-class",
-            "2",
-            "--batch-size",
-            "4",
-            "--data-option",
-            "load_size=16",
-            "--no-strips",
-        ]
-    )
+    rc = main(["--quiet", "retrieval", str(man / "manifest.csv"), "--losses", "contrastive",
+               "--seeds", "0", "--profile", "smoke", "--out", str(tmp_path / "from_manifest"),
+               "--image-size", "16", "--m-per-class", "2", "--batch-size", "4",
+               "--data-option", "load_size=16", "--no-strips"])
     assert rc == 0
 
-    assert (
-        main(["--quiet", "retrieval", "digits", "--losses", "magic", "--out", str(tmp_path / "x")])
-        == 2
-    )
+    rc = main(["--quiet", "retrieval", "digits", "--losses", "magic", "--out",
+               str(tmp_path / "x")])
+    assert rc == 2
     assert "unknown loss" in capsys.readouterr().err

@@ -33,8 +33,9 @@ LOSS_CATALOG: dict[str, LossEntry] = {
         {"margin": 0.3, "swap": False, "selection": "all", "reduction": "mean"}, "constant"),
     "triplet_automargin": LossEntry(
         "Triplet* (cosine) with AutoMargin eps = mean(delta)/K_delta (K_delta 2, eps0 0.25), "
-        "updated per epoch (AdaTriplet paper, Table 1b); warmup_epochs / warmup_until_delta hold "
-        "eps0", {"k_delta": 2.0, "eps0": 0.25, "per_batch": False, **_WARMUP, **_AT}, "automargin"),
+        "updated per epoch (AdaTriplet paper, Table 1b); warmup_epochs / warmup_until_delta "
+        "hold eps0",
+        {"k_delta": 2.0, "eps0": 0.25, "per_batch": False, **_WARMUP, **_AT}, "automargin"),
     "adatriplet": LossEntry(
         "AdaTriplet, fixed eps 0.25, beta 0, lambda 1, semihard in-batch triplets",
         {"eps": 0.25, "beta": 0.0, "lam": 1.0, **_AT}, "constant"),
@@ -51,8 +52,9 @@ LOSS_CATALOG: dict[str, LossEntry] = {
         {"margin": 0.3, **_DAMS}, "constant"),
     "triplet_linear": LossEntry(
         "Euclidean triplet + swap, Linear scheduler: mu0 0, +0.01 per epoch over paper_epochs 100 "
-        "(DAMS paper); below the paper budget the step is scaled to reach mu0 + 0.01 * 100 in the "
-        "run", {"mu0": 0.0, "step": 0.01, "paper_epochs": 100, **_DAMS}, "linear"),
+        "(DAMS paper); below the paper budget the step is scaled to reach mu0 + 0.01 * 100 in "
+        "the run",
+        {"mu0": 0.0, "step": 0.01, "paper_epochs": 100, **_DAMS}, "linear"),
     "triplet_dams": LossEntry(
         "Euclidean triplet + swap, DAMS: mu0 0, +0.01 after an epoch whose easy share > 0.95 "
         "(step scaled like Linear's below the paper budget; mu0 is the paper's ablation knob)",

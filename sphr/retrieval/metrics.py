@@ -203,8 +203,8 @@ def sample_auc_pairs(labels: np.ndarray,
         a.append(anchor)
         p.append(positive)
         n.append(rng.choice(others))
-    return np.asarray(a, dtype=np.int64), np.asarray(p,
-                                                     dtype=np.int64), np.asarray(n, dtype=np.int64)
+    return (np.asarray(a, dtype=np.int64), np.asarray(p, dtype=np.int64),
+            np.asarray(n, dtype=np.int64))
 
 
 def pair_auc(embeddings: torch.Tensor, labels: np.ndarray, *, seed: int = 0) -> float:
@@ -281,8 +281,8 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
                       seed: int = 0, cmc_ks: Sequence[int] = (1, 5, 10),
                       recall_ks: Sequence[int] = (1, 2, 4, 8), p_at_z: Sequence[int] = (10,),
                       hamming_bits: Sequence[int] = (16, 64), n_examples: int = 4,
-                      example_k: int = 5, codes: dict[int,
-                                                      torch.Tensor] | None = None) -> Evaluation:
+                      example_k: int = 5,
+                      codes: dict[int, torch.Tensor] | None = None) -> Evaluation:
     """All metrics of one trained model on its test split.
 
     With visits (years with 0 and > 0): gallery = baseline images, queries =
@@ -304,8 +304,8 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
     visits = not loo
 
     def protocol(emb: torch.Tensor, metric: str, extra_p: Sequence[int] = ()) -> RankingMetrics:
-        qi, gi = torch.as_tensor(q_idx,
-                                 device=emb.device), torch.as_tensor(g_idx, device=emb.device)
+        qi = torch.as_tensor(q_idx, device=emb.device)
+        gi = torch.as_tensor(g_idx, device=emb.device)
         return ranking_metrics(emb[qi], labels[q_idx], emb[gi], labels[g_idx], metric=metric,
                                exclude_self=loo, precision_at=extra_p)
 
@@ -333,8 +333,7 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
         hamming(binarize(x, bits, seed=seed), "_proj")
         if bits in trained:
             hamming(binarize(trained[bits].to(x.device), trained[bits].shape[1]), "")
-        # the embedding is S-d itself: its signs are the S-bit code (OCAM Eq. 2)
-        elif bits == x.shape[1]:
+        elif bits == x.shape[1]:  # S = D: the embedding's own signs are the code (OCAM Eq. 2)
             hamming(binarize(x, bits), "")
     rows = []
     if visits:
@@ -344,9 +343,8 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
             part = RankingMetrics(main.ap[sel], main.ap_at_r[sel], main.first_rank[sel],
                                   n_relevant=main.n_relevant[sel])
             for name, value in _summary(part, cmc_ks).items():
-                rows.append(
-                    {"year": float(y), "metric": name, "value": value, "n_queries": int(sel.sum())}
-                )
+                rows.append({"year": float(y), "metric": name, "value": value,
+                             "n_queries": int(sel.sum())})
     per_year = pd.DataFrame(rows, columns=["year", "metric", "value", "n_queries"])
     ex_q = _example_queries(q_idx, labels, years, n_examples, seed)
     qi, gi = torch.as_tensor(ex_q, device=x.device), torch.as_tensor(g_idx, device=x.device)

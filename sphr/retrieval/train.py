@@ -216,8 +216,7 @@ def embed(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, *,
 @torch.no_grad()
 def embed_all(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, *,
               device: torch.device | str, batch_size: int = 512,
-              workers: int = 0) -> tuple[torch.Tensor,
-                                                                dict[int, torch.Tensor]]:
+              workers: int = 0) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
     """The embeddings and, per code head S, its ``(N, S)`` outputs (empty without code heads)."""
     device = torch.device(device)
     model.eval()
@@ -235,6 +234,6 @@ def embed_all(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, 
             e = model(transform(x))
         embs.append(e)
     if not embs:
-        return torch.zeros(0, model.dim, device=device), {b: torch.zeros(0, b, device=device)
-                                                          for b in bits}
+        empty = {b: torch.zeros(0, b, device=device) for b in bits}
+        return torch.zeros(0, model.dim, device=device), empty
     return torch.cat(embs), {b: torch.cat(v) for b, v in codes.items()}

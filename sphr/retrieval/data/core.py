@@ -27,8 +27,8 @@ class ImageSet:
     def __post_init__(self) -> None:
         self.labels = np.asarray(self.labels, dtype=np.int64)
         self.years = np.asarray(self.years, dtype=np.float64)
-        # type: ignore[arg-type]
-        if len(self.labels) != len(self.years) or len(self.labels) != len(self.images):
+        n_images = len(self.images)  # type: ignore[arg-type]
+        if len(self.labels) != len(self.years) or len(self.labels) != n_images:
             raise ValueError("images, labels and years must have the same length")
 
     def __len__(self) -> int:

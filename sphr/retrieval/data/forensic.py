@@ -179,8 +179,8 @@ def generate_forensic(
             images.append(_render(cfg, p, s, visit, float(t)))
             subjects.append(s)
             years.append(float(t))
-    return np.stack(images), np.asarray(subjects,
-                                        dtype=np.int64), np.asarray(years, dtype=np.float64)
+    return (np.stack(images), np.asarray(subjects, dtype=np.int64),
+            np.asarray(years, dtype=np.float64))
 
 
 def load_forensic_data(cfg: ForensicConfig = ForensicConfig(), *, test_fraction: float = 0.3,

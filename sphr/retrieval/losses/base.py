@@ -108,8 +108,8 @@ def all_triplet_indices(labels: torch.Tensor) -> Triplets:
     return a, p, n
 
 
-def all_pair_indices(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                                    torch.Tensor]:
+def all_pair_indices(
+        labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Unordered positive pairs (i < j, same label) and negative pairs (i < j, different labels)."""
     labels = labels.reshape(-1)
     same = labels[:, None] == labels[None, :]

@@ -135,8 +135,8 @@ class _SteppedMargin(MarginScheduler):
 
     def set_budget(self, epochs: int, batches_per_epoch: int = 1, *, scale: bool = False) -> None:
         super().set_budget(epochs, batches_per_epoch, scale=scale)
-        self.step = scaled_step(self.mu0, self.paper_step, self.paper_epochs,
-                                epochs) if scale else self.paper_step
+        self.step = (scaled_step(self.mu0, self.paper_step, self.paper_epochs, epochs) if scale
+                     else self.paper_step)
 
 
 class LinearMargin(_SteppedMargin):
