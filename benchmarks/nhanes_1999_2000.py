@@ -132,8 +132,8 @@ def default_path() -> Path:
 
 
 def load_nhanes(path: str | Path | None = None) -> pd.DataFrame:
-    """The file as stored (US units); a missing column, missing value or bad code is an
-    InputError."""
+    """The file as stored (US units); a missing column, missing value or
+    bad code is an InputError."""
     path = Path(path) if path is not None else default_path()
     if not path.exists():
         raise InputError("file not found", file=path)
@@ -188,8 +188,8 @@ def to_catalog(raw: pd.DataFrame, *, recalibrate_creatinine: bool = True) -> pd.
 
 
 def in_reference_ranges(people: pd.DataFrame) -> np.ndarray:
-    """True where every marker is inside its :data:`REFERENCE_RANGES` range (sex-specific ones per
-    sex)."""
+    """True where every marker is inside its :data:`REFERENCE_RANGES` range
+    (sex-specific ones per sex)."""
     ok = np.ones(len(people), dtype=bool)
     sex = people["sex"].to_numpy()
     for r in REFERENCE_RANGES:

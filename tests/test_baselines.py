@@ -1,5 +1,5 @@
-"""Baseline representations: shape and order, no test participant in any fit, DiffMap,
-DeepPatient."""
+"""Baseline representations: shape and order, no test participant in any
+fit, DiffMap, DeepPatient."""
 
 from __future__ import annotations
 

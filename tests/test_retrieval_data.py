@@ -1,5 +1,5 @@
-"""Retrieval datasets: manifests (PNG files in tmp_path), digits, the synthetic forensic set,
-sampler, transforms."""
+"""Retrieval datasets: manifests (PNG files in tmp_path), digits, the synthetic forensic
+set, sampler, transforms."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Retrieval losses against their formulas, gradients and pytorch-metric-learning; schedulers;
-registry."""
+"""Retrieval losses against their formulas, gradients and
+pytorch-metric-learning; schedulers; registry."""
 
 from __future__ import annotations
 

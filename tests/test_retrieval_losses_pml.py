@@ -174,8 +174,8 @@ def test_pml_losses_are_bit_identical_to_the_previous_implementation(name, make,
 
 @pytest.mark.parametrize("name", list(LOSSES))
 def test_registry_losses_with_schedulers_match_the_previous_arithmetic(name: str) -> None:
-    """Over three epochs the scheduled margin moves; each batch equals the reference at the margin
-    in force."""
+    """Over three epochs the scheduled margin moves; each batch equals the
+    reference at the margin in force."""
     loss = build_loss(name)
     loss.set_budget(3, 2, scale=True)
     for epoch in range(3):

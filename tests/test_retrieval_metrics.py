@@ -1,5 +1,5 @@
-"""Retrieval metrics on hand-made rankings with known answers, and against
-pytorch-metric-learning."""
+"""Retrieval metrics on hand-made rankings with known answers, and
+against pytorch-metric-learning."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from sphr.retrieval.metrics import (
 
 
 def on_circle(angles_deg: list[float]) -> torch.Tensor:
-    """Unit vectors at these angles: cosine similarity to (1, 0) falls as the angle grows (<
-    180)."""
+    """Unit vectors at these angles: cosine similarity to (1, 0) falls
+    as the angle grows (< 180)."""
     a = torch.tensor(angles_deg, dtype=torch.float64) * math.pi / 180
     return torch.stack([torch.cos(a), torch.sin(a)], 1)
 

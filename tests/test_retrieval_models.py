@@ -1,5 +1,5 @@
-"""Backbones (small CNN, plain-torch ResNet-18 with local weights), training, the comparison and
-``sphr retrieval``."""
+"""Backbones (small CNN, plain-torch ResNet-18 with local weights), training, the
+comparison and ``sphr retrieval``."""
 
 from __future__ import annotations
 

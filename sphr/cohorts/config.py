@@ -59,8 +59,8 @@ class CohortConfig:
 
     @classmethod
     def profile(cls, name: str, **overrides) -> CohortConfig:
-        """``paper``: the paper's values. ``demo``: 20,000 triplets so the demo trains in
-        seconds."""
+        """``paper``: the paper's values. ``demo``: 20,000 triplets so
+        the demo trains in seconds."""
         if name == "paper":
             return cls(**overrides)
         if name == "demo":

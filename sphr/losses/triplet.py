@@ -21,8 +21,8 @@ from sphr.losses.distances import rowwise
 
 
 def _difference(distance: Any) -> Any:
-    """``distance.margin``: ``x - y`` for a distance, ``y - x`` for a similarity (None: a
-    distance)."""
+    """``distance.margin``: ``x - y`` for a distance, ``y - x`` for a
+    similarity (None: a distance)."""
     return (lambda x, y: x - y) if distance is None else distance.margin
 
 

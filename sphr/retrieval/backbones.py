@@ -73,8 +73,8 @@ class BasicBlock(nn.Module):
 
 
 class ResNet18(nn.Module):
-    """ResNet-18 (He et al. 2016) feature extractor, torchvision layout, global average pooled
-    (512)."""
+    """ResNet-18 (He et al. 2016) feature extractor, torchvision layout,
+    global average pooled (512)."""
 
     def __init__(self, in_channels: int = 3) -> None:
         super().__init__()
@@ -102,8 +102,8 @@ class ResNet18(nn.Module):
 
 
 def load_resnet_weights(model: ResNet18, path: str | Path) -> list[str]:
-    """Load a torchvision-style ResNet-18 state dict from a local file; returns the keys ignored
-    (fc.*)."""
+    """Load a torchvision-style ResNet-18 state dict from a local file;
+    returns the keys ignored (fc.*)."""
     path = Path(path)
     if not path.exists():
         raise InputError("weights file not found", file=path)
@@ -145,19 +145,16 @@ class EmbeddingNet(nn.Module):
         self.dim = dim
         self.code_bits = tuple(int(b) for b in code_bits)
         self.detach_codes = detach_codes
-        self.code_heads = nn.ModuleDict(
-            {
-                str(b): nn.Linear(backbone.out_features, b)  # type: ignore[arg-type]
-                for b in self.code_bits
-            }
-        )
+        self.code_heads = nn.ModuleDict({
+            str(b): nn.Linear(backbone.out_features, b)  # type: ignore[arg-type]
+            for b in self.code_bits})
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.normalize(self.head(self.dropout(self.backbone(x))), dim=1)
 
     def forward_all(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
-        """The D-d embedding and, per code length S, the L2-normalized S-d head output (sign =
-        code)."""
+        """The D-d embedding and, per code length S, the L2-normalized S-d head output (its
+        sign: the code)."""
         f = self.dropout(self.backbone(x))
         emb = F.normalize(self.head(f), dim=1)
         fc = f.detach() if self.detach_codes else f

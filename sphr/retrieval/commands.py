@@ -38,8 +38,8 @@ def _kv(text: str) -> tuple[str, Any]:
 
 
 def _by_profile(setting: str) -> str:
-    """The profiles' values of ``setting``, those that share one together: ``quick / demo 128,
-    ...``."""
+    """The profiles' values of ``setting``, those that share one together:
+    ``quick / demo 128, ...``."""
     names: dict[Any, list[str]] = {}
     for name, profile in PROFILES.items():
         names.setdefault(getattr(profile, setting), []).append(name)

@@ -47,8 +47,8 @@ _BLOCK = 1 << 24
 
 def _scores(q: torch.Tensor, g: torch.Tensor, metric: str,
             g_sq: torch.Tensor | None) -> torch.Tensor:
-    """Higher is better: cosine similarity, minus squared distance, or bits agreeing minus
-    disagreeing."""
+    """Higher is better: cosine similarity, minus squared distance, or bits
+    agreeing minus disagreeing."""
     if metric == "euclidean":
         return 2.0 * (q @ g.T) - (q * q).sum(1, keepdim=True) - g_sq[None, :]  # type: ignore[index]
     return q @ g.T
@@ -92,8 +92,8 @@ def knn(query: torch.Tensor, gallery: torch.Tensor, k: int, *, metric: str = "co
 
 
 def binarize(embeddings: torch.Tensor, bits: int, *, seed: int = 0) -> torch.Tensor:
-    """+-1 codes of ``bits`` bits (float): sign of the embedding (bits == D) or of a seeded
-    projection."""
+    """+-1 codes of ``bits`` bits (float): sign of the embedding (bits == D)
+    or of a seeded projection."""
     d = embeddings.shape[1]
     x = embeddings.float()
     if bits != d:
@@ -189,8 +189,8 @@ def roc_auc(pos_scores: np.ndarray, neg_scores: np.ndarray) -> float:
 
 def sample_auc_pairs(labels: np.ndarray,
                      seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One (anchor, positive, negative) per class with >= 2 members, seeded (DAMS paper's AUC
-    pairs)."""
+    """One (anchor, positive, negative) per class with >= 2 members, seeded
+    (DAMS paper's AUC pairs)."""
     labels = np.asarray(labels)
     rng = np.random.default_rng(seed)
     a, p, n = [], [], []

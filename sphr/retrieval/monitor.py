@@ -30,8 +30,8 @@ MIN_RANK = 2.0
 
 
 def effective_rank(x: torch.Tensor) -> float:
-    """exp(entropy of the singular values / their sum) of the centered rows; 0 for a constant
-    matrix."""
+    """exp(entropy of the singular values / their sum) of the centered
+    rows; 0 for a constant matrix."""
     x = x.detach().float()
     if x.shape[0] < 2:
         return math.nan
@@ -90,8 +90,8 @@ def is_collapsed(neg_cos: float, eff_rank: float, *, cos_threshold: float = COS_
 
 def embedding_health(x: torch.Tensor, labels: torch.Tensor | np.ndarray, *,
                      cos_threshold: float = COS_THRESHOLD, min_rank: float = MIN_RANK) -> Health:
-    """Mean negative-pair cosine, effective rank and the collapse verdict of one embedding
-    matrix."""
+    """Mean negative-pair cosine, effective rank and the collapse
+    verdict of one embedding matrix."""
     neg = mean_negative_cosine(x, labels)
     rank = effective_rank(F.normalize(x.detach().double(), dim=1))
     return Health(

@@ -1,5 +1,5 @@
-"""Figures for the comparison: margin curves and query / result strips (PNG bytes via
-sphr.plots)."""
+"""Figures for the comparison: margin curves and query / result strips
+(PNG bytes via sphr.plots)."""
 
 from __future__ import annotations
 

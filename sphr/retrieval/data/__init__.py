@@ -1,5 +1,5 @@
-"""Retrieval datasets: image manifests, scikit-learn digits, the synthetic forensic set, sampler,
-transforms."""
+"""Retrieval datasets: image manifests, scikit-learn digits, the synthetic forensic
+set, sampler, transforms."""
 
 from __future__ import annotations
 

@@ -87,8 +87,8 @@ def split_by_group(groups: np.ndarray, test_fraction: float, seed: int) -> np.nd
 
 
 def split_stratified(labels: np.ndarray, test_fraction: float, seed: int) -> np.ndarray:
-    """Boolean test mask splitting images (not classes), the same fraction in every class,
-    seeded."""
+    """Boolean test mask splitting images (not classes), the same
+    fraction in every class, seeded."""
     rng = np.random.default_rng(seed)
     test = np.zeros(len(labels), dtype=bool)
     for k in np.unique(labels):

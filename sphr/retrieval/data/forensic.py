@@ -164,8 +164,8 @@ def _render(cfg: ForensicConfig, p: dict, s: int, visit: int, t: float) -> np.nd
 
 def generate_forensic(
         cfg: ForensicConfig = ForensicConfig()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All images ``(N, size, size)`` uint8, subject ids ``(N,)`` and years ``(N,)``,
-    subject-major."""
+    """All images ``(N, size, size)`` uint8, subject ids ``(N,)`` and
+    years ``(N,)``, subject-major."""
     images, subjects, years = [], [], []
     for s in range(cfg.n_subjects):
         p = _subject(cfg.seed, s, cfg.size)
@@ -185,8 +185,8 @@ def generate_forensic(
 
 def load_forensic_data(cfg: ForensicConfig = ForensicConfig(), *, test_fraction: float = 0.3,
                        split_seed: int = 0) -> RetrievalData:
-    """The synthetic set split by subject: train on all visits of 70% of subjects, test on the
-    rest."""
+    """The synthetic set split by subject: train on all visits of 70% of
+    subjects, test on the rest."""
     images, subjects, years = generate_forensic(cfg)
     test = split_by_group(subjects, test_fraction, split_seed)
     tensor = torch.from_numpy(images[:, None])

@@ -31,8 +31,8 @@ def half_distance(d: torch.Tensor) -> torch.Tensor:
 
 
 def ocam_violation01(f_ap: torch.Tensor, f_an: torch.Tensor, f_pn: torch.Tensor) -> torch.Tensor:
-    """The argument of OCAM's hinge from distances in [0, 1]: f_ap - (f_an + f_pn)/2 + (1 -
-    f_pn)/2."""
+    """The argument of OCAM's hinge from distances in [0, 1]: f_ap - (f_an
+    + f_pn)/2 + (1 - f_pn)/2."""
     return f_ap - (f_an + f_pn) / 2.0 + (1.0 - f_pn) / 2.0
 
 
