@@ -1,6 +1,6 @@
 """Age structure of the classes: real people (the NHANES development set) beside the worlds.
 
-Companion of ``benchmarks/sphr_age.py`` (docs/SPHR_AGE.md, "Real people vs the synthetic
+Companion of ``benchmarks/sphr_age.py`` (docs/notes/SPHR_AGE.md, "Real people vs the synthetic
 worlds"). SPHR's score runs against age and death in both synthetic worlds but not on the
 development set; this benchmark asks whether the generator's age structure differs from
 real people's. It reads finished runs (``NAME=RUN``; a run of the main command: its
@@ -376,9 +376,16 @@ def plot(shares: dict[str, pd.DataFrame], slopes: dict[str, pd.DataFrame],
             s = t[t["sex"] == sex]
             x = np.arange(len(s))
             for col, mark in (("bfh", "o"), ("unhealthy", "s")):
-                ax[0, 0].errorbar(x, s[col], yerr=[s[col] - s[f"{col}_lo"], s[f"{col}_hi"] - s[col]],
-                                  fmt=mark + style, color=colours[name], capsize=2, ms=4,
-                                  label=f"{name} {sex} {col}")
+                ax[0, 0].errorbar(
+                    x,
+                    s[col],
+                    yerr=[s[col] - s[f"{col}_lo"], s[f"{col}_hi"] - s[col]],
+                    fmt=mark + style,
+                    color=colours[name],
+                    capsize=2,
+                    ms=4,
+                    label=f"{name} {sex} {col}",
+                )
             ax[0, 0].set_xticks(x, s["group"])
     ax[0, 0].set(title="Share of BFH (o) and of the unhealthy (s) by age group\n"
                  "(solid: women, dashed: men; 95% Wilson intervals)", ylabel="share")

@@ -49,7 +49,8 @@ def _frame(X: np.ndarray, labels: np.ndarray, eids: np.ndarray, features: list[s
 def write_cohort(directory: str | Path, *, n_train: int = 700, n_test: int = 300,
                  n_features: int = 40, n_augmented: int = 60, n_triplets: int = 2000,
                  seed: int = 0) -> Path:
-    """Write train.parquet (real + augmented BFH rows), test.parquet, features.json, triplets.npz."""
+    """Write train.parquet (real + augmented BFH rows), test.parquet,
+    features.json, triplets.npz."""
     d = Path(directory)
     features = [f"f{i:02d}" for i in range(n_features)]
     X, y = class_structured(n_train + n_test, n_features, seed=seed)

@@ -28,7 +28,8 @@ import time
 
 
 def _sphr_standin(X, n_out: int = 32, seed: int = 0):
-    """An untrained network of SPHR's shape (docs/METHODS.md), seeded: an embedding of the right shape."""
+    """An untrained network of SPHR's shape (docs/METHODS.md), seeded: an
+    embedding of the right shape."""
     import torch
 
     torch.manual_seed(seed)

@@ -1,9 +1,9 @@
 """Real people: do single-visit health scores rank later deaths? (NHANES 1999-2000).
 
-The study behind ``benchmarks/nhanes_mortality.py`` (docs/NHANES.md), kept beside it and out
-of the library: no stage uses it. An adapter, not a UK Biobank stage: the vendored file (``sphr/data/real``, see its
-README) has the nine PhenoAge markers, age, sex and linked all-cause mortality of
-4,086 US adults, but no condition answers, so there are no apparently healthy /
+The study behind ``benchmarks/nhanes_mortality.py`` (docs/notes/NHANES.md), kept beside it and out
+of the library: no stage uses it. An adapter, not a UK Biobank stage: the vendored file
+(``sphr/data/real``, see its README) has the nine PhenoAge markers, age, sex and linked all-cause
+mortality of 4,086 US adults, but no condition answers, so there are no apparently healthy /
 BFH labels. The check rebuilds the parts of the risk method that need no labels
 and scores everyone:
 
@@ -132,7 +132,8 @@ def default_path() -> Path:
 
 
 def load_nhanes(path: str | Path | None = None) -> pd.DataFrame:
-    """The file as stored (US units); a missing column, missing value or bad code is an InputError."""
+    """The file as stored (US units); a missing column, missing value or
+    bad code is an InputError."""
     path = Path(path) if path is not None else default_path()
     if not path.exists():
         raise InputError("file not found", file=path)
@@ -187,7 +188,8 @@ def to_catalog(raw: pd.DataFrame, *, recalibrate_creatinine: bool = True) -> pd.
 
 
 def in_reference_ranges(people: pd.DataFrame) -> np.ndarray:
-    """True where every marker is inside its :data:`REFERENCE_RANGES` range (sex-specific ones per sex)."""
+    """True where every marker is inside its :data:`REFERENCE_RANGES` range
+    (sex-specific ones per sex)."""
     ok = np.ones(len(people), dtype=bool)
     sex = people["sex"].to_numpy()
     for r in REFERENCE_RANGES:

@@ -1,4 +1,4 @@
-"""NHANES 1999-2000 mortality check on real people (docs/NHANES.md; the study:
+"""NHANES 1999-2000 mortality check on real people (docs/notes/NHANES.md; the study:
 benchmarks/nhanes_1999_2000.py).
 
 Scores the 4,086 people of the vendored NHANES file (PhenoAge, homeostatic

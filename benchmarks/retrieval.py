@@ -110,7 +110,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
     parser.add_argument("--profile", default="demo")
-    parser.add_argument("--dataset", default="forensic", help="which of the profile's image sizes to use")
+    parser.add_argument("--dataset", default="forensic",
+                        help="which of the profile's image sizes to use")
     parser.add_argument("--loss", default="adatriplet_automargin")
     parser.add_argument("--code-bits", type=int, nargs="*", default=[],
                         help="also train S-output code heads (OCAM's S-bit codes), e.g. 16 64")
@@ -121,7 +122,8 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: allowed cores)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: allowed cores)")
     args = parser.parse_args()
 
     import torch
@@ -130,10 +132,11 @@ def main() -> None:
 
     threads = configure_threads(args.threads)
     device = resolve_device(args.device)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({threads} threads)"
+    name = (torch.cuda.get_device_name(device) if device.type == "cuda"
+            else f"cpu ({threads} threads)")
     print(f"device: {name}", file=sys.stderr)
-    train = train_throughput(device, args.profile, args.dataset, args.loss, args.steps, args.warmup, threads,
-                             tuple(args.code_bits))
+    train = train_throughput(device, args.profile, args.dataset, args.loss, args.steps, args.warmup,
+                             threads, tuple(args.code_bits))
     print(f"train: {train}", file=sys.stderr)
     query = query_time(device, args.queries, args.gallery, args.dim, args.k, args.repeats)
     print(f"query: {query}", file=sys.stderr)

@@ -1,8 +1,8 @@
 """Why SPHR's risk score runs against age: each candidate cause measured on a world run.
 
-In the world tables (docs/WORLDS.md, docs/WORLDS_PAPER.md) the SPHR score's time-dependent
-AUROC for death and cardiovascular disease falls below 0.5 while every other distance stays
-above it. This benchmark reads a finished run whose export has its truth file (the
+In the world tables (docs/notes/WORLDS.md, docs/notes/WORLDS_PAPER.md) the SPHR score's
+time-dependent AUROC for death and cardiovascular disease falls below 0.5 while every other distance
+stays above it. This benchmark reads a finished run whose export has its truth file (the
 generator's true hazards) and measures, on the held-out test people of each sex:
 
 1. ``standardization``: Spearman of the SPHR score with age and the log true hazards, as
@@ -141,8 +141,8 @@ def embedded_reference_distance(Z_train: np.ndarray, train: pd.DataFrame, Z: np.
     g_train = train["age_group"].astype(str).to_numpy()
     d = np.empty(len(Z))
     for g in np.unique(groups):
-        d[groups == g] = np.linalg.norm(Z[groups == g] - np.median(Z_train[bfh & (g_train == g)], 0),
-                                        axis=1)
+        centre = np.median(Z_train[bfh & (g_train == g)], 0)
+        d[groups == g] = np.linalg.norm(Z[groups == g] - centre, axis=1)
     return d
 
 

@@ -1,4 +1,4 @@
-"""SPHR and its variants aimed at risk, the same figures everywhere (docs/SPHR_RISK.md).
+"""SPHR and its variants aimed at risk, the same figures everywhere (docs/notes/SPHR_RISK.md).
 
 Reads finished runs and prints one table per figure:
 
@@ -17,7 +17,7 @@ Reads finished runs and prints one table per figure:
         --dev-severity runs/rn_sev --dev-severity runs/rn_sev_s1 \\
         --world linear=runs/wv/linear-labels,runs/wv/linear-severity \\
         --world nonlinear=runs/wv/nonlinear-labels,runs/wv/nonlinear-severity \\
-        --docs docs/SPHR_RISK.md
+        --docs docs/notes/SPHR_RISK.md
 
 Last line: one JSON object with every figure.
 """
@@ -138,7 +138,8 @@ def main() -> None:
     parser.add_argument("--dev-severity", type=Path, action="append", default=[])
     parser.add_argument("--world", action="append", default=[])
     parser.add_argument("--docs", type=Path, default=None,
-                        help="write the tables into this file's generated part (docs/SPHR_RISK.md)")
+                        help="write the tables into this file's generated part "
+                             "(docs/notes/SPHR_RISK.md)")
     args = parser.parse_args()
     dev = dev_rows(args.dev, args.dev_severity)
     worlds, f1 = world_rows(args.world), f1_rows(args.world)

@@ -53,7 +53,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 
-def synthetic(rows: int, n_triplets: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def synthetic(rows: int, n_triplets: int,
+              seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 3, rows)
     X = (rng.normal(size=(rows, 64)) + 0.4 * y[:, None] * rng.normal(size=64)).astype(np.float32)
@@ -269,7 +270,8 @@ def main() -> None:
     parser.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16", "tf32"),
                         help="the trainer's precision (auto: sphr.device.fast_settings)")
     parser.add_argument("--compile", default="auto", choices=("auto", "on", "off"))
-    parser.add_argument("--json-out", default=None, help="also write the JSON here, after each step")
+    parser.add_argument("--json-out", default=None,
+                        help="also write the JSON here, after each step")
     args = parser.parse_args()
 
     import os

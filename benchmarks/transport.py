@@ -1,5 +1,5 @@
 """Transport: a model fitted on one NHANES period scores another, unchanged and re-anchored
-(docs/TRANSPORT.md; the rule that picks what ``--reanchor`` refits: docs/METHODS.md,
+(docs/notes/TRANSPORT.md; the rule that picks what ``--reanchor`` refits: docs/METHODS.md,
 "Transport: drift and re-anchoring").
 
 The development set (``sphr/data/real/nhanes_ukb_dev.csv``) is split by examination date
@@ -23,7 +23,7 @@ age-standardized score (mode calibrated), and the rule's criterion: the mean C o
 headline scores over sexes and transports.
 
     python benchmarks/transport.py [--out runs/transport] [--seed 0] [--bootstrap 1000]
-        [--jobs 2] [--reuse-fits] [--docs docs/TRANSPORT.md]
+        [--jobs 2] [--reuse-fits] [--docs docs/notes/TRANSPORT.md]
 
 Last line: one JSON object (``criterion``, ``chosen``, ``c_index``, ``paired``, ``drift``,
 ``seconds``).

@@ -138,7 +138,8 @@ def main() -> None:
         report = run / "cohorts" / sex / "cohort_report.json"
         if report.exists():
             d = json.loads(report.read_text())
-            cohorts[sex] = {part: sum(d[part].values()) for part in ("train", "test", "calibration")}
+            cohorts[sex] = {part: sum(d[part].values())
+                            for part in ("train", "test", "calibration")}
     result = {
         "participants": args.participants, "profile": args.profile,
         "total_s": round(sum(v["s"] for v in stages.values()), 1),

@@ -169,9 +169,10 @@ def loss_summary(run: Path) -> tuple[list[str], list[dict]]:
                  "model selection).\n")
     mean, low, single = null_gap(n_losses=len(cells) - 1, n_splits=n_splits)
     lines.append(f"With {len(cells) - 1} equally good losses, NPLB would trail the best other "
-                 f"one by {-mean:.2f} split SDs on average and by more than {-low:.2f} in 2.5% "
-                 f"of draws (`null_gap`: independent normal split scores, {n_splits} splits); against one "
-                 f"fixed reference such as raw features, 2.5% of draws fall below {single:.2f}.\n")
+                 f"one by {-mean:.2f} split SDs on average and by more than {-low:.2f} in 2.5% of "
+                 f"draws (`null_gap`: independent normal split scores, {n_splits} splits); against "
+                 "one fixed reference such as raw features, 2.5% of draws fall below "
+                 f"{single:.2f}.\n")
     return lines + gaps, verdicts
 
 
@@ -196,7 +197,8 @@ def risk_summary(run: Path, world: dict) -> list[str]:
             n = int(sub["n"].iloc[0])
             ev = int(sub["events"].iloc[0])
             lines.append(f"| {sex} | {outcome} (n {n}, {ev} events) | "
-                         f"{'-' if ceiling is None else f'{ceiling:.3f}'} | " + " | ".join(cells) + " |")
+                         f"{'-' if ceiling is None else f'{ceiling:.3f}'} | "
+                         + " | ".join(cells) + " |")
     return lines
 
 
@@ -219,7 +221,8 @@ def linked_summary(run: Path, world: dict) -> tuple[list[str], list[dict]]:
                  for m in methods]
         lines.append(f"| {sex} | {outcome} (n {int(sub['n'].iloc[0])}, "
                      f"{int(sub['events'].iloc[0])} events) | "
-                     f"{'-' if ceiling is None else f'{ceiling:.3f}'} | " + " | ".join(cells) + " |")
+                     f"{'-' if ceiling is None else f'{ceiling:.3f}'} | "
+                     + " | ".join(cells) + " |")
         top = sub["auroc_10y"].idxmax()
         best.append({"sex": sex, "outcome": outcome, "best": top,
                      "best_auroc": round(float(sub.loc[top, "auroc_10y"]), 3),
@@ -300,7 +303,8 @@ def main() -> int:
                            str(run), "--profile", args.profile, "--no-retrieval",
                            *([] if in_pipeline else ["--no-losses"])], log)
         if args.fast_losses and not (args.reuse and all(
-                (run / "evaluate" / sex / "losses.parquet").exists() for sex in ("female", "male"))):
+                (run / "evaluate" / sex / "losses.parquet").exists()
+                for sex in ("female", "male"))):
             sphr = [sys.executable, "-m", "sphr.cli", "-q"]
             t0 = time.perf_counter()
             # the two sexes side by side, each on its share of the cores: these small

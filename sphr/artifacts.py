@@ -93,8 +93,8 @@ def load_cohort(cohort_dir: str | Path) -> Cohort:
             raise InputError(f"missing {part}.parquet (run `sphr cohorts` first)", file=path)
         frames[part] = _check_frame(pd.read_parquet(path), features, path)
     if frames["test"]["augmented"].to_numpy(bool).any():
-        raise InputError("test.parquet holds augmented rows; evaluation uses real participants only",
-                         file=d / "test.parquet", field="augmented")
+        raise InputError("test.parquet holds augmented rows; evaluation uses real participants "
+                         "only", file=d / "test.parquet", field="augmented")
     calib_path = d / "calibration.parquet"
     calibration = (_check_frame(pd.read_parquet(calib_path), features, calib_path)
                    if calib_path.exists() else pd.DataFrame(columns=frames["test"].columns))
@@ -121,7 +121,8 @@ def read_embeddings(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
     if not path.exists():
         raise InputError("missing embeddings file", file=path)
     df = pd.read_parquet(path)
-    cols = sorted((c for c in df.columns if c[:1] == "e" and c[1:].isdigit()), key=lambda c: int(c[1:]))
+    cols = sorted((c for c in df.columns if c[:1] == "e" and c[1:].isdigit()),
+                  key=lambda c: int(c[1:]))
     if not cols or "eid" not in df.columns:
         raise InputError("expected eid and e00.. columns", file=path)
     return df[[c for c in df.columns if c not in cols]], df[cols].to_numpy(np.float32)

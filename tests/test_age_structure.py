@@ -35,9 +35,12 @@ def _frame(n: int = 6000, seed: int = 0, bfh_slope: float = 0.0) -> pd.DataFrame
     label = np.where(u < p_bfh, 2, np.where(u < p_bfh + 0.3, 0, 1))
     unh = label == 0
     a = 0.05 * (age - 56) + 1.0 * unh + rng.standard_normal(n)
-    b = np.where(unh, 0.05 * (age - 56), bfh_slope / 10 * (age - 56)) + 1.0 * unh + rng.standard_normal(n)
+    b = np.where(unh, 0.05 * (age - 56),
+                 bfh_slope / 10 * (age - 56)) + 1.0 * unh + rng.standard_normal(n)
     sex = np.where(rng.random(n) < 0.5, "female", "male")
-    return pd.DataFrame({"eid": np.arange(n), "sex": sex, "age": age, "label": label, "a": a, "b": b})
+    return pd.DataFrame(
+        {"eid": np.arange(n), "sex": sex, "age": age, "label": label, "a": a, "b": b}
+    )
 
 
 def test_normal_scores_rank_based_and_keep_nan(ages):
@@ -69,7 +72,8 @@ def test_spearman_and_mean_difference_intervals(ages):
 
 def test_wilson_interval(ages):
     p, lo, hi = ages.wilson(10, 100)
-    assert p == 0.1 and lo == pytest.approx(0.0552, abs=1e-3) and hi == pytest.approx(0.1744, abs=1e-3)
+    assert p == 0.1
+    assert lo == pytest.approx(0.0552, abs=1e-3) and hi == pytest.approx(0.1744, abs=1e-3)
     assert np.isnan(ages.wilson(0, 0)[0])
 
 
@@ -123,7 +127,9 @@ def test_death_c_index_interval():
     event = rng.random(600) < 0.7
     c, lo, hi = sphr_age.c_index_interval(time, event, risk, n_bootstrap=100)
     assert lo < c < hi and c > 0.6
-    assert sphr_age.associations(risk, time, {}, (time, event))["death_c"] == pytest.approx(c, abs=1e-3)
+    assert sphr_age.associations(risk, time, {}, (time, event))["death_c"] == pytest.approx(
+        c, abs=1e-3
+    )
 
 
 def test_alignment_is_the_cosine_with_the_young_gap(ages):
@@ -142,7 +148,8 @@ def test_alignment_is_the_cosine_with_the_young_gap(ages):
 def test_dispersion_table_sees_spread_grow(ages):
     people = _frame(20000, seed=7)
     people["a"] = people["a"] * (1 + 0.05 * (people["age"] - 40))  # spreads out with age
-    t = ages.dispersion_table(ages.add_scores(people, ["a", "b"]), ["a", "b"]).set_index(["sex", "band"])
+    scored = ages.add_scores(people, ["a", "b"])
+    t = ages.dispersion_table(scored, ["a", "b"]).set_index(["sex", "band"])
     for sex in ("female", "male"):
         assert t.loc[(sex, "60-73"), "variance"] > t.loc[(sex, "40-49"), "variance"]
         assert t.loc[(sex, "40-49"), "n_bfh"] > t.loc[(sex, "60-73"), "n_bfh"]

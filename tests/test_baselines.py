@@ -1,4 +1,5 @@
-"""Baseline representations: shape and order, no test participant in any fit, DiffMap, DeepPatient."""
+"""Baseline representations: shape and order, no test participant in any
+fit, DiffMap, DeepPatient."""
 
 from __future__ import annotations
 
@@ -220,6 +221,7 @@ def test_cli_baselines(cohort_dir, tmp_path):
          "--representations", "raw,pca,diffmap", "--landmarks", "200"],
         capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["fit_s"].keys() == {"raw", "pca", "diffmap"}
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["fit_s"].keys() == {"raw", "pca", "diffmap"}
     for name in ("raw", "pca", "diffmap"):
         assert (out / name / "embeddings_test.parquet").exists()

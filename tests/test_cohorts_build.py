@@ -24,7 +24,8 @@ def test_contract_files(cohorts_dir):
         d = cohorts_dir / sex
         assert {p.name for p in d.iterdir()} == {
             "train.parquet", "test.parquet", "train_raw.parquet", "test_raw.parquet",
-            "calibration.parquet", "calibration_raw.parquet", "triplets.npz", "normalizer.json", "features.json", "cohort_report.json"}
+            "calibration.parquet", "calibration_raw.parquet", "triplets.npz", "normalizer.json",
+            "features.json", "cohort_report.json"}
         features = json.loads((d / "features.json").read_text())
         train = pd.read_parquet(d / "train.parquet")
         test = pd.read_parquet(d / "test.parquet")

@@ -35,7 +35,9 @@ def test_normalizer_is_monotone(X):
 
 def test_normalizer_gives_standard_normal_on_train():
     rng = np.random.default_rng(0)
-    X = np.column_stack([rng.lognormal(0, 1, 5000), rng.integers(40, 70, 5000), rng.normal(5, 2, 5000)])
+    X = np.column_stack(
+        [rng.lognormal(0, 1, 5000), rng.integers(40, 70, 5000), rng.normal(5, 2, 5000)]
+    )
     Z = QuantileNormalizer().fit(X).transform(X)
     assert np.abs(Z.mean(axis=0)).max() < 0.05
     assert np.abs(Z[:, [0, 2]].std(axis=0) - 1).max() < 0.05

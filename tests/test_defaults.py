@@ -21,8 +21,8 @@ from sphr.retrieval.profiles import PIPELINE_COMPARISON, ComparisonConfig
 from sphr.risk.config import RiskConfig
 from sphr.synth.config import SynthConfig
 
-COHORT, BASE, SYNTH, RISK, COMPARE = (CohortConfig(), BaselinesConfig(), SynthConfig(), RiskConfig(),
-                                      ComparisonConfig())
+COHORT, BASE, SYNTH, RISK, COMPARE = (CohortConfig(), BaselinesConfig(), SynthConfig(),
+                                      RiskConfig(), ComparisonConfig())
 
 #: sub-command with its required arguments -> {option dest: the library default it stands for}
 CLI: dict[tuple[str, ...], dict[str, object]] = {

@@ -191,7 +191,8 @@ def test_reanchor_refits_only_the_named_parts(run_dir, ukb_export, tmp_path):
     new = read_json(tmp_path / "bounds" / "model" / "risk_model.json")["sexes"]
     for sex in ("female", "male"):
         for name in ("normalizer.json", "marker_scaler.json", "sphr.pt", "deep_patient.joblib",
-                     "mahalanobis_whitening.npy", "homeostatic_dysregulation.npz", "population.json"):
+                     "mahalanobis_whitening.npy", "homeostatic_dysregulation.npz",
+                     "population.json"):
             assert small[f"{sex}/{name}"] == before[f"{sex}/{name}"], name
         for method, entry in old[sex]["methods"].items():
             for mode, m in entry["modes"].items():

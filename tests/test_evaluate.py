@@ -33,7 +33,7 @@ class_structured, write_cohort = _fixtures.class_structured, _fixtures.write_coh
 FAST_NN = NNForEHRConfig(epochs=3)
 
 
-# ---------------------------------------------------------------- settings (docs/METHODS.md#evaluation-protocol)
+# ----------------------------------------------- settings (docs/METHODS.md#evaluation-protocol)
 
 def test_classifier_settings_match_spec():
     knn = make_classifier("knn", "multi")
@@ -43,14 +43,16 @@ def test_classifier_settings_match_spec():
 
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
-    assert make_classifier("lda", "binary").get_params() == LinearDiscriminantAnalysis().get_params()
+    lda = make_classifier("lda", "binary")
+    assert lda.get_params() == LinearDiscriminantAnalysis().get_params()
 
     for task, objective in (("binary", "binary:logistic"), ("multi", "multi:softprob")):
         x = make_classifier("xgboost", task, device="cpu").get_params()
         assert (x["max_depth"], x["n_estimators"], x["learning_rate"], x["tree_method"],
                 x["random_state"], x["objective"]) == (4, 50, 0.05, "exact", 0, objective)
         assert (x["booster"], x["subsample"], x["min_child_weight"], x["gamma"], x["reg_lambda"],
-                x["reg_alpha"], x["base_score"], x["max_bin"]) == ("gbtree", 1, 1, 0, 1, 0, 0.5, 256)
+                x["reg_alpha"], x["base_score"], x["max_bin"]) == (
+            "gbtree", 1, 1, 0, 1, 0, 0.5, 256)
     assert xgboost_device("cpu") == ("cpu", "exact")
 
     nn = make_classifier("nn_ehr", "multi")
@@ -150,7 +152,9 @@ def test_identical_embedding_reuses_the_earlier_records_exactly():
     fresh = classify_embeddings({"nplb": X, "triplet": other}, y, cfg)
     reused = classify_embeddings({"nplb": X, "triplet": other}, y, cfg, prior=reps,
                                  same_as={"nplb": "sphr"})
-    assert reused.settings["reused"] == {"nplb": {"from": "sphr", "classifiers": ["lda", "xgboost"]}}
+    assert reused.settings["reused"] == {
+        "nplb": {"from": "sphr", "classifiers": ["lda", "xgboost"]}
+    }
     cols = ["representation", "classifier", "task", "split", "weighted_f1", "micro_f1"]
     pd.testing.assert_frame_equal(reused.scores[cols], fresh.scores[cols])
     for key, pred in fresh.predictions.items():
@@ -221,10 +225,13 @@ def test_summarize_mean_and_sample_sd():
 
 def test_paper_numbers_are_transcribed():
     # spot checks against the paper's tables
-    assert PAPER_REPRESENTATION[("female", "binary", "weighted_f1", "sphr", "xgboost")][:2] == (0.7223, 0.002)
-    assert PAPER_REPRESENTATION[("female", "multi", "weighted_f1", "diffmap", "xgboost")][0] == 0.5390
+    female = ("female", "binary", "weighted_f1")
+    assert PAPER_REPRESENTATION[(*female, "sphr", "xgboost")][:2] == (0.7223, 0.002)
+    assert PAPER_REPRESENTATION[("female", "multi", "weighted_f1", "diffmap",
+                                 "xgboost")][0] == 0.5390
     assert PAPER_REPRESENTATION[("male", "binary", "weighted_f1", "pca", "xgboost")][0] == 0.6157
-    assert PAPER_REPRESENTATION[("male", "multi", "weighted_f1", "deep_patient", "xgboost")][0] == 0.5896
+    assert PAPER_REPRESENTATION[("male", "multi", "weighted_f1", "deep_patient",
+                                 "xgboost")][0] == 0.5896
     assert PAPER_REPRESENTATION[("male", "multi", "micro_f1", "sphr", "knn")][0] == 0.7921
     assert PAPER_REPRESENTATION[("male", "binary", "micro_f1", "ica", "nn_ehr")][0] == 0.6419
     assert ("female", "binary", "weighted_f1", "ica", "knn") not in PAPER_REPRESENTATION
@@ -249,7 +256,8 @@ def test_tables_put_the_paper_beside_ours():
                 rows.append({"representation": rep, "classifier": clf, "task": "binary",
                              "split": s, "weighted_f1": 0.6 + 0.01 * s, "micro_f1": 0.7})
     t = representation_table(summarize(pd.DataFrame(rows)), "female")
-    hit = t[(t.representation == "sphr") & (t.classifier == "xgboost") & (t.metric == "weighted_f1")]
+    hit = t[(t.representation == "sphr") & (t.classifier == "xgboost")
+            & (t.metric == "weighted_f1")]
     assert hit["paper_mean"].item() == 0.7223 and hit["paper_table"].item() == "Table 2"
     assert t[(t.representation == "ica")]["paper_mean"].isna().all()  # no ICA for women
     md = representation_markdown(t)
@@ -317,7 +325,9 @@ def run_dir(tmp_path_factory) -> Path:
         W = np.random.default_rng(7).normal(size=(16, 32))
         for part, df in (("train", cohort.train), ("test", cohort.test)):
             Z = np.tanh(df[cohort.features].to_numpy(np.float32) @ W / 4).astype(np.float32)
-            write_parquet(embedding_frame(df, Z), run / "train" / sex / "nplb" / f"embeddings_{part}.parquet")
+            write_parquet(
+                embedding_frame(df, Z), run / "train" / sex / "nplb" / f"embeddings_{part}.parquet"
+            )
     return run
 
 
@@ -349,7 +359,8 @@ def prepared(run_dir, tmp_path_factory) -> tuple[Path, _StubTrainer]:
         assert report["model_selection"]["nplb"] == {"best_epoch": 2, "epochs_run": 3,
                                                      "best_val_loss": 0.9}
         assert report["stack_held_by"] == "nplb"
-        curve = pd.read_parquet(run / "train" / sex / "comparison" / "triplet" / "loss_curve.parquet")
+        curve = pd.read_parquet(run / "train" / sex / "comparison" / "triplet"
+                                / "loss_curve.parquet")
         assert list(curve.columns) == ["epoch", "loss", "val_loss", "val_knn_f1"]
     return run, trainer
 
@@ -365,7 +376,9 @@ def test_run_evaluate_end_to_end(prepared, tmp_path):
     assert len(trainer.calls) == 2  # one per sex
     cfgs = trainer.calls[0]
     assert [c.loss for c in cfgs] == ["triplet", "nplb"]
-    assert {dataclasses.replace(c, loss="x") for c in cfgs} == {_StubConfig(loss="x", epochs=2, device="cpu")}
+    assert {dataclasses.replace(c, loss="x") for c in cfgs} == {
+        _StubConfig(loss="x", epochs=2, device="cpu")
+    }
 
     out = tmp_path / "eval"
     cfg = EvalConfig(n_splits=2, n_jobs=2, device="cpu", nn=FAST_NN)
@@ -375,7 +388,8 @@ def test_run_evaluate_end_to_end(prepared, tmp_path):
     for sex in ("female", "male"):
         d = out / sex
         scores = pd.read_parquet(d / "scores.parquet")
-        assert set(scores["representation"]) == {"raw", "pca", "ica", "diffmap", "deep_patient", "sphr"}
+        assert set(scores["representation"]) == {"raw", "pca", "ica", "diffmap", "deep_patient",
+                                                 "sphr"}
         assert len(scores) == 6 * 4 * 2 * 2
         assert scores[["weighted_f1", "micro_f1"]].apply(lambda c: c.between(0, 1)).all().all()
         table = pd.read_parquet(d / "representations.parquet")

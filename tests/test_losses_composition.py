@@ -86,7 +86,8 @@ class _FrozenDistanceSwap(_FrozenTriplet):
     name = "distance_swap"
 
     def forward(self, anchor, positive, negative, labels=None):
-        d_neg = torch.minimum(_frozen_distance(anchor, negative), _frozen_distance(positive, negative))
+        d_neg = torch.minimum(_frozen_distance(anchor, negative),
+                              _frozen_distance(positive, negative))
         return _frozen_hinge(_frozen_distance(anchor, positive), d_neg, self.margin).mean()
 
 
@@ -123,8 +124,12 @@ class _FrozenMDR(_FrozenObjective):
             m = self.momentum
             first = self.seen == 0
             with torch.no_grad():
-                self.running_mean.copy_(torch.where(first, mean, m * self.running_mean + (1 - m) * mean))
-                self.running_std.copy_(torch.where(first, std, m * self.running_std + (1 - m) * std))
+                self.running_mean.copy_(
+                    torch.where(first, mean, m * self.running_mean + (1 - m) * mean)
+                )
+                self.running_std.copy_(
+                    torch.where(first, std, m * self.running_std + (1 - m) * std)
+                )
                 self.seen.fill_(1.0)
         return self.running_mean, self.running_std
 
@@ -349,7 +354,8 @@ def train_results(compile: bool = False, losses: Sequence[str] | None = None
                for name in names]
     for c, r in zip(configs, train_many(X, T, configs, labels=y, retire=False), strict=True):
         yield f"train/{c.loss}/curve", torch.tensor(r.loss_curve, dtype=torch.float64)
-        yield f"train/{c.loss}/val_loss", torch.tensor(r.validation["val_loss"], dtype=torch.float64)
+        val_loss = torch.tensor(r.validation["val_loss"], dtype=torch.float64)
+        yield f"train/{c.loss}/val_loss", val_loss
         yield f"train/{c.loss}/weights", weights_digest(r.model)
 
 
@@ -424,7 +430,10 @@ def test_the_frozen_copy_is_the_recorded_code(recorded):
     """The frozen copy below reproduces the recording: it is the code the file was made with."""
     n = _check_recorded(recorded, loss_results(_frozen))
     assert n == sum(1 for k in recorded if k.startswith("loss/"))
-    assert _check_recorded(recorded, distance_results(_frozen_distance, _frozen_pairwise_distances)) == 10
+    assert (
+        _check_recorded(recorded, distance_results(_frozen_distance, _frozen_pairwise_distances))
+        == 10
+    )
 
 
 def _same_results(ours: Iterator[tuple[str, Any]], theirs: Iterator[tuple[str, Any]]) -> int:
@@ -550,7 +559,9 @@ def test_pml_distances_and_powers_in_the_tabular_losses():
     # PML's LpDistance row-wise is F.pairwise_distance too: the same bits as the default
     assert bits_equal(Triplet(distance=lp)(a, p, n), Triplet()(a, p, n))
     squared = LpDistance(normalize_embeddings=False, power=2)
-    want = (torch.relu(_d(a, p) ** 2 - _d(a, n) ** 2 + 1.0) + (_d(p, n) ** 2 - _d(a, n) ** 2) ** 2).mean()
+    want = (
+        torch.relu(_d(a, p) ** 2 - _d(a, n) ** 2 + 1.0) + (_d(p, n) ** 2 - _d(a, n) ** 2) ** 2
+    ).mean()
     assert torch.allclose(NPLB(distance=squared)(a, p, n), want, rtol=1e-5)
     # MDR's pairs from a distance without `condensed`: its (N, N) matrix (torch.cdist), i < j
     ours, theirs = MDR(), MDR(distance=lp)
@@ -575,7 +586,10 @@ def test_a_pml_reducer_gets_the_loss_dict():
     assert Triplet().pure and not nonzero.pure and not Triplet(reducer=MeanReducer()).pure
     assert supports([Triplet()]) and not supports([nonzero])
     losses = torch.tensor([1.0, 2.0, 6.0])
-    assert float(Mean()({"loss": {"losses": losses, "indices": None, "reduction_type": "triplet"}})) == 3.0
+    assert (
+        float(Mean()({"loss": {"losses": losses, "indices": None, "reduction_type": "triplet"}}))
+        == 3.0
+    )
 
 
 def test_pml_backed_losses_pass_their_parts_to_the_library():
@@ -586,7 +600,8 @@ def test_pml_backed_losses_pass_their_parts_to_the_library():
 
     a, p, n = triplet_batch("b64", torch.float32)
     npair = build_loss("npair")
-    assert isinstance(npair.distance, DotProductSimilarity) and npair.distance is npair.inner.distance
+    assert isinstance(npair.distance, DotProductSimilarity)
+    assert npair.distance is npair.inner.distance
     summed = build_loss("lifted_struct", reducer=SumReducer())
     assert isinstance(summed.reducer, SumReducer)
     ratio = float(summed(a, p, n)) / float(build_loss("lifted_struct")(a, p, n))
@@ -626,7 +641,8 @@ def _module_imports(path: Path) -> set[str]:
     import ast
 
     tree = ast.parse(path.read_text())
-    return {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return {node.module for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module}
 
 
 def test_retrieval_schedulers_and_losses_import_no_circle():
@@ -634,7 +650,8 @@ def test_retrieval_schedulers_and_losses_import_no_circle():
     import neither base nor each other back (TYPE_CHECKING imports count)."""
     pkg = Path(__file__).resolve().parents[1] / "sphr" / "retrieval" / "losses"
     assert "sphr.retrieval.losses.schedulers" in _module_imports(pkg / "base.py")
-    assert not {m for m in _module_imports(pkg / "schedulers.py") if m.startswith("sphr.retrieval")} - {
+    assert not {m for m in _module_imports(pkg / "schedulers.py")
+                if m.startswith("sphr.retrieval")} - {
         "sphr.retrieval.losses.stats"}
     assert not {m for m in _module_imports(pkg / "stats.py") if m.startswith("sphr")}
 

@@ -190,6 +190,6 @@ def test_nhanes_mortality_on_the_real_data(tmp_path):
     table = pd.read_parquet(tmp_path / "nhanes_mortality_scores.parquet")
     assert list(table["score"]) == list(N.SCORES)
     assert (tmp_path / "nhanes_mortality_km.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # the marker space has no cap; the acceptance (docs/NHANES.md): HD >= 0.62
+    # the marker space has no cap; the acceptance (docs/notes/NHANES.md): HD >= 0.62
     assert result["space"] == "marker" and result["saturated_share"] == 0.0
     assert result["c_index_mahalanobis"] >= 0.62

@@ -207,7 +207,8 @@ def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
     assert all(e.passed for e in evaluations)
     run = tmp_path / "run"
     assert (run / "train" / "female" / "nplb" / "model.pt").exists()
-    assert (run / "train" / "female" / "comparison" / "triplet" / "embeddings_test.parquet").exists()
+    assert (run / "train" / "female" / "comparison" / "triplet"
+            / "embeddings_test.parquet").exists()
     # a partition writes only its own folders; the cross-sex asset merges them
     assert not (run / "evaluate" / "tables.md").exists()
     assert (run / "evaluate" / "female" / "representations.md").read_text().count("|") > 20

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("real_nhanes", ROOT / "benchmarks" / "real_nhanes.py")
+_spec = importlib.util.spec_from_file_location("real_nhanes",
+                                               ROOT / "benchmarks" / "real_nhanes.py")
 real_nhanes = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(real_nhanes)
 

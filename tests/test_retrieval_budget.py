@@ -1,5 +1,6 @@
-"""Issue 18: budget-scaled schedules, AutoMargin warm-up, the collapse monitor, OCAM's S-bit heads,
-best-epoch selection and the comparison's selection / margin / collapse table."""
+"""Retrieval at a reduced budget: budget-scaled schedules, AutoMargin warm-up, the collapse
+monitor, OCAM's S-bit heads, best-epoch selection and the comparison's selection / margin /
+collapse table (docs/notes/RETRIEVAL.md)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from sphr.retrieval.profiles import get_profile
 
 
 def stats(deltas: list[float], negs: list[float] | None = None) -> BatchStats:
-    return BatchStats(torch.tensor(deltas, dtype=torch.float64), torch.tensor(negs or [0.0], dtype=torch.float64))
+    return BatchStats(torch.tensor(deltas, dtype=torch.float64),
+                      torch.tensor(negs or [0.0], dtype=torch.float64))
 
 
 def run_epochs(sched, epochs: int, delta: float = 0.5) -> list[float]:
@@ -46,7 +48,8 @@ def test_scaled_linear_reaches_the_papers_final_margin_within_the_run(epochs: in
     lin.set_budget(epochs, 7, scale=True)
     used = run_epochs(lin, epochs)
     assert used[0] == 0.0
-    assert used[-1] == pytest.approx(1.0)  # mu0 + 0.01 * 100: the paper's range, reached in the last epoch
+    # mu0 + 0.01 * 100: the paper's range, reached in the last epoch
+    assert used[-1] == pytest.approx(1.0)
     assert np.all(np.diff(used) > 0)
     assert lin.target == pytest.approx(1.0)
 
@@ -58,10 +61,12 @@ def test_unscaled_linear_keeps_the_papers_per_epoch_step() -> None:
 
 
 @pytest.mark.parametrize("epochs", [5, 8, 20])
-def test_scaled_dams_reaches_its_range_when_every_epoch_is_easy_and_holds_otherwise(epochs: int) -> None:
+def test_scaled_dams_reaches_its_range_when_every_epoch_is_easy_and_holds_otherwise(
+        epochs: int) -> None:
     dams = DAMSMargin(mu0=0.0, step=0.01, threshold=0.95)
     dams.set_budget(epochs, 7, scale=True)
-    used = run_epochs(dams, epochs, delta=5.0)  # every triplet easy at any margin: the margin rises every epoch
+    # every triplet easy at any margin: the margin rises every epoch
+    used = run_epochs(dams, epochs, delta=5.0)
     assert used[-1] == pytest.approx(dams.target) and dams.target == pytest.approx(1.0)
     hard = DAMSMargin(mu0=0.0, step=0.01)
     hard.set_budget(epochs, 7, scale=True)
@@ -72,7 +77,9 @@ def test_dams_mu0_ablation_starts_above_zero_and_scales_from_there() -> None:
     loss = build_loss("triplet_dams:mu0=0.2")
     loss.set_budget(8, 7, scale=True)
     assert loss.current_margin() == pytest.approx(0.2)
-    assert loss.scheduler.step == pytest.approx(scaled_step(0.2, 0.01, 100, 8)) == pytest.approx(1 / 7)
+    assert (
+        loss.scheduler.step == pytest.approx(scaled_step(0.2, 0.01, 100, 8)) == pytest.approx(1 / 7)
+    )
     assert loss.scheduler.target == pytest.approx(1.2)
     with pytest.raises(ConfigError):
         scaled_step(0.0, 0.01, 0, 8)
@@ -83,8 +90,8 @@ def test_training_scales_the_schedule_from_the_profile() -> None:
     from sphr.retrieval.train import train_model
 
     data = load_retrieval_data("digits", limit=120)
-    prof = get_profile("smoke", epochs=3, batch_size=40, batches_per_epoch=1, image_size={"digits": 16},
-                       scale_schedules=True)
+    prof = get_profile("smoke", epochs=3, batch_size=40, batches_per_epoch=1,
+                       image_size={"digits": 16}, scale_schedules=True)
     r = train_model(data, build_loss("triplet_linear"), prof, seed=0)
     assert [h["margin"] for h in r.history] == pytest.approx([0.0, 0.5, 1.0])
     assert {"neg_cos", "eff_rank", "collapsed"} <= set(r.history[0])
@@ -140,8 +147,8 @@ def test_profile_loss_options_reach_automargin_but_not_the_spec_it_overrides() -
     prof = get_profile("quick")
     am = loss_for("adatriplet_automargin", prof).scheduler
     assert am.warmup_until_delta and am.warmup_epochs == 2
-    assert loss_for("adatriplet_automargin:warmup_epochs=0,warmup_until_delta=false", prof).scheduler.warming_up \
-        is False
+    no_warmup = loss_for("adatriplet_automargin:warmup_epochs=0,warmup_until_delta=false", prof)
+    assert no_warmup.scheduler.warming_up is False
     assert not get_profile("paper").loss_options and get_profile("paper").scale_schedules is False
 
 
@@ -161,11 +168,15 @@ def test_collapse_monitor_fires_on_a_collapsed_embedding_and_not_on_a_spread_one
     spread = embedding_health(x, y)
     assert not spread.collapsed and spread.mean_negative_cosine < 0.5 and spread.effective_rank > 5
     gen = torch.Generator().manual_seed(1)
-    point = F.normalize(torch.ones(len(y), 32) + 0.02 * torch.randn(len(y), 32, generator=gen), dim=1)
+    point = F.normalize(torch.ones(len(y), 32) + 0.02 * torch.randn(len(y), 32, generator=gen),
+                        dim=1)
     h = embedding_health(point, y)
     assert h.collapsed and h.mean_negative_cosine > 0.95
     # rank collapse: spread along one line (negatives far apart, but one direction only)
-    line = F.normalize(torch.stack([torch.ones(len(y)), torch.linspace(-3, 3, len(y))], 1) @ torch.eye(2, 32), dim=1)
+    line = F.normalize(
+        torch.stack([torch.ones(len(y)), torch.linspace(-3, 3, len(y))], 1) @ torch.eye(2, 32),
+        dim=1,
+    )
     r = embedding_health(line, y)
     assert r.effective_rank < 2 and r.collapsed
     assert r.mean_negative_cosine < 0.95
@@ -179,7 +190,8 @@ def test_mean_negative_cosine_matches_the_pairwise_mean() -> None:
     assert effective_rank(torch.zeros(5, 3)) == 0.0
 
 
-def test_collapse_monitor_averages_batches_and_counts_epochs(caplog: pytest.LogCaptureFixture) -> None:
+def test_collapse_monitor_averages_batches_and_counts_epochs(
+        caplog: pytest.LogCaptureFixture) -> None:
     x, y = spread_embedding()
     mon = CollapseMonitor()
     mon.update(x, y)
@@ -194,7 +206,8 @@ def test_training_warns_when_the_embedding_collapses(caplog: pytest.LogCaptureFi
 
     data = load_retrieval_data("digits", limit=120)
     # a huge learning rate on a margin-0 hinge drives the net to a point
-    prof = get_profile("smoke", epochs=2, batch_size=40, batches_per_epoch=3, image_size={"digits": 16})
+    prof = get_profile("smoke", epochs=2, batch_size=40, batches_per_epoch=3,
+                       image_size={"digits": 16})
     with caplog.at_level(logging.WARNING, logger="sphr.retrieval.train"):
         r = train_model(data, build_loss("triplet_dams"), prof, seed=0)
     fired = [h for h in r.history if h["collapsed"]]
@@ -218,7 +231,8 @@ def test_code_heads_give_s_dimensional_codes_and_can_leave_the_backbone_alone() 
     _, codes = model.forward_all(torch.randn(8, 1, 16, 16))
     codes[16].sum().backward()
     assert all(p.grad is None for p in model.backbone.parameters())
-    joint = build_model("small_cnn", in_channels=1, dim=24, width=8, code_bits=(16,), detach_codes=False)
+    joint = build_model("small_cnn", in_channels=1, dim=24, width=8, code_bits=(16,),
+                        detach_codes=False)
     joint.forward_all(torch.randn(8, 1, 16, 16))[1][16].sum().backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in joint.backbone.parameters())
 
@@ -228,10 +242,12 @@ def test_evaluation_reports_trained_codes_and_projected_codes_apart() -> None:
 
     x, y = spread_embedding(6, 5, 32)
     codes = {16: F.normalize(torch.randn(len(y), 16), dim=1)}
-    ev = retrieval_metrics(x, y.numpy(), np.full(len(y), np.nan), hamming_bits=(16, 64), codes=codes)
+    ev = retrieval_metrics(x, y.numpy(), np.full(len(y), np.nan), hamming_bits=(16, 64),
+                           codes=codes)
     assert {"mAP_H16", "mAP_H16_proj", "mAP_H64_proj"} <= set(ev.metrics)
     assert "mAP_H64" not in ev.metrics  # no trained 64-bit head: no mixing with the projection
-    assert ev.metrics["mAP_H16_proj"] > ev.metrics["mAP_H16"]  # random codes vs projected good embedding
+    # random codes vs projected good embedding
+    assert ev.metrics["mAP_H16_proj"] > ev.metrics["mAP_H16"]
 
 
 # --- the comparison ------------------------------------------------------------------------------
@@ -240,9 +256,11 @@ def test_evaluation_reports_trained_codes_and_projected_codes_apart() -> None:
 def test_comparison_reports_last_and_best_epoch_margins_collapse_and_ocam_codes(tmp_path) -> None:
     from sphr.retrieval import run_comparison
 
-    res = run_comparison("forensic", ["triplet_linear", "ocam"], seeds=[0], out_dir=tmp_path, device="cpu",
+    res = run_comparison("forensic", ["triplet_linear", "ocam"], seeds=[0], out_dir=tmp_path,
+                         device="cpu",
                          profile="smoke", data_options={"n_subjects": 24, "size": 32},
-                         profile_overrides={"image_size": {"forensic": 32}, "epochs": 3, "scale_schedules": True})
+                         profile_overrides={"image_size": {"forensic": 32}, "epochs": 3,
+                                            "scale_schedules": True})
     wide = res.per_seed.pivot_table(index="loss", columns="metric", values="value")
     for metric in ("mAP", "mAP_best", "best_epoch", "collapse", "neg_cos", "eff_rank"):
         assert wide[metric].notna().all(), metric
@@ -268,6 +286,7 @@ def test_validation_split_keeps_subjects_apart() -> None:
     assert split_validation(data, 0.0) == (data, None)
     digits = load_retrieval_data("digits", limit=200)
     d2, v2 = split_validation(digits, 0.2)
-    assert v2 is not None and set(v2.labels) == set(d2.train.labels)  # class level: every class in both
+    # class level: every class in both
+    assert v2 is not None and set(v2.labels) == set(d2.train.labels)
     with pytest.raises(ConfigError):
         split_validation(data, 1.5)

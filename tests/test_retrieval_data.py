@@ -1,4 +1,5 @@
-"""Retrieval datasets: manifests (PNG files in tmp_path), digits, the synthetic forensic set, sampler, transforms."""
+"""Retrieval datasets: manifests (PNG files in tmp_path), digits, the synthetic forensic
+set, sampler, transforms."""
 
 from __future__ import annotations
 
@@ -126,7 +127,8 @@ def test_forensic_set_is_deterministic_with_visits_and_subject_specific() -> Non
     cfg = ForensicConfig(n_subjects=6, size=32, seed=3)
     imgs, subj, years = generate_forensic(cfg)
     imgs2, subj2, years2 = generate_forensic(cfg)
-    assert np.array_equal(imgs, imgs2) and np.array_equal(subj, subj2) and np.array_equal(years, years2)
+    assert np.array_equal(imgs, imgs2) and np.array_equal(subj, subj2)
+    assert np.array_equal(years, years2)
     assert imgs.shape[1:] == (32, 32) and imgs.dtype == np.uint8
     assert set(years) <= set(cfg.years) and (years[subj == 0] == 0).sum() == 1  # one baseline each
     assert all((years[subj == s] == 0).any() for s in range(6))
@@ -140,7 +142,9 @@ def test_forensic_set_is_deterministic_with_visits_and_subject_specific() -> Non
             (same if s == subj[i] else other).append(float(f[i] @ base[s]) / f.shape[1])
     assert np.mean(same) > np.mean(other)
     # a different generator seed gives different people
-    assert not np.array_equal(generate_forensic(ForensicConfig(n_subjects=6, size=32, seed=4))[0][0], imgs[0])
+    assert not np.array_equal(
+        generate_forensic(ForensicConfig(n_subjects=6, size=32, seed=4))[0][0], imgs[0]
+    )
 
 
 def test_forensic_split_keeps_subjects_apart_and_refuses_unknown_options() -> None:
@@ -157,7 +161,8 @@ def test_write_manifest_round_trips(tmp_path: Path) -> None:
     path = write_manifest(data, tmp_path / "out")
     back = load_retrieval_data(path, load_size=16)
     assert len(back.train) == len(data.train) and len(back.test) == len(data.test)
-    assert torch.equal(back.test.batch(np.arange(len(back.test))), data.test.batch(np.arange(len(data.test))))
+    assert torch.equal(back.test.batch(np.arange(len(back.test))),
+                       data.test.batch(np.arange(len(data.test))))
     assert np.array_equal(back.test.years, data.test.years)
 
 

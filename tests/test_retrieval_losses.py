@@ -1,4 +1,5 @@
-"""Retrieval losses against their formulas, gradients and pytorch-metric-learning; schedulers; registry."""
+"""Retrieval losses against their formulas, gradients and
+pytorch-metric-learning; schedulers; registry."""
 
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ from sphr.retrieval.losses import (
 )
 
 
-def batch(n_classes: int = 3, per_class: int = 3, dim: int = 6, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def batch(n_classes: int = 3, per_class: int = 3, dim: int = 6,
+          seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
-    x = F.normalize(torch.randn(n_classes * per_class, dim, generator=gen, dtype=torch.float64), dim=1)
+    x = F.normalize(torch.randn(n_classes * per_class, dim, generator=gen, dtype=torch.float64),
+                    dim=1)
     y = torch.arange(n_classes).repeat_interleave(per_class)
     return x, y
 
@@ -79,7 +82,8 @@ def test_euclidean_triplet_with_swap_matches_formula() -> None:
     mu = 0.3
     loss = TripletLoss(mu, geometry="euclidean", swap=True, selection="all", reduction="mean")
     d = torch.cdist(x, x)
-    terms = [max(0.0, float(d[a, p] - min(d[a, q], d[p, q]) + mu)) for a, p, q in triplets_by_loop(y)]
+    terms = [max(0.0, float(d[a, p] - min(d[a, q], d[p, q]) + mu))
+             for a, p, q in triplets_by_loop(y)]
     assert float(loss(x, y)) == pytest.approx(sum(terms) / len(terms), rel=1e-7)
 
 
@@ -116,9 +120,11 @@ def test_miner_selects_what_pml_triplet_margin_miner_selects(kind: str) -> None:
         ours = TripletMiner(kind, 0.2, geometry=geometry)(x, y)
         distance = (distances.CosineSimilarity() if geometry == "cosine"
                     else distances.LpDistance(normalize_embeddings=True))
-        theirs = miners.TripletMarginMiner(margin=0.2, type_of_triplets=pml_type, distance=distance)(x, y)
-        assert set(zip(*[t.tolist() for t in ours], strict=True)) == set(zip(*[t.tolist() for t in theirs],
-                                                                              strict=True))
+        theirs = miners.TripletMarginMiner(margin=0.2, type_of_triplets=pml_type,
+                                           distance=distance)(x, y)
+        assert set(zip(*[t.tolist() for t in ours], strict=True)) == set(
+            zip(*[t.tolist() for t in theirs], strict=True)
+        )
 
 
 def test_miner_output_feeds_a_loss_as_indices_tuple() -> None:
@@ -170,7 +176,10 @@ def test_ocam_matches_both_forms_of_the_paper() -> None:
     loss = OCAMLoss()
     terms = []
     for a, p, q in triplets_by_loop(y):
-        f = {k: (1 - float(x[i] @ x[j])) / 2 for k, (i, j) in {"ap": (a, p), "an": (a, q), "pn": (p, q)}.items()}
+        f = {
+            k: (1 - float(x[i] @ x[j])) / 2
+            for k, (i, j) in {"ap": (a, p), "an": (a, q), "pn": (p, q)}.items()
+        }
         eq4 = max(0.0, f["ap"] - (f["an"] + f["pn"]) / 2 + (1 - f["pn"]) / 2)
         eq5 = max(0.0, f["ap"] - (f["an"] + 2 * f["pn"] - 1) / 2)
         assert eq4 == pytest.approx(eq5)
@@ -189,7 +198,8 @@ def test_ocam_lies_in_zero_to_one_and_a_half(values: list[float]) -> None:
 
 def test_ocam_bounds_are_reached() -> None:
     e = torch.eye(2, dtype=torch.float64)
-    # p far from a (f_ap = 1), n on top of a and p... cannot all hold; the worst case with p = -a, n = -a:
+    # p far from a (f_ap = 1), n on top of a and p... cannot all hold; the worst case with p = -a, n
+    # = -a:
     value = float(ocam_per_triplet(e[0] @ -e[0], e[0] @ -e[0], -e[0] @ -e[0]))
     assert value == pytest.approx(1.0)
     assert float(ocam_per_triplet(torch.tensor(1.0), torch.tensor(-1.0), torch.tensor(-1.0))) == 0.0
@@ -209,7 +219,9 @@ def test_nplb_matches_formula_and_its_regularizer_uses_the_positive_negative_dis
     plain = TripletLoss(margin, geometry="euclidean", selection="all", reduction="mean")
     regularizer = float(nplb(x, y)) - float(plain(x, y))
     assert regularizer > 1e-3
-    assert regularizer == pytest.approx(sum(float(d[p, q] - d[a, q]) ** 2 for a, p, q in trip) / len(trip))
+    assert regularizer == pytest.approx(
+        sum(float(d[p, q] - d[a, q]) ** 2 for a, p, q in trip) / len(trip)
+    )
 
 
 @pytest.mark.parametrize("p", [1, 3, 0, 2.5])
@@ -224,7 +236,8 @@ def test_contrastive_matches_pytorch_metric_learning() -> None:
 
     x, y = batch(4, 3, 8, seed=9)
     x = x.float()
-    assert float(ContrastiveLoss()(x, y)) == pytest.approx(float(losses.ContrastiveLoss()(x, y)), rel=1e-5)
+    assert float(ContrastiveLoss()(x, y)) == pytest.approx(float(losses.ContrastiveLoss()(x, y)),
+                                                           rel=1e-5)
 
 
 def stats(deltas: list[float], negs: list[float]) -> BatchStats:
@@ -295,8 +308,8 @@ def test_dams_loss_counts_easy_share_over_all_in_batch_triplets_with_swap() -> N
 
 
 def test_registry_specs_and_options() -> None:
-    assert parse_loss_spec("triplet_dams:threshold=0.9,swap=false") == ("triplet_dams",
-                                                                        {"threshold": 0.9, "swap": False})
+    assert parse_loss_spec("triplet_dams:threshold=0.9,swap=false") == (
+        "triplet_dams", {"threshold": 0.9, "swap": False})
     loss = build_loss("triplet_dams:threshold=0.9,swap=false")
     assert loss.scheduler.threshold == 0.9 and loss.swap is False
     with pytest.raises(ConfigError, match="unknown loss"):
@@ -331,21 +344,38 @@ def test_miner_all_returns_every_triplet_and_semihard_hard_partition_the_violato
     every = TripletMiner("all", 0.2)(x, y)
     assert sorted(zip(*[t.tolist() for t in every], strict=True)) == triplets_by_loop(y)
     for geometry in ("cosine", "euclidean"):
-        semi = set(zip(*[t.tolist() for t in TripletMiner("semihard", 0.2, geometry=geometry)(x, y)], strict=True))
-        hard = set(zip(*[t.tolist() for t in TripletMiner("hard", 0.2, geometry=geometry)(x, y)], strict=True))
-        viol = set(zip(*[t.tolist() for t in TripletMiner("violating", 0.2, geometry=geometry)(x, y)],
-                       strict=True))
+        semi = set(
+            zip(
+                *[t.tolist() for t in TripletMiner("semihard", 0.2, geometry=geometry)(x, y)],
+                strict=True,
+            )
+        )
+        hard = set(
+            zip(
+                *[t.tolist() for t in TripletMiner("hard", 0.2, geometry=geometry)(x, y)],
+                strict=True,
+            )
+        )
+        viol = set(
+            zip(
+                *[t.tolist() for t in TripletMiner("violating", 0.2, geometry=geometry)(x, y)],
+                strict=True,
+            )
+        )
         assert not semi & hard and semi | hard == viol
         d = torch.cdist(x, x)
         for a, p, q in hard:
-            delta = float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine" else float(d[a, q] - d[a, p])
+            delta = (float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine"
+                     else float(d[a, q] - d[a, p]))
             assert delta <= 0
         for a, p, q in semi:
-            delta = float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine" else float(d[a, q] - d[a, p])
+            delta = (float(x[a] @ x[p] - x[a] @ x[q]) if geometry == "cosine"
+                     else float(d[a, q] - d[a, p]))
             assert 0 < delta <= 0.2
 
 
-def single_triplet_grads(loss_fn, cos_ap: float, cos_an: float, cos_pn: float) -> tuple[float, float, float]:
+def single_triplet_grads(loss_fn, cos_ap: float, cos_an: float,
+                         cos_pn: float) -> tuple[float, float, float]:
     """d loss / d (cos_ap, cos_an, cos_pn) for a per-triplet function of the three cosines."""
     c = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (cos_ap, cos_an, cos_pn)]
     loss_fn(*c).backward()
@@ -370,7 +400,8 @@ def test_triplet_gradients_cosine_and_euclidean() -> None:
 
     assert single_triplet_grads(cos_trip, 0.5, 0.4, 0.0)[:2] == pytest.approx((-1.0, 1.0))
     assert single_triplet_grads(cos_trip, 0.9, 0.1, 0.0)[:2] == pytest.approx((0.0, 0.0))
-    # Euclidean loss on unit vectors: d = sqrt(2 - 2 cos); with swap the gradient goes to the nearer negative
+    # Euclidean loss on unit vectors: d = sqrt(2 - 2 cos); with swap the gradient goes to the nearer
+    # negative
     x = F.normalize(torch.tensor([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=torch.float64), dim=1)
     x.requires_grad_()
     y = torch.tensor([0, 0, 1])
@@ -378,16 +409,19 @@ def test_triplet_gradients_cosine_and_euclidean() -> None:
         loss = TripletLoss(0.3, geometry="euclidean", swap=swap, selection="all", reduction="sum")
         value = loss(x, y)
         d = torch.cdist(x.detach(), x.detach())
-        # triplets (0,1,2) and (1,0,2); d_pn is the smaller negative distance for anchor 0 (p=1 is near n=2)
+        # triplets (0,1,2) and (1,0,2); d_pn is the smaller negative distance for anchor 0 (p=1 is
+        # near n=2)
         expected = sum(max(0.0, float(d[a, p] - (min(d[a, 2], d[p, 2]) if swap else d[a, 2]) + 0.3))
                        for a, p in ((0, 1), (1, 0)))
         assert float(value) == pytest.approx(expected)
     assert torch.autograd.gradcheck(
-        lambda e: TripletLoss(0.3, geometry="euclidean", swap=True, selection="all", reduction="mean")(e, y),
+        lambda e: TripletLoss(0.3, geometry="euclidean", swap=True, selection="all",
+                              reduction="mean")(e, y),
         (x.detach().clone().requires_grad_(),))
 
 
-@pytest.mark.parametrize("name", ["triplet", "adatriplet", "ocam", "nplb", "contrastive", "triplet_constant"])
+@pytest.mark.parametrize("name", ["triplet", "adatriplet", "ocam", "nplb", "contrastive",
+                                  "triplet_constant"])
 def test_analytic_gradients_match_finite_differences(name: str) -> None:
     x, y = batch(3, 3, 5, seed=13)
     loss = build_loss(name)
@@ -396,14 +430,17 @@ def test_analytic_gradients_match_finite_differences(name: str) -> None:
     assert torch.autograd.gradcheck(lambda e: loss(e, y), (x.clone().requires_grad_(),), atol=1e-6)
 
 
-def test_adatriplet_with_automargin_reads_statistics_from_all_triplets_and_updates_per_epoch() -> None:
+def test_adatriplet_with_automargin_reads_statistics_from_all_triplets_and_updates_per_epoch(
+) -> None:
     loss = build_loss("adatriplet_automargin")
     batches = [batch(3, 4, 6, seed=s) for s in (14, 15)]
     deltas, negs = [], []
     for x, y in batches:
         loss(x, y)
-        assert loss.last_batch["margin"] == 0.25 and loss.last_batch["beta"] == 0.0  # epoch 0: eps0, beta0
-        deltas += [float(x[a] @ x[p] - x[a] @ x[q]) for a, p, q in triplets_by_loop(y)]  # all, not only semihard
+        # epoch 0: eps0, beta0
+        assert loss.last_batch["margin"] == 0.25 and loss.last_batch["beta"] == 0.0
+        # all, not only semihard
+        deltas += [float(x[a] @ x[p] - x[a] @ x[q]) for a, p, q in triplets_by_loop(y)]
         i, j = triplet_negative_pairs(y)
         negs += (x[i] * x[j]).sum(1).tolist()
     assert loss.last_batch["used"] < loss.last_batch["triplets"]  # semihard mining kept only some
@@ -417,7 +454,8 @@ def test_adatriplet_with_automargin_reads_statistics_from_all_triplets_and_updat
 
 def test_dams_and_linear_losses_move_their_margin_at_epoch_ends() -> None:
     x, y = batch(3, 3, 4, seed=16)
-    spread = F.normalize(torch.eye(4, dtype=torch.float64)[y] * 5 + 0.01 * x, dim=1)  # every triplet easy
+    spread = F.normalize(torch.eye(4, dtype=torch.float64)[y] * 5 + 0.01 * x,
+                         dim=1)  # every triplet easy
     dams, lin = build_loss("triplet_dams"), build_loss("triplet_linear")
     assert dams.current_margin() == 0.0 and lin.current_margin() == 0.0
     for _ in range(3):
@@ -425,7 +463,8 @@ def test_dams_and_linear_losses_move_their_margin_at_epoch_ends() -> None:
         lin(x, y)
         dams.on_epoch_end()
         lin.on_epoch_end()
-    assert dams.current_margin() == pytest.approx(0.03) and lin.current_margin() == pytest.approx(0.03)
+    assert dams.current_margin() == pytest.approx(0.03)
+    assert lin.current_margin() == pytest.approx(0.03)
     dams(x, y)  # a random batch: far from 95% easy
     dams.on_epoch_end()
     assert dams.current_margin() == pytest.approx(0.03)

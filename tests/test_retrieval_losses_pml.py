@@ -122,20 +122,26 @@ REDUCTIONS = ("mean", "nonzero", "sum")
 CASES: list[tuple[str, object, object]] = []
 for _sel in SELECTIONS:
     for _red in REDUCTIONS:
-        for _geo, _swap in (("cosine", False), ("cosine", True), ("euclidean", False), ("euclidean", True)):
-            CASES.append((f"triplet-{_geo}-swap{_swap}-{_sel}-{_red}",
-                          lambda g=_geo, s=_swap, se=_sel, r=_red: TripletLoss(0.2, geometry=g, swap=s, selection=se,
-                                                                               reduction=r),
-                          lambda e, y, g=_geo, s=_swap, se=_sel, r=_red: _reference_triplet(e, y, 0.2, g, s, se, r)))
-        CASES.append((f"adatriplet-{_sel}-{_red}",
-                      lambda se=_sel, r=_red: AdaTripletLoss(0.25, 0.05, 0.7, selection=se, reduction=r),
-                      lambda e, y, se=_sel, r=_red: _reference_adatriplet(e, y, 0.25, 0.05, 0.7, se, r)))
-        CASES.append((f"ocam-{_sel}-{_red}", lambda se=_sel, r=_red: OCAMLoss(selection=se, reduction=r),
+        for _geo, _swap in (("cosine", False), ("cosine", True), ("euclidean", False),
+                            ("euclidean", True)):
+            CASES.append((
+                f"triplet-{_geo}-swap{_swap}-{_sel}-{_red}",
+                lambda g=_geo, s=_swap, se=_sel, r=_red: TripletLoss(
+                    0.2, geometry=g, swap=s, selection=se, reduction=r),
+                lambda e, y, g=_geo, s=_swap, se=_sel, r=_red: _reference_triplet(
+                    e, y, 0.2, g, s, se, r)))
+        CASES.append((
+            f"adatriplet-{_sel}-{_red}",
+            lambda se=_sel, r=_red: AdaTripletLoss(0.25, 0.05, 0.7, selection=se, reduction=r),
+            lambda e, y, se=_sel, r=_red: _reference_adatriplet(e, y, 0.25, 0.05, 0.7, se, r)))
+        CASES.append((f"ocam-{_sel}-{_red}",
+                      lambda se=_sel, r=_red: OCAMLoss(selection=se, reduction=r),
                       lambda e, y, se=_sel, r=_red: _reference_ocam(e, y, se, r)))
         for _pow in (2, 4):
-            CASES.append((f"nplb-p{_pow}-{_sel}-{_red}",
-                          lambda pw=_pow, se=_sel, r=_red: NPLBLoss(0.3, pw, selection=se, reduction=r),
-                          lambda e, y, pw=_pow, se=_sel, r=_red: _reference_nplb(e, y, 0.3, pw, se, r)))
+            CASES.append((
+                f"nplb-p{_pow}-{_sel}-{_red}",
+                lambda pw=_pow, se=_sel, r=_red: NPLBLoss(0.3, pw, selection=se, reduction=r),
+                lambda e, y, pw=_pow, se=_sel, r=_red: _reference_nplb(e, y, 0.3, pw, se, r)))
 for _red in REDUCTIONS:
     CASES.append((f"contrastive-{_red}", lambda r=_red: ContrastiveLoss(0.1, 0.9, reduction=r),
                   lambda e, y, r=_red: _reference_contrastive(e, y, 0.1, 0.9, r)))
@@ -154,7 +160,8 @@ def _batches(dtype: torch.dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize(("name", "make", "reference"), CASES, ids=[c[0] for c in CASES])
-def test_pml_losses_are_bit_identical_to_the_previous_implementation(name, make, reference, dtype) -> None:
+def test_pml_losses_are_bit_identical_to_the_previous_implementation(name, make, reference,
+                                                                      dtype) -> None:
     loss = make()
     for e, y in _batches(dtype):
         e1, e2 = e.clone().requires_grad_(), e.clone().requires_grad_()
@@ -167,7 +174,8 @@ def test_pml_losses_are_bit_identical_to_the_previous_implementation(name, make,
 
 @pytest.mark.parametrize("name", list(LOSSES))
 def test_registry_losses_with_schedulers_match_the_previous_arithmetic(name: str) -> None:
-    """Over three epochs the scheduled margin moves; each batch equals the reference at the margin in force."""
+    """Over three epochs the scheduled margin moves; each batch equals the
+    reference at the margin in force."""
     loss = build_loss(name)
     loss.set_budget(3, 2, scale=True)
     for epoch in range(3):
@@ -177,17 +185,19 @@ def test_registry_losses_with_schedulers_match_the_previous_arithmetic(name: str
             o = LOSSES[name].defaults
             m = loss.last_batch.get("margin")
             if isinstance(loss, AdaTripletLoss):
-                expected = _reference_adatriplet(e, y, m, loss.last_batch["beta"], o["lam"], o["selection"],
-                                                 o["reduction"])
+                expected = _reference_adatriplet(e, y, m, loss.last_batch["beta"], o["lam"],
+                                                 o["selection"], o["reduction"])
             elif isinstance(loss, TripletLoss):
                 geometry = "cosine" if loss.distance.is_inverted else "euclidean"
-                expected = _reference_triplet(e, y, m, geometry, loss.swap, o["selection"], o["reduction"])
+                expected = _reference_triplet(e, y, m, geometry, loss.swap, o["selection"],
+                                              o["reduction"])
             elif isinstance(loss, NPLBLoss):
                 expected = _reference_nplb(e, y, m, o["p"], o["selection"], o["reduction"])
             elif isinstance(loss, OCAMLoss):
                 expected = _reference_ocam(e, y, o["selection"], o["reduction"])
             else:
-                expected = _reference_contrastive(e, y, o["pos_margin"], o["neg_margin"], o["reduction"])
+                expected = _reference_contrastive(e, y, o["pos_margin"], o["neg_margin"],
+                                                  o["reduction"])
             assert torch.equal(value, expected), (name, epoch)
         loss.on_epoch_end()
 
@@ -239,13 +249,20 @@ def test_euclidean_distance_is_pml_lp_distance_with_a_clamp() -> None:
 def test_losses_and_miners_interoperate_with_pml() -> None:
     e, y = next(_batches(torch.float32))
     # a PML miner's triplets into our loss, our miner's triplets into PML's loss
-    pml_miner = miners.TripletMarginMiner(0.2, type_of_triplets="semihard", distance=distances.CosineSimilarity())
+    pml_miner = miners.TripletMarginMiner(0.2, type_of_triplets="semihard",
+                                          distance=distances.CosineSimilarity())
     ours = TripletLoss(0.2, reducer=reducers.MeanReducer())
     idx = pml_miner(e, y)
-    assert torch.allclose(ours(e, y, idx), losses.TripletMarginLoss(0.2, distance=distances.CosineSimilarity(),
-                                                                 reducer=reducers.MeanReducer())(e, y, idx))
+    assert torch.allclose(
+        ours(e, y, idx),
+        losses.TripletMarginLoss(
+            0.2, distance=distances.CosineSimilarity(), reducer=reducers.MeanReducer()
+        )(e, y, idx),
+    )
     mined = TripletMiner("semihard", 0.2)(e, y)
-    assert {tuple(t) for t in torch.stack(mined, 1).tolist()} == {tuple(t) for t in torch.stack(idx, 1).tolist()}
+    assert {tuple(t) for t in torch.stack(mined, 1).tolist()} == {
+        tuple(t) for t in torch.stack(idx, 1).tolist()
+    }
     # a loss built with selection= mines with a TripletMiner at the margin in force
     loss = TripletLoss(0.2, selection="semihard", reducer=reducers.MeanReducer())
     assert isinstance(loss.miner, TripletMiner) and torch.equal(loss(e, y), ours(e, y, mined))
@@ -253,12 +270,14 @@ def test_losses_and_miners_interoperate_with_pml() -> None:
 
 
 def test_retrieval_nplb_is_the_tabular_nplb_formula() -> None:
-    """On raw Euclidean distances and the same triplets the two stacks give the same NPLB (the tabular
-    distance adds 1e-6 to differences, hence the tolerance); only their default margins differ."""
+    """On raw Euclidean distances and the same triplets the two stacks give the same NPLB (the
+    tabular distance adds 1e-6 to differences, hence the tolerance); only their default margins
+    differ."""
     g = torch.Generator().manual_seed(5)
     a, p, n = (torch.randn(16, 8, generator=g, dtype=torch.float64) for _ in range(3))
     idx = torch.arange(16)
     retrieval = NPLBLoss(1.0, distance=EuclideanDistance(normalize_embeddings=False))
-    value = retrieval(torch.cat([a, p, n]), torch.cat([idx, idx, idx + 16]), (idx, idx + 16, idx + 32))
+    value = retrieval(torch.cat([a, p, n]), torch.cat([idx, idx, idx + 16]),
+                      (idx, idx + 16, idx + 32))
     assert float(value) == pytest.approx(float(NPLB(margin=1.0)(a, p, n)), rel=1e-5)
     assert NPLBLoss().margin == 0.3 and NPLB().margin == 1.0

@@ -1,4 +1,5 @@
-"""Retrieval metrics on hand-made rankings with known answers, and against pytorch-metric-learning."""
+"""Retrieval metrics on hand-made rankings with known answers, and
+against pytorch-metric-learning."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from sphr.retrieval.metrics import (
 
 
 def on_circle(angles_deg: list[float]) -> torch.Tensor:
-    """Unit vectors at these angles: cosine similarity to (1, 0) falls as the angle grows (< 180)."""
+    """Unit vectors at these angles: cosine similarity to (1, 0) falls
+    as the angle grows (< 180)."""
     a = torch.tensor(angles_deg, dtype=torch.float64) * math.pi / 180
     return torch.stack([torch.cos(a), torch.sin(a)], 1)
 
@@ -129,12 +131,14 @@ def test_pair_auc_is_one_for_separated_classes_and_half_for_a_constant_embedding
 def test_precision_at_z_is_averaged_within_classes_then_over_classes() -> None:
     pts = torch.tensor([[0.0], [0.1], [0.2], [5.0], [5.1], [9.0]], dtype=torch.float64)
     labels = np.array([0, 0, 0, 1, 1, 1])
-    r = ranking_metrics(pts, labels, pts, labels, metric="euclidean", exclude_self=True, precision_at=(2,))
+    r = ranking_metrics(pts, labels, pts, labels, metric="euclidean", exclude_self=True,
+                        precision_at=(2,))
     # class 0: each of its points has the other two as nearest -> 1, 1, 1
-    # class 1: 3 -> (4, 2nd nearest is 0.2 or 9.0? |5-0.2|=4.8 > 4.0 -> 9.0) = 1; 4 -> (3, 5: 9.0 at 3.9) = 1;
-    #          5 -> (4, 3) = 1
+    # class 1: 3 -> (4, 2nd nearest is 0.2 or 9.0? |5-0.2|=4.8 > 4.0 -> 9.0) = 1; 4 -> (3, 5: 9.0 at
+    # 3.9) = 1; 5 -> (4, 3) = 1
     assert r.precision_at[2].tolist() == [1.0] * 6
-    r3 = ranking_metrics(pts, labels, pts, labels, metric="euclidean", exclude_self=True, precision_at=(3,))
+    r3 = ranking_metrics(pts, labels, pts, labels, metric="euclidean", exclude_self=True,
+                         precision_at=(3,))
     # z = 3 with only 2 relevant others per point: at most 2/3
     assert r3.precision_at[3].tolist() == pytest.approx([2 / 3] * 6)
     values = np.array([1.0, 1.0, 0.0, 0.5, np.nan])
@@ -143,10 +147,13 @@ def test_precision_at_z_is_averaged_within_classes_then_over_classes() -> None:
 
 def test_sign_binarization_and_hamming_ranking() -> None:
     x = torch.tensor([[0.3, -0.2, 0.0, -5.0]])
-    assert binarize(x, 4).tolist() == [[1.0, -1.0, 1.0, -1.0]]  # bits == D: the signs themselves (0 -> +1)
+    # bits == D: the signs themselves (0 -> +1)
+    assert binarize(x, 4).tolist() == [[1.0, -1.0, 1.0, -1.0]]
     codes = binarize(torch.randn(50, 128, generator=torch.Generator().manual_seed(1)), 16, seed=0)
     assert codes.shape == (50, 16) and set(codes.unique().tolist()) == {-1.0, 1.0}
-    assert torch.equal(codes, binarize(torch.randn(50, 128, generator=torch.Generator().manual_seed(1)), 16))
+    assert torch.equal(
+        codes, binarize(torch.randn(50, 128, generator=torch.Generator().manual_seed(1)), 16)
+    )
     # 16-bit codes at Hamming distance 1, 3, 5, 7 from the query
     q = torch.ones(1, 16)
     gallery = torch.ones(4, 16)
@@ -177,7 +184,8 @@ def pml_calculator(k: object) -> object:
     from pytorch_metric_learning.utils.inference import CustomKNN
 
     return AccuracyCalculator(include=("mean_average_precision", "mean_average_precision_at_r",
-                                       "precision_at_1"), k=k, knn_func=CustomKNN(CosineSimilarity()))
+                                       "precision_at_1"), k=k,
+                                       knn_func=CustomKNN(CosineSimilarity()))
 
 
 def test_against_pytorch_metric_learning_with_a_separate_gallery() -> None:
@@ -187,7 +195,8 @@ def test_against_pytorch_metric_learning_with_a_separate_gallery() -> None:
     gl = np.arange(60) % 6
     ours = ranking_metrics(q, ql, g, gl)
     full = pml_calculator(None).get_accuracy(q, torch.as_tensor(ql), g, torch.as_tensor(gl))
-    at_r = pml_calculator("max_bin_count").get_accuracy(q, torch.as_tensor(ql), g, torch.as_tensor(gl))
+    at_r = pml_calculator("max_bin_count").get_accuracy(q, torch.as_tensor(ql), g,
+                                                        torch.as_tensor(gl))
     assert np.mean(ours.ap) == pytest.approx(full["mean_average_precision"], abs=1e-5)
     assert np.mean(ours.ap_at_r) == pytest.approx(at_r["mean_average_precision_at_r"], abs=1e-5)
     assert np.mean(ours.cmc(1)) == pytest.approx(full["precision_at_1"], abs=1e-6)
@@ -211,9 +220,10 @@ def test_retrieval_metrics_use_baselines_as_gallery_and_follow_ups_as_queries() 
     emb = torch.cat([base, base + 0.05, base + 0.1])
     labels = np.tile(np.arange(3), 3)
     years = np.repeat([0.0, 1.0, 2.0], 3)
-    emb[8] = torch.tensor([1.0, 0.0, 0.3])  # subject 2 at year 2: nearest baseline is subject 0's, then its own
-    ev = retrieval_metrics(emb, labels, years, cmc_ks=(1, 2), recall_ks=(1,), p_at_z=(2,), hamming_bits=(3,),
-                           n_examples=2, example_k=2)
+    # subject 2 at year 2: nearest baseline is subject 0's, then its own
+    emb[8] = torch.tensor([1.0, 0.0, 0.3])
+    ev = retrieval_metrics(emb, labels, years, cmc_ks=(1, 2), recall_ks=(1,), p_at_z=(2,),
+                           hamming_bits=(3,), n_examples=2, example_k=2)
     m = ev.metrics
     assert m["n_queries"] == 6 and m["n_queries_without_match"] == 0
     # 5 of 6 follow-ups find their own baseline first; the bad one finds it second (AP 1/2)
@@ -231,7 +241,8 @@ def test_retrieval_metrics_use_baselines_as_gallery_and_follow_ups_as_queries() 
 
 def test_retrieval_metrics_without_visits_are_leave_one_out() -> None:
     labels = np.repeat(np.arange(3), 4)
-    emb = torch.eye(3)[labels] + 0.01 * torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
+    noise = 0.01 * torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
+    emb = torch.eye(3)[labels] + noise
     ev = retrieval_metrics(emb, labels, np.full(12, np.nan), hamming_bits=(16,), p_at_z=(3,))
     m = ev.metrics
     assert m["n_queries"] == 12

@@ -1,4 +1,5 @@
-"""benchmarks/worlds.py: the loss table it writes into docs/WORLDS*.md, and its chance reference."""
+"""benchmarks/worlds.py: the loss table it writes into docs/notes/WORLDS*.md, and its chance
+reference."""
 
 from __future__ import annotations
 

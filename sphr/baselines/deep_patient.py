@@ -73,7 +73,8 @@ class DeepPatient(Representation):
                     keep = torch.rand(x.shape, generator=gen, device=dev) >= self.noise
                     h = torch.sigmoid((x * keep) @ W + b_h)
                     logits = h @ W.T + b_v  # tied weights
-                    loss = F.binary_cross_entropy_with_logits(logits, x, reduction="none").sum(1).mean()
+                    loss = F.binary_cross_entropy_with_logits(logits, x,
+                                                              reduction="none").sum(1).mean()
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
                     opt.step()

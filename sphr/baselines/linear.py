@@ -38,7 +38,8 @@ class PCA(Representation):
 
 
 class ICA(Representation):
-    """FastICA (``whiten='unit-variance'``, logcosh); a non-converged fit is reported, not hidden."""
+    """FastICA (``whiten='unit-variance'``, logcosh); a non-converged
+    fit is reported, not hidden."""
 
     def __init__(self, n_components: int = 32, random_state: int = 0, max_iter: int = 1000,
                  tol: float = 1e-4) -> None:

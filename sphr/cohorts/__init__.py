@@ -1,4 +1,5 @@
-"""Cohorts and training data: completeness, sex split, quantile normalization, BFH, augmentation, triplets."""
+"""Cohorts and training data: completeness, sex split, quantile normalization,
+BFH, augmentation, triplets."""
 
 from __future__ import annotations
 

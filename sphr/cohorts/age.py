@@ -28,7 +28,8 @@ def assign_age_groups(ages: np.ndarray, groups: tuple[tuple[int, int], ...] = DE
     lows = np.array([g[0] for g in groups], dtype=float)
     highs = np.array([g[1] for g in groups], dtype=float)
     # distance to each group's interval: 0 inside
-    dist = np.maximum(lows[None, :] - ages[:, None], 0) + np.maximum(ages[:, None] - highs[None, :], 0)
+    dist = (np.maximum(lows[None, :] - ages[:, None], 0)
+            + np.maximum(ages[:, None] - highs[None, :], 0))
     idx = np.argmin(dist, axis=1)
     outside = int((dist.min(axis=1) > 0).sum())
     names = np.array(group_names(groups), dtype=object)

@@ -170,9 +170,12 @@ def _augment(raw: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, feature
             "new_rows": int(result.samples.shape[0]), "rounds": result.rounds,
             "check": augmentation_check(raw[members], result.samples, features),
             "mean_source": dict(zip(features, np.round(result.mean, 4).tolist(), strict=True)),
-            "mean_augmented": dict(zip(features, np.round(result.samples.mean(0), 4).tolist(), strict=True)),
+            "mean_augmented": dict(zip(features, np.round(result.samples.mean(0), 4).tolist(),
+                                       strict=True)),
             "sd_source": dict(zip(features, np.round(result.sd, 4).tolist(), strict=True)),
-            "sd_augmented": dict(zip(features, np.round(result.samples.std(0, ddof=1), 4).tolist(), strict=True)),
+            "sd_augmented": dict(zip(features,
+                                     np.round(result.samples.std(0, ddof=1), 4).tolist(),
+                                     strict=True)),
         }
     aug_raw_all = np.concatenate(aug_raw) if aug_raw else np.empty((0, len(features)))
     aug_lab_all = np.concatenate(aug_labels) if aug_labels else np.empty(0, dtype=np.int8)
@@ -207,7 +210,8 @@ def _augmented_train_table(normalizer: QuantileNormalizer, features: list[str], 
     return _table(
         normalizer, features,
         np.concatenate([raw[train_idx], aug_raw]), np.concatenate([eids[train_idx], aug_eid]),
-        np.concatenate([ages[train_idx], aug_ages]), np.concatenate([age_group[train_idx], aug_groups]),
+        np.concatenate([ages[train_idx], aug_ages]),
+        np.concatenate([age_group[train_idx], aug_groups]),
         np.concatenate([labels[train_idx], aug_labels]),
         np.concatenate([np.zeros(train_idx.size, bool), np.ones(n_aug, bool)]))
 

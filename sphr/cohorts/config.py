@@ -1,8 +1,8 @@
 """Settings of the cohort step: one dataclass, read by the library, the CLI and the Dagster assets.
 
-The defaults live here and nowhere else (``sphr cohorts`` and ``sphr_dagster.assets.cohorts.CohortConfig``
-take theirs from this class). Only light imports, so ``sphr --help`` builds its parser
-without pandas or scikit-learn.
+The defaults live here and nowhere else (``sphr cohorts`` and
+``sphr_dagster.assets.cohorts.CohortConfig`` take theirs from this class). Only light imports, so
+``sphr --help`` builds its parser without pandas or scikit-learn.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class CohortConfig:
     augment: str = "independent"
     n_triplets: int = 100_000
     balanced_triplets: bool = False
-    #: positive and negative from the anchor's age group (docs/SPHR_AGE.md): the triplets
+    #: positive and negative from the anchor's age group (docs/notes/SPHR_AGE.md): the triplets
     #: then never contrast an older unhealthy person with a younger healthy one
     age_matched_triplets: bool = False
     #: ``labels`` or ``severity`` (:data:`TRIPLET_CLASSES`)
@@ -59,7 +59,8 @@ class CohortConfig:
 
     @classmethod
     def profile(cls, name: str, **overrides) -> CohortConfig:
-        """``paper``: the paper's values. ``demo``: 20,000 triplets so the demo trains in seconds."""
+        """``paper``: the paper's values. ``demo``: 20,000 triplets so
+        the demo trains in seconds."""
         if name == "paper":
             return cls(**overrides)
         if name == "demo":

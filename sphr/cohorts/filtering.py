@@ -1,4 +1,5 @@
-"""Feature completeness, complete cases and constant features (docs/METHODS.md#cohort-preparation, steps 1-2)."""
+"""Feature completeness, complete cases and constant features
+(docs/METHODS.md#cohort-preparation, steps 1-2)."""
 
 from __future__ import annotations
 

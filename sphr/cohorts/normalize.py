@@ -55,7 +55,8 @@ class QuantileNormalizer(TransformerMixin, BaseEstimator):
         # equal neighbouring quantiles would make interpolation ill-defined; np.maximum.accumulate
         # keeps the grid monotone after floating-point noise
         self.quantiles_ = np.maximum.accumulate(np.quantile(X, self.references_, axis=0), axis=0)
-        self.features_ = list(features) if features is not None else [f"x{i}" for i in range(X.shape[1])]
+        self.features_ = (list(features) if features is not None
+                          else [f"x{i}" for i in range(X.shape[1])])
         self.n_features_in_ = X.shape[1]
         return self
 
@@ -144,7 +145,8 @@ class MarkerScaler(TransformerMixin, BaseEstimator):
         # its SD stands in, and a constant feature gets 1 (it then adds no distance)
         sd = Y.std(axis=0)
         self.scale_ = np.where(scale > 0, scale, np.where(sd > 0, sd, 1.0))
-        self.features_ = list(features) if features is not None else [f"x{i}" for i in range(X.shape[1])]
+        self.features_ = (list(features) if features is not None
+                          else [f"x{i}" for i in range(X.shape[1])])
         self.n_features_in_ = X.shape[1]
         return self
 

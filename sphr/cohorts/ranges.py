@@ -1,5 +1,5 @@
-"""Clinical normal ranges of the P0 markers (docs/METHODS.md#bona-fide-healthy-bfh-and-the-p0-ranges),
-as data, in UK Biobank units.
+"""Clinical normal ranges of the P0 markers
+(docs/METHODS.md#bona-fide-healthy-bfh-and-the-p0-ranges), as data, in UK Biobank units.
 
 Bona fide healthy (BFH) = apparently healthy and every P0 marker inside its
 range, on raw values before normalization. Users override a range from
@@ -135,7 +135,8 @@ def with_overrides(overrides: dict | None,
     out = list(ranges)
     for marker, spec in overrides.items():
         if marker not in known:
-            raise ConfigError(f"no clinical range for {marker!r}; known: {', '.join(sorted(known))}")
+            raise ConfigError(f"no clinical range for {marker!r}; known: "
+                              f"{', '.join(sorted(known))}")
         per_sex = {k: v for k, v in spec.items() if k in ("female", "male")}
         common = {k: v for k, v in spec.items() if k not in ("female", "male")}
         bad = set(common) - {"low", "high", "low_inclusive", "high_inclusive", "source"}

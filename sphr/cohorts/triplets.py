@@ -41,8 +41,9 @@ def mine_triplets(labels: np.ndarray, n: int = CohortConfig.n_triplets, *, seed:
     if not rows:
         raise InputError("no stratum has two classes and a class with 2+ members")
     sizes = rng.multinomial(n, np.array([len(r) for r in rows]) / sum(len(r) for r in rows))
-    out = np.concatenate([r[_mine(labels[r], k, rng, balanced)] for r, k in zip(rows, sizes, strict=True)
-                          if k])
+    out = np.concatenate(
+        [r[_mine(labels[r], k, rng, balanced)] for r, k in zip(rows, sizes, strict=True) if k]
+    )
     return out[rng.permutation(len(out))]  # batches mix the strata
 
 

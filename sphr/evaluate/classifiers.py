@@ -54,7 +54,8 @@ NN_EHR_CONFIG = NNForEHRConfig()
 
 def check_xgboost_method(method: str) -> None:
     if method not in XGB_METHODS:
-        raise ConfigError(f"unknown XGBoost method {method!r}: choose from {', '.join(XGB_METHODS)}")
+        raise ConfigError(f"unknown XGBoost method {method!r}: choose from "
+                          f"{', '.join(XGB_METHODS)}")
 
 
 def xgboost_device(device: str = "auto", method: str = "auto") -> tuple[str, str]:

@@ -128,8 +128,8 @@ def _run(args: argparse.Namespace) -> int:
         args.run_dir, args.out, sexes=sexes, representations=args.representations,
         eval_config=cfg, losses=[] if args.no_losses else args.losses,
         loss_classifiers=args.loss_classifiers, seed=args.seed, device=args.device)
+    evaluation_s = {s: r["evaluation_s"] for s, r in summary["per_sex"].items()}
     print(json.dumps({"out": summary["out_dir"], "sexes": summary["sexes"],
                       "total_s": summary["total_s"], "prepared": prepared,
-                      "prepare_s": prepare_s,
-                      "evaluation_s": {s: r["evaluation_s"] for s, r in summary["per_sex"].items()}}))
+                      "prepare_s": prepare_s, "evaluation_s": evaluation_s}))
     return 0

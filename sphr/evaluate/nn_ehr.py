@@ -1,4 +1,5 @@
-"""NN for EHR (Chen et al. 2020a, as the paper uses it; docs/METHODS.md): feature attention, then an MLP.
+"""NN for EHR (Chen et al. 2020a, as the paper uses it; docs/METHODS.md): feature attention,
+then an MLP.
 
     e     = V tanh(W x + b)          (one score per input feature)
     alpha = softmax(e)               (per-patient feature importances, sum to 1)
@@ -64,7 +65,9 @@ class _StackedNet:
         shapes += list(itertools.pairwise(widths))
         self.weights, self.biases = [], []
         for i, (fan_in, fan_out) in enumerate(shapes):
-            self.weights.append(_uniform(gen, M, fan_in, fan_in, fan_out).to(device).requires_grad_())
+            self.weights.append(
+                _uniform(gen, M, fan_in, fan_in, fan_out).to(device).requires_grad_()
+            )
             if i == 1:  # V: the attention scores need no bias (softmax is shift-invariant)
                 self.biases.append(None)
             else:

@@ -130,7 +130,8 @@ def evaluate_sex(run_dir: Path, cohort: Cohort, stage: Path, *, representations:
         write_bytes(png, stage / "plots" / f"{name}.png")
         plots[name] = f"plots/{name}.png"
     write_bytes(representation_grid(Z, labels, seed=seed,
-                                    title=f"{SEX_NAMES.get(sex, sex)}: test participants, PCA of each representation"),
+                                    title=f"{SEX_NAMES.get(sex, sex)}: test participants, PCA of "
+                                          "each representation"),
                 stage / "plots" / "representations.png")
     report["plots"] = {**plots, "grid": "plots/representations.png"}
 

@@ -33,8 +33,8 @@ def _draw(ax, Z: np.ndarray, labels: np.ndarray, title: str, max_points: int, se
     for c in sorted(np.unique(labels[idx]), key=lambda c: -(labels[idx] == c).sum()):
         sel = idx[labels[idx] == c]
         ax.scatter(P[sel, 0], P[sel, 1] if P.shape[1] > 1 else np.zeros(len(sel)), s=4,
-                   alpha=0.5, color=_COLORS[int(c) % 3], label=CLASS_NAMES[int(c)].replace("_", " "),
-                   linewidths=0)
+                   alpha=0.5, color=_COLORS[int(c) % 3],
+                   label=CLASS_NAMES[int(c)].replace("_", " "), linewidths=0)
     ax.set_title(title, fontsize=9)
     ax.set_xlabel(f"PC1 ({var[0]:.0%})", fontsize=8)
     ax.set_ylabel(f"PC2 ({var[1]:.0%})" if len(var) > 1 else "", fontsize=8)

@@ -102,7 +102,8 @@ def make_splits(labels: np.ndarray, *, n_splits: int = 5, test_size: float = 0.2
         try:
             tr, te = next(splitter.split(np.zeros((len(labels), 1)), labels))
         except ValueError as exc:  # e.g. a class with a single member
-            raise InputError(f"cannot make a stratified split of the test participants: {exc}") from exc
+            raise InputError("cannot make a stratified split of the test participants: "
+                             f"{exc}") from exc
         out.append((np.sort(tr), np.sort(te)))
     return out
 
@@ -291,15 +292,22 @@ def _score_table(records: list[dict[str, Any]], representations: Sequence[str]
                  ) -> tuple[pd.DataFrame, dict[tuple[str, str, str, int], np.ndarray]]:
     """(scores, predictions): the records in a fixed order (representations as given, then
     classifier, task, split), whatever order the workers finished in."""
-    predictions = {(r["representation"], r["classifier"], r["task"], r["split"]): r.pop("predictions")
-                   for r in records}
+    predictions = {
+        (r["representation"], r["classifier"], r["task"], r["split"]): r.pop("predictions")
+        for r in records
+    }
     scores = pd.DataFrame.from_records(records)
     order = {n: i for i, n in enumerate(representations)}
-    scores = scores.assign(
-        _r=scores["representation"].map(order),
-        _c=scores["classifier"].map({c: i for i, c in enumerate(CLASSIFIERS)}),
-        _t=scores["task"].map({t: i for i, t in enumerate(TASKS)}),
-    ).sort_values(["_r", "_c", "_t", "split"]).drop(columns=["_r", "_c", "_t"]).reset_index(drop=True)
+    scores = (
+        scores.assign(
+            _r=scores["representation"].map(order),
+            _c=scores["classifier"].map({c: i for i, c in enumerate(CLASSIFIERS)}),
+            _t=scores["task"].map({t: i for i, t in enumerate(TASKS)}),
+        )
+        .sort_values(["_r", "_c", "_t", "split"])
+        .drop(columns=["_r", "_c", "_t"])
+        .reset_index(drop=True)
+    )
     return scores, predictions
 
 

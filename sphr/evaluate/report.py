@@ -432,10 +432,11 @@ def write_evaluate_report(out_dir: str | Path, *, pdf: bool = True) -> Path | No
         "heatmap": heatmap(reps),
         "ranking": ranking_plot(reps) if has_paper else None,
         "loss_fig": loss_plot(losses) if losses is not None and len(losses) else None,
-        "loss_classifier": CLF_NAMES.get(_loss_classifier(losses), "") if losses is not None
-        and len(losses) else "",
+        "loss_classifier": (CLF_NAMES.get(_loss_classifier(losses), "")
+                            if losses is not None and len(losses) else ""),
         "tables": tables,
-        "loss_table": table(_loss_wide(losses), nowrap=True) if losses is not None and len(losses) else None,
+        "loss_table": (table(_loss_wide(losses), nowrap=True)
+                       if losses is not None and len(losses) else None),
         "embed": embed,
     }
     out = write_text(render("evaluate.html.j2", **ctx), out_dir / "report.html")

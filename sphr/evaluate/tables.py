@@ -100,7 +100,8 @@ def ordering(table: pd.DataFrame, classifier: str) -> tuple[str, str]:
 
 def representation_markdown(table: pd.DataFrame, representations: Sequence[str] | None = None
                             ) -> str:
-    """One markdown table per (sex, task, metric): classifiers x (ours, paper) per representation."""
+    """One markdown table per (sex, task, metric): classifiers x (ours,
+    paper) per representation."""
     parts = []
     reps = list(representations or dict.fromkeys(table["representation"]))
     for (sex, task, metric), t in table.groupby(["sex", "task", "metric"], sort=False):

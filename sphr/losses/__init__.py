@@ -1,15 +1,18 @@
 """SPHR's losses behind one call: ``loss(anchor, positive, negative, labels=None) -> scalar``.
 
-``LOSSES`` names them as the evaluation tables do (``sphr.evaluate.paper.LOSSES``);
-:func:`build_loss` makes one from its name and parameters. Each takes ``distance=`` and
-``reducer=`` (a pytorch-metric-learning distance and reducer, or :class:`Euclidean` /
-:class:`Mean`, the paper's and the defaults): a loss is a distance, a reducer and a
-per-triplet formula, composed (:mod:`sphr.losses.base`, docs/METHODS.md#losses).
+``LOSSES`` names them as the evaluation tables do (``sphr.evaluate.paper.LOSSES``); each is
+registered in the project's one loss registry (:data:`sphr.losses.registry.REGISTRY`) under
+the ``tabular`` domain, beside the image-retrieval losses. :func:`build_loss` makes one from
+its name and parameters. Each takes ``distance=`` and ``reducer=`` (a pytorch-metric-learning
+distance and reducer, or :class:`Euclidean` / :class:`Mean`, the paper's and the defaults): a
+loss is a distance, a reducer and a per-triplet formula, composed (:mod:`sphr.losses.base`,
+docs/METHODS.md#losses).
 """
 
 from __future__ import annotations
 
 import inspect
+from functools import partial
 from typing import Any
 
 from sphr.errors import ConfigError
@@ -18,6 +21,7 @@ from sphr.losses.distances import Euclidean, distance, gram_distances, pairwise_
 from sphr.losses.mdr import MDR
 from sphr.losses.pml import InfoNCE, LiftedStruct, NPair
 from sphr.losses.reducers import Mean, TensorReducer
+from sphr.losses.registry import REGISTRY, TABULAR, RegisteredLoss
 from sphr.losses.triplet import (
     NPLB,
     DistanceSwap,
@@ -39,29 +43,43 @@ LOSSES: dict[str, type[TripletObjective]] = {
 }
 
 
+def _checked(name: str, cls: type[TripletObjective], accepted: frozenset[str],
+             **params: Any) -> TripletObjective:
+    bad = sorted(set(params) - accepted)
+    if bad:
+        raise ConfigError(f"loss {name!r} takes no parameter(s) {bad}; it takes "
+                          f"{sorted(accepted)}")
+    return cls(**params)
+
+
+def _register(name: str, cls: type[TripletObjective]) -> None:
+    accepted = frozenset(inspect.signature(cls.__init__).parameters) - {"self"}
+    doc = (cls.__doc__ or "").strip().split("\n", 1)[0]
+    REGISTRY.register(RegisteredLoss(name, TABULAR, partial(_checked, name, cls, accepted),
+                                     accepted, description=doc, origin=__name__))
+
+
+for _name, _cls in LOSSES.items():
+    _register(_name, _cls)
+
+
 def loss_parameters(name: str) -> set[str]:
     """The keyword arguments loss ``name`` accepts."""
-    return set(inspect.signature(_class(name).__init__).parameters) - {"self"}
+    return set(_entry(name).parameters)
 
 
-def _class(name: str) -> type[TripletObjective]:
-    try:
-        return LOSSES[name]
-    except KeyError:
-        raise ConfigError(f"unknown loss {name!r}: choose from {', '.join(LOSSES)}") from None
+def _entry(name: str) -> RegisteredLoss:
+    if name not in REGISTRY.names(TABULAR):
+        raise ConfigError(f"unknown loss {name!r}: choose from {', '.join(LOSSES)}")
+    return REGISTRY.get(name, TABULAR)
 
 
 def build_loss(name: str, **params: Any) -> TripletObjective:
     """A fresh loss module; unknown names or parameters raise :class:`ConfigError`."""
-    cls = _class(name)
-    bad = sorted(set(params) - loss_parameters(name))
-    if bad:
-        raise ConfigError(f"loss {name!r} takes no parameter(s) {bad}; it takes "
-                          f"{sorted(loss_parameters(name))}")
-    return cls(**params)
+    return _entry(name).build(**params)
 
 
-__all__ = ["LOSSES", "MDR", "NPLB", "DistanceSwap", "Euclidean", "InfoNCE", "LiftedStruct", "Mean",
-           "NPair", "TensorReducer", "Triplet", "TripletObjective", "build_loss", "distance",
-           "gram_distances", "loss_parameters", "nplb_per_triplet", "nplb_power", "pairwise_distances",
-           "triplet_hinge"]
+__all__ = ["LOSSES", "MDR", "NPLB", "REGISTRY", "DistanceSwap", "Euclidean", "InfoNCE",
+           "LiftedStruct", "Mean", "NPair", "TensorReducer", "Triplet", "TripletObjective",
+           "build_loss", "distance", "gram_distances", "loss_parameters", "nplb_per_triplet",
+           "nplb_power", "pairwise_distances", "triplet_hinge"]

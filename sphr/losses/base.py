@@ -26,7 +26,8 @@ __all__ = ["DISTANCE_METHODS", "Labels", "TripletObjective", "check_parts", "dis
 
 
 #: what a distance must answer for the formulas (pytorch-metric-learning's distance interface)
-DISTANCE_METHODS: tuple[str, ...] = ("pairwise_distance", "maybe_normalize", "smallest_dist", "margin")
+DISTANCE_METHODS: tuple[str, ...] = ("pairwise_distance", "maybe_normalize", "smallest_dist",
+                                     "margin")
 
 
 def check_parts(distance: Any, reducer: Any) -> None:
@@ -34,8 +35,8 @@ def check_parts(distance: Any, reducer: Any) -> None:
     pytorch-metric-learning's interface (a name such as ``"cosine"`` is not one)."""
     missing = [m for m in DISTANCE_METHODS if not callable(getattr(distance, m, None))]
     if distance is not None and (missing or not callable(distance)):
-        raise ConfigError(f"a loss's distance must be a distance object (sphr.losses.Euclidean or a "
-                          f"pytorch-metric-learning distance), got {distance!r}")
+        raise ConfigError("a loss's distance must be a distance object (sphr.losses.Euclidean or "
+                          f"a pytorch-metric-learning distance), got {distance!r}")
     if reducer is not None and not callable(reducer):
         raise ConfigError(f"a loss's reducer must be a reducer object (sphr.losses.Mean or a "
                           f"pytorch-metric-learning reducer), got {reducer!r}")
@@ -47,7 +48,8 @@ def is_pure(part: Any) -> bool:
 
 
 def pml_batch(anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
-              labels: Labels | None = None) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+              labels: Labels | None = None) -> tuple[torch.Tensor, torch.Tensor,
+                                                     tuple[torch.Tensor, ...]]:
     """The batch as pytorch-metric-learning sees it: ``(cat(a, p, n), labels, indices_tuple)``,
     the triplets as positions in the concatenation. Without class labels, anchor and positive
     of triplet i share the pseudo-label i and each negative gets its own."""
@@ -96,8 +98,9 @@ class TripletObjective(nn.Module):
             # the losses alone: no (3B, D) concatenation or index tensors in the eager step
             return self.reducer.reduce_losses(losses)
         emb, lab, indices = pml_batch(anchor, positive, negative, labels)
-        return self.reducer({"loss": {"losses": losses, "indices": indices, "reduction_type": "triplet"}},
-                            emb, lab)
+        return self.reducer(
+            {"loss": {"losses": losses, "indices": indices, "reduction_type": "triplet"}}, emb, lab
+        )
 
     def forward(self, anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
                 labels: Labels | None = None) -> torch.Tensor:

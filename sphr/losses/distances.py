@@ -83,7 +83,8 @@ class Euclidean(nn.Module):
         # (N, N) matrix and a triu gather, whose backward is a scatter
         return torch.pdist(embeddings)
 
-    def maybe_normalize(self, embeddings: torch.Tensor, dim: int = 1, **kwargs: Any) -> torch.Tensor:
+    def maybe_normalize(self, embeddings: torch.Tensor, dim: int = 1,
+                        **kwargs: Any) -> torch.Tensor:
         return embeddings
 
     def smallest_dist(self, *args: Any, **kwargs: Any) -> torch.Tensor:

@@ -38,7 +38,8 @@ class MDR(TripletObjective):
 
     def __init__(self, margin: float = 1.0, weight: float = 0.6, level_reg: float = 0.01,
                  momentum: float = 0.9, levels: Sequence[float] = (-3.0, 0.0, 3.0),
-                 scale_embeddings: bool = False, *, distance: Any = None, reducer: Any = None) -> None:
+                 scale_embeddings: bool = False, *, distance: Any = None,
+                 reducer: Any = None) -> None:
         super().__init__()
         if not 0.0 <= momentum < 1.0:
             raise ConfigError(f"MDR momentum must be in [0, 1), got {momentum}")
@@ -63,8 +64,12 @@ class MDR(TripletObjective):
             m = self.momentum
             first = self.seen == 0
             with torch.no_grad():
-                self.running_mean.copy_(torch.where(first, mean, m * self.running_mean + (1 - m) * mean))
-                self.running_std.copy_(torch.where(first, std, m * self.running_std + (1 - m) * std))
+                self.running_mean.copy_(
+                    torch.where(first, mean, m * self.running_mean + (1 - m) * mean)
+                )
+                self.running_std.copy_(
+                    torch.where(first, std, m * self.running_std + (1 - m) * std)
+                )
                 self.seen.fill_(1.0)
         return self.running_mean, self.running_std
 
@@ -83,7 +88,7 @@ class MDR(TripletObjective):
             scale = d.mean()
             anchor, positive, negative = anchor / scale, positive / scale, negative / scale
         dist = self.distance
-        per_triplet = triplet_hinge(rowwise(dist, anchor, positive), rowwise(dist, anchor, negative),
-                                    self.margin, dist)
+        per_triplet = triplet_hinge(rowwise(dist, anchor, positive),
+                                    rowwise(dist, anchor, negative), self.margin, dist)
         trip = self.reduce(per_triplet, anchor, positive, negative, labels)
         return trip + self.weight * mdr + self.level_reg * self.levels.pow(2).sum()

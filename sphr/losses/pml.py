@@ -112,12 +112,14 @@ class LiftedStruct(_PMLLoss):
 class InfoNCE(_PMLLoss):
     name = "infonce"
 
-    def __init__(self, temperature: float = 0.07, *, distance: Any = None, reducer: Any = None) -> None:
+    def __init__(self, temperature: float = 0.07, *, distance: Any = None,
+                 reducer: Any = None) -> None:
         check_parts(distance, reducer)
         if temperature <= 0:
             raise ConfigError(f"InfoNCE temperature must be positive, got {temperature}")
         distances, losses, _ = _pml()
         inner = losses.NTXentLoss(temperature=float(temperature), reducer=reducer,
-                                  distance=distances.CosineSimilarity() if distance is None else distance)
+                                  distance=distances.CosineSimilarity() if distance is None
+                                  else distance)
         super().__init__(inner, {"temperature": float(temperature),
                                  "distance": _named(distance, "cosine")})

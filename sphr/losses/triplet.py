@@ -21,7 +21,8 @@ from sphr.losses.distances import rowwise
 
 
 def _difference(distance: Any) -> Any:
-    """``distance.margin``: ``x - y`` for a distance, ``y - x`` for a similarity (None: a distance)."""
+    """``distance.margin``: ``x - y`` for a distance, ``y - x`` for a
+    similarity (None: a distance)."""
     return (lambda x, y: x - y) if distance is None else distance.margin
 
 
@@ -47,15 +48,15 @@ def nplb_power(p: Any) -> int:
     return int(p)
 
 
-def nplb_per_triplet(d_ap: torch.Tensor, d_an: torch.Tensor, d_pn: torch.Tensor, margin: float, p: int,
-                     distance: Any = None) -> torch.Tensor:
+def nplb_per_triplet(d_ap: torch.Tensor, d_an: torch.Tensor, d_pn: torch.Tensor, margin: float,
+                     p: int, distance: Any = None) -> torch.Tensor:
     """NPLB (the paper's Eq. 3) per triplet: ``[d(a,p) - d(a,n) + m]_+ + (d(p,n) - d(a,n))^p``.
 
     ``distance``: a pytorch-metric-learning distance whose ``margin(x, y)``
     orients each difference (``x - y`` for a distance, ``y - x`` for a
     similarity such as ``CosineSimilarity``); ``None`` means plain distances.
     The margin is the caller's: 1.0 in the tabular stack, 0.3 on the unit
-    sphere in the retrieval stack (docs/METHODS.md#losses, docs/RETRIEVAL.md).
+    sphere in the retrieval stack (docs/METHODS.md#losses, docs/notes/RETRIEVAL.md).
     """
     # d(p, n) from the positive: the mistake this loss must not make is reusing d(a, n)
     return triplet_hinge(d_ap, d_an, margin, distance) + _difference(distance)(d_pn, d_an).pow(p)
@@ -80,11 +81,13 @@ class Triplet(TripletObjective):
                     ) -> torch.Tensor:
         """The loss of each triplet, ``(B,)``, before the reducer."""
         d = self.distance
-        return triplet_hinge(rowwise(d, anchor, positive), rowwise(d, anchor, negative), self.margin, d)
+        return triplet_hinge(rowwise(d, anchor, positive), rowwise(d, anchor, negative),
+                             self.margin, d)
 
     def forward(self, anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor,
                 labels: Labels | None = None) -> torch.Tensor:
-        return self.reduce(self.per_triplet(anchor, positive, negative), anchor, positive, negative, labels)
+        return self.reduce(self.per_triplet(anchor, positive, negative), anchor, positive, negative,
+                           labels)
 
 
 class DistanceSwap(Triplet):

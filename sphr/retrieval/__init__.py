@@ -1,5 +1,5 @@
-"""Image retrieval: losses (AdaTriplet, AutoMargin, DAMS / Linear schedulers, OCAM, NPLB, triplet and
-contrastive baselines), metrics (mAP, mAP@R, CMC, Recall@k, pair AUC, P@Z, Hamming), backbones,
+"""Image retrieval: losses (AdaTriplet, AutoMargin, DAMS / Linear schedulers, OCAM, NPLB, triplet
+and contrastive baselines), metrics (mAP, mAP@R, CMC, Recall@k, pair AUC, P@Z, Hamming), backbones,
 datasets (manifests, digits, synthetic forensic) and the loss comparison.
 
 Entry point for the pipeline (``sphr retrieval`` and the Dagster assets)::
@@ -8,7 +8,7 @@ Entry point for the pipeline (``sphr retrieval`` and the Dagster assets)::
     result = run_comparison("forensic", ["triplet", "adatriplet_automargin"], seeds=[0, 1, 2],
                             out_dir="runs/demo/retrieval/forensic", device="auto", profile="demo")
     result.table          # loss, metric, mean, sem, n_seeds
-    result.files          # paths written (comparison.md, *.parquet, margin_curves.png, strips/*.png)
+    result.files          # paths written (comparison.md, *.parquet, margin_curves.png, ...)
 
 Submodules import torch; this package's names load on first use.
 """
@@ -18,7 +18,8 @@ from __future__ import annotations
 from sphr import lazy_exports
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "sphr.retrieval.compare": ("run_comparison", "combine_results", "ComparisonResult", "summarize"),
+    "sphr.retrieval.compare": ("run_comparison", "combine_results", "ComparisonResult",
+                               "summarize"),
     "sphr.retrieval.losses": ("LOSSES", "DEFAULT_LOSSES", "build_loss"),
     "sphr.retrieval.data": ("load_retrieval_data",),
     "sphr.retrieval.profiles": ("PROFILES", "get_profile"),

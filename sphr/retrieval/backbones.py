@@ -1,4 +1,5 @@
-"""Embedding networks in plain torch: a small CNN, ResNet-18 (no torchvision), an L2-normalized head.
+"""Embedding networks in plain torch: a small CNN, ResNet-18 (no torchvision), an
+L2-normalized head.
 
 ResNet-18 uses torchvision's parameter names, so a torchvision ``resnet18``
 state dict saved to a local file loads as it is (``weights=PATH``); nothing
@@ -61,7 +62,8 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(c_out)
         self.downsample: nn.Module | None = None
         if stride != 1 or c_in != c_out:
-            self.downsample = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+            self.downsample = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False),
+                                            nn.BatchNorm2d(c_out))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         identity = x if self.downsample is None else self.downsample(x)
@@ -71,7 +73,8 @@ class BasicBlock(nn.Module):
 
 
 class ResNet18(nn.Module):
-    """ResNet-18 (He et al. 2016) feature extractor, torchvision layout, global average pooled (512)."""
+    """ResNet-18 (He et al. 2016) feature extractor, torchvision layout,
+    global average pooled (512)."""
 
     def __init__(self, in_channels: int = 3) -> None:
         super().__init__()
@@ -99,7 +102,8 @@ class ResNet18(nn.Module):
 
 
 def load_resnet_weights(model: ResNet18, path: str | Path) -> list[str]:
-    """Load a torchvision-style ResNet-18 state dict from a local file; returns the keys ignored (fc.*)."""
+    """Load a torchvision-style ResNet-18 state dict from a local file;
+    returns the keys ignored (fc.*)."""
     path = Path(path)
     if not path.exists():
         raise InputError("weights file not found", file=path)
@@ -119,8 +123,8 @@ def load_resnet_weights(model: ResNet18, path: str | Path) -> list[str]:
                              field="conv1.weight")
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
-        raise InputError(f"not a ResNet-18 state dict: missing {missing[:3]}..., unexpected {unexpected[:3]}...",
-                         file=path)
+        raise InputError(f"not a ResNet-18 state dict: missing {missing[:3]}..., unexpected "
+                         f"{unexpected[:3]}...", file=path)
     return ignored
 
 
@@ -141,14 +145,16 @@ class EmbeddingNet(nn.Module):
         self.dim = dim
         self.code_bits = tuple(int(b) for b in code_bits)
         self.detach_codes = detach_codes
-        self.code_heads = nn.ModuleDict({str(b): nn.Linear(backbone.out_features, b)  # type: ignore[arg-type]
-                                         for b in self.code_bits})
+        self.code_heads = nn.ModuleDict({
+            str(b): nn.Linear(backbone.out_features, b)  # type: ignore[arg-type]
+            for b in self.code_bits})
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.normalize(self.head(self.dropout(self.backbone(x))), dim=1)
 
     def forward_all(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
-        """The D-d embedding and, per code length S, the L2-normalized S-d head output (sign = code)."""
+        """The D-d embedding and, per code length S, the L2-normalized S-d head output (its
+        sign: the code)."""
         f = self.dropout(self.backbone(x))
         emb = F.normalize(self.head(f), dim=1)
         fc = f.detach() if self.detach_codes else f
@@ -170,4 +176,5 @@ def build_model(backbone: str = "small_cnn", *, in_channels: int = 1, dim: int =
             load_resnet_weights(net, weights)  # type: ignore[arg-type]
     else:
         raise ConfigError(f"unknown backbone {backbone!r}: use one of {', '.join(BACKBONES)}")
-    return EmbeddingNet(net, dim=dim, dropout=dropout, code_bits=code_bits, detach_codes=detach_codes)
+    return EmbeddingNet(net, dim=dim, dropout=dropout, code_bits=code_bits,
+                        detach_codes=detach_codes)

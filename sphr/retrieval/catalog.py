@@ -33,7 +33,8 @@ LOSS_CATALOG: dict[str, LossEntry] = {
         {"margin": 0.3, "swap": False, "selection": "all", "reduction": "mean"}, "constant"),
     "triplet_automargin": LossEntry(
         "Triplet* (cosine) with AutoMargin eps = mean(delta)/K_delta (K_delta 2, eps0 0.25), "
-        "updated per epoch (AdaTriplet paper, Table 1b); warmup_epochs / warmup_until_delta hold eps0",
+        "updated per epoch (AdaTriplet paper, Table 1b); warmup_epochs / warmup_until_delta "
+        "hold eps0",
         {"k_delta": 2.0, "eps0": 0.25, "per_batch": False, **_WARMUP, **_AT}, "automargin"),
     "adatriplet": LossEntry(
         "AdaTriplet, fixed eps 0.25, beta 0, lambda 1, semihard in-batch triplets",
@@ -42,8 +43,8 @@ LOSS_CATALOG: dict[str, LossEntry] = {
         "AdaTriplet + AutoMargin (K_delta 2, K_an 2, eps0 0.25, beta0 0), updated once per epoch "
         "from the previous epoch's in-batch statistics (per_batch=true: every batch); "
         "warmup_epochs=K / warmup_until_delta=true hold eps0, beta0 first",
-        {"k_delta": 2.0, "k_an": 2.0, "eps0": 0.25, "beta0": 0.0, "lam": 1.0, "per_batch": False, **_WARMUP,
-         **_AT},
+        {"k_delta": 2.0, "k_an": 2.0, "eps0": 0.25, "beta0": 0.0, "lam": 1.0, "per_batch": False,
+         **_WARMUP, **_AT},
         "automargin"),
     "triplet_constant": LossEntry(
         "Euclidean triplet with distance swap (min), constant mu 0.3, all in-batch triplets, mean "
@@ -51,7 +52,8 @@ LOSS_CATALOG: dict[str, LossEntry] = {
         {"margin": 0.3, **_DAMS}, "constant"),
     "triplet_linear": LossEntry(
         "Euclidean triplet + swap, Linear scheduler: mu0 0, +0.01 per epoch over paper_epochs 100 "
-        "(DAMS paper); below the paper budget the step is scaled to reach mu0 + 0.01 * 100 in the run",
+        "(DAMS paper); below the paper budget the step is scaled to reach mu0 + 0.01 * 100 in "
+        "the run",
         {"mu0": 0.0, "step": 0.01, "paper_epochs": 100, **_DAMS}, "linear"),
     "triplet_dams": LossEntry(
         "Euclidean triplet + swap, DAMS: mu0 0, +0.01 after an epoch whose easy share > 0.95 "
@@ -71,8 +73,8 @@ LOSS_CATALOG: dict[str, LossEntry] = {
 }
 
 #: the losses the acceptance comparison runs by default
-DEFAULT_LOSSES: tuple[str, ...] = ("triplet", "adatriplet_automargin", "triplet_constant", "triplet_linear",
-                                   "triplet_dams", "ocam", "nplb", "contrastive")
+DEFAULT_LOSSES: tuple[str, ...] = ("triplet", "adatriplet_automargin", "triplet_constant",
+                                   "triplet_linear", "triplet_dams", "ocam", "nplb", "contrastive")
 
 
 def loss_help() -> str:

@@ -26,7 +26,7 @@ runs.parquet, config.json, margin_curves.png and strips/<loss>.png.
 CMC is the standard first-match CMC. comparison.md also gives, per loss,
 last- and best-epoch mAP (best on held-out training subjects), the margin
 curve, final margins and a collapse flag; mAP_H<S> are trained S-bit heads,
-mAP_H<S>_proj projected codes. See docs/RETRIEVAL.md.
+mAP_H<S>_proj projected codes. See docs/notes/RETRIEVAL.md.
 """
 
 
@@ -38,7 +38,8 @@ def _kv(text: str) -> tuple[str, Any]:
 
 
 def _by_profile(setting: str) -> str:
-    """The profiles' values of ``setting``, those that share one together: ``quick / demo 128, ...``."""
+    """The profiles' values of ``setting``, those that share one together:
+    ``quick / demo 128, ...``."""
     names: dict[Any, list[str]] = {}
     for name, profile in PROFILES.items():
         names.setdefault(getattr(profile, setting), []).append(name)
@@ -54,37 +55,44 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Train an embedding network with each loss and seed, evaluate retrieval "
                     "(mAP, mAP@R, CMC, Recall@k, AUC, P@Z, Hamming) and write the comparison.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("dataset", metavar="DATASET", help="digits, forensic, or a manifest .csv / .parquet")
+    p.add_argument("dataset", metavar="DATASET",
+                   help="digits, forensic, or a manifest .csv / .parquet")
     p.add_argument("--losses", nargs="+", default=list(defaults.losses), metavar="LOSS")
     p.add_argument("--seeds", nargs="+", type=int, default=list(defaults.seeds),
                    help=f"default: {' '.join(map(str, defaults.seeds))}")
-    p.add_argument("--out", default=None, help="output folder (default runs/demo/retrieval/<dataset>)")
+    p.add_argument("--out", default=None,
+                   help="output folder (default runs/demo/retrieval/<dataset>)")
     p.add_argument("--profile", default=defaults.profile,
-                   help="quick (about a minute per dataset), demo (CPU-minutes), paper (AdaTriplet protocol) or smoke "
-                        "(default: %(default)s)")
-    p.add_argument("--device", default=defaults.device, help="auto, cpu or cuda[:N] (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: all allowed cores)")
+                   help="quick (about a minute per dataset), demo (CPU-minutes), paper (AdaTriplet "
+                        "protocol) or smoke (default: %(default)s)")
+    p.add_argument("--device", default=defaults.device,
+                   help="auto, cpu or cuda[:N] (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: all allowed cores)")
     p.add_argument("--epochs", type=int, help="override the profile's epochs")
     p.add_argument("--batch-size", type=int, help="images per batch (m per class x classes)")
     p.add_argument("--m-per-class", type=int, help="images per subject / class in a batch")
     p.add_argument("--lr", type=float)
     p.add_argument("--weight-decay", type=float)
-    p.add_argument("--dim", type=int, help=f"embedding size D (profile default: {_by_profile('dim')})")
+    p.add_argument("--dim", type=int,
+                   help=f"embedding size D (profile default: {_by_profile('dim')})")
     p.add_argument("--backbone", choices=["small_cnn", "resnet18"])
-    p.add_argument("--weights", help="local ResNet-18 state-dict file (torchvision layout); no download")
+    p.add_argument("--weights",
+                   help="local ResNet-18 state-dict file (torchvision layout); no download")
     p.add_argument("--image-size", type=int, help="model input size for this dataset")
     p.add_argument("--no-augment", action="store_true", help="train without augmentation")
     p.add_argument("--val-fraction", type=float,
-                   help="share of training subjects held out for best-epoch selection (0: none; profile "
-                        f"default: {_by_profile('val_fraction')})")
+                   help="share of training subjects held out for best-epoch selection "
+                        f"(0: none; profile default: {_by_profile('val_fraction')})")
     p.add_argument("--code-heads", metavar="LOSSES",
-                   help="losses whose S-bit code heads are trained: comma-separated names, 'all' or '' "
-                        f"(profile default: {_by_profile('code_heads')})")
+                   help="losses whose S-bit code heads are trained: comma-separated names, "
+                        f"'all' or '' (profile default: {_by_profile('code_heads')})")
     p.add_argument("--paper-schedules", action="store_true",
-                   help="keep the papers' per-epoch Linear / DAMS steps (no scaling to the epochs) and no "
-                        "AutoMargin warm-up")
+                   help="keep the papers' per-epoch Linear / DAMS steps (no scaling to the epochs) "
+                        "and no AutoMargin warm-up")
     p.add_argument("--data-option", action="append", type=_kv, default=[], metavar="KEY=VALUE",
-                   help="dataset loader option, e.g. n_subjects=500, channels=3, load_size=280, split_seed=1")
+                   help="dataset loader option, e.g. n_subjects=500, channels=3, load_size=280, "
+                        "split_seed=1")
     p.add_argument("--no-strips", action="store_true", help="skip the query / result strip PNGs")
     p.add_argument("--write-manifest", metavar="DIR",
                    help="write DATASET as PNG files + DIR/manifest.csv and stop (no training)")
@@ -111,8 +119,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {len(data.train) + len(data.test)} images and {path}")
         return 0
     overrides: dict[str, Any] = {}
-    for flag, key in [("epochs", "epochs"), ("batch_size", "batch_size"), ("m_per_class", "m_per_class"),
-                      ("lr", "lr"), ("weight_decay", "weight_decay"), ("dim", "dim"), ("backbone", "backbone"),
+    for flag, key in [("epochs", "epochs"), ("batch_size", "batch_size"),
+                      ("m_per_class", "m_per_class"), ("lr", "lr"),
+                      ("weight_decay", "weight_decay"), ("dim", "dim"), ("backbone", "backbone"),
                       ("weights", "weights")]:
         if getattr(args, flag) is not None:
             overrides[key] = getattr(args, flag)
@@ -132,8 +141,8 @@ def _run(args: argparse.Namespace) -> int:
     name = Path(args.dataset).stem if args.dataset not in ("digits", "forensic") else args.dataset
     out = args.out or f"runs/demo/retrieval/{name}"
     result = run_comparison(args.dataset, args.losses, args.seeds, out_dir=out, device=args.device,
-                            profile=args.profile, data_options=data_options, profile_overrides=overrides,
-                            strips=not args.no_strips)
+                            profile=args.profile, data_options=data_options,
+                            profile_overrides=overrides, strips=not args.no_strips)
     print(result.markdown)
     print(f"wrote {len(result.files)} files to {out}")
     return 0

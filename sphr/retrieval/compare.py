@@ -33,8 +33,9 @@ from sphr.retrieval.train import embed, embed_all, image_size_for, train_model
 log = logging.getLogger(__name__)
 
 #: columns of the markdown comparison table, in order (those a dataset has)
-TABLE_METRICS: tuple[str, ...] = ("mAP", "mAP@R", "CMC@1", "CMC@5", "CMC@10", "R@1", "R@2", "R@4", "R@8",
-                                  "AUC", "P@4", "P@10", "mAP_H16", "mAP_H64", "mAP_H16_proj", "mAP_H64_proj")
+TABLE_METRICS: tuple[str, ...] = ("mAP", "mAP@R", "CMC@1", "CMC@5", "CMC@10", "R@1", "R@2", "R@4",
+                                  "R@8", "AUC", "P@4", "P@10", "mAP_H16", "mAP_H64", "mAP_H16_proj",
+                                  "mAP_H64_proj")
 #: split seed of the validation subjects (fixed, like the test split)
 VAL_SPLIT_SEED = 0
 #: below this many training subjects there is no validation split
@@ -51,15 +52,16 @@ def split_validation(data: RetrievalData, fraction: float,
         raise ConfigError(f"val_fraction must be in [0, 1), got {fraction}")
     labels = data.train.labels
     if data.level == "subject" and len(np.unique(labels)) < MIN_VAL_SUBJECTS:
-        log.info("%s: %d training subjects, too few to hold some out: no best-epoch selection", data.name,
-                 len(np.unique(labels)))
+        log.info("%s: %d training subjects, too few to hold some out: no best-epoch selection",
+                 data.name, len(np.unique(labels)))
         return data, None
     mask = (split_by_group(labels, fraction, seed) if data.level == "subject"
             else split_stratified(labels, fraction, seed))
     if mask.all() or not mask.any():
         return data, None
     train = data.train.subset(~mask)
-    reduced = RetrievalData(data.name, data.level, train, data.test, data.channels, data.native_size,
+    reduced = RetrievalData(data.name, data.level, train, data.test, data.channels,
+                            data.native_size,
                             {**data.info, "val_fraction": fraction, "val_images": int(mask.sum())})
     return reduced, data.train.subset(mask)
 
@@ -109,7 +111,8 @@ def summarize(per_seed: pd.DataFrame) -> pd.DataFrame:
     return out[["loss", "metric", "mean", "sem", "n_seeds"]]
 
 
-def markdown_table(table: pd.DataFrame, metrics: Sequence[str] = TABLE_METRICS, *, digits: int = 3) -> str:
+def markdown_table(table: pd.DataFrame, metrics: Sequence[str] = TABLE_METRICS, *,
+                   digits: int = 3) -> str:
     """loss x metric as 'mean ± se', best mean per column in bold."""
     present = [m for m in metrics if m in set(table["metric"])]
     losses = list(dict.fromkeys(table["loss"]))
@@ -169,8 +172,13 @@ class _Rows:
         if not ev.per_year.empty:
             self.years.append(ev.per_year.assign(loss=spec, seed=seed))
         for rec in tr.history:
-            self.curves.append({"loss": spec, "seed": seed, **{("loss_value" if k == "loss" else k): v
-                                                               for k, v in rec.items()}})
+            self.curves.append(
+                {
+                    "loss": spec,
+                    "seed": seed,
+                    **{("loss_value" if k == "loss" else k): v for k, v in rec.items()},
+                }
+            )
         self.runs.append({"loss": spec, "seed": seed, "train_seconds": tr.seconds,
                           "train_images_per_s": tr.images_per_s, "epochs": epochs,
                           "final_loss": tr.history[-1]["loss"] if tr.history else math.nan,
@@ -202,8 +210,8 @@ def _train_and_measure(spec: str, seed: int, data: RetrievalData, val: ImageSet 
                    if prof.trains_code_heads(spec) else {})
     tr = train_model(data, loss, prof, seed=seed, device=dev, desc=f"{spec} seed {seed}", val=val,
                      code_losses=code_losses)
-    emb, codes = embed_all(tr.model, data.test, transform, device=dev, batch_size=prof.eval_batch_size,
-                           workers=prof.workers)
+    emb, codes = embed_all(tr.model, data.test, transform, device=dev,
+                           batch_size=prof.eval_batch_size, workers=prof.workers)
     ev = retrieval_metrics(emb, data.test.labels, data.test.years, seed=seed,
                            p_at_z=_p_at_z(prof, data), hamming_bits=prof.hamming_bits, codes=codes)
     ev.metrics.update(_run_summary(tr, emb, data, transform, prof, dev, spec, seed))
@@ -256,7 +264,8 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
             log.info("%s %s seed %s: mAP %.3f CMC@1 %.3f R@1 %.3f (%.0f s)", data.name, spec, seed,
                      ev.metrics["mAP"], ev.metrics["CMC@1"], ev.metrics["R@1"], tr.seconds)
             del tr  # the model's memory is free before the next run
-    config = {"dataset": data.name, "level": data.level, "data_info": data.info, "losses": list(losses),
+    config = {"dataset": data.name, "level": data.level, "data_info": data.info,
+              "losses": list(losses),
               "loss_descriptions": {s: LOSSES[parse_loss_spec(s)[0]].description for s in losses},
               "seeds": [int(s) for s in seeds], "device": str(dev), "profile": prof.to_dict(),
               "image_size": image_size_for(data, prof), "train_images": len(data.train),
@@ -276,22 +285,23 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
 def _resolved_options(spec: str, profile: Profile) -> dict[str, Any]:
     name, opts = parse_loss_spec(spec)
     entry = LOSSES[name]
-    extra = {k: v for k, v in profile.loss_options.get(entry.scheduler, {}).items() if k in entry.defaults}
+    extra = {k: v for k, v in profile.loss_options.get(entry.scheduler, {}).items()
+             if k in entry.defaults}
     return {**entry.defaults, **extra, **opts}
 
 
-def _run_summary(tr: Any, emb: torch.Tensor, data: RetrievalData, transform: BatchTransform, prof: Profile,
-                 dev: torch.device, spec: str, seed: int) -> dict[str, float]:
+def _run_summary(tr: Any, emb: torch.Tensor, data: RetrievalData, transform: BatchTransform,
+                 prof: Profile, dev: torch.device, spec: str, seed: int) -> dict[str, float]:
     """Per-run extras for the table: best-epoch mAP, final margins, collapse flag."""
     out: dict[str, float] = {}
     last = tr.history[-1] if tr.history else {}
     health = embedding_health(emb, data.test.labels)
     collapsed = bool(health.collapsed or last.get("collapsed", 0.0))
     if collapsed:
-        log.warning("%s %s seed %s: collapsed embedding (test: mean negative-pair cosine %.3f, effective "
-                    "rank %.1f; last training epoch: %.3f, %.1f)", data.name, spec, seed,
-                    health.mean_negative_cosine, health.effective_rank, last.get("neg_cos", math.nan),
-                    last.get("eff_rank", math.nan))
+        log.warning("%s %s seed %s: collapsed embedding (test: mean negative-pair cosine %.3f, "
+                    "effective rank %.1f; last training epoch: %.3f, %.1f)", data.name, spec, seed,
+                    health.mean_negative_cosine, health.effective_rank,
+                    last.get("neg_cos", math.nan), last.get("eff_rank", math.nan))
     out.update({"collapse": float(collapsed), "neg_cos": health.mean_negative_cosine,
                 "eff_rank": health.effective_rank, "collapsed_epochs": float(tr.collapsed_epochs)})
     for key in ("margin", "beta", "easy_share"):
@@ -304,8 +314,8 @@ def _run_summary(tr: Any, emb: torch.Tensor, data: RetrievalData, transform: Bat
         else:
             final_state = {k: v.detach().clone() for k, v in tr.model.state_dict().items()}
             tr.model.load_state_dict(tr.best_state)
-            best = embed(tr.model, data.test, transform, device=dev, batch_size=prof.eval_batch_size,
-                         workers=prof.workers)
+            best = embed(tr.model, data.test, transform, device=dev,
+                         batch_size=prof.eval_batch_size, workers=prof.workers)
             out["mAP_best"] = float(map_score(best, data.test.labels, data.test.years))
             tr.model.load_state_dict(final_state)
     return out
@@ -317,8 +327,9 @@ def _fmt(v: float, s: float, digits: int = 3) -> str:
     return f"{v:.{digits}f}" + (f" ± {s:.{digits}f}" if np.isfinite(s) else "")
 
 
-def selection_markdown(per_seed: pd.DataFrame, curves: pd.DataFrame, families: dict[str, str] | None = None, *,
-                       digits: int = 3, max_points: int = 10) -> str:
+def selection_markdown(per_seed: pd.DataFrame, curves: pd.DataFrame,
+                       families: dict[str, str] | None = None, *, digits: int = 3,
+                       max_points: int = 10) -> str:
     """Per loss: last- and best-epoch mAP (mean ± SD over seeds), the best epoch, the margin curve
     (mean over seeds, at most ``max_points`` epochs shown), final margin / beta / easy share, the
     test embedding's mean negative-pair cosine and effective rank, and the collapse flag."""
@@ -327,8 +338,9 @@ def selection_markdown(per_seed: pd.DataFrame, curves: pd.DataFrame, families: d
     mean = st.pivot(index="loss", columns="metric", values="mean")
     sd = st.pivot(index="loss", columns="metric", values="sd")
     n_seeds = per_seed.groupby("loss", sort=False)["seed"].nunique()
-    lines = ["| loss | mAP last epoch | mAP best epoch | best epoch | margin per epoch | final margin | "
-             "final beta | final easy share | neg. cos (test) | eff. rank (test) | collapse |",
+    lines = ["| loss | mAP last epoch | mAP best epoch | best epoch | margin per epoch | final "
+             "margin | final beta | final easy share | neg. cos (test) | eff. rank (test) | "
+             "collapse |",
              "| --- |" + " --- |" * 10]
     for loss in dict.fromkeys(per_seed["loss"]):
         def cell(metric: str, d: int = digits, loss: str = loss) -> str:
@@ -341,13 +353,20 @@ def selection_markdown(per_seed: pd.DataFrame, curves: pd.DataFrame, families: d
             sub = curves[curves["loss"] == loss].groupby("epoch")["margin"].mean()
             scheduled = (families or {}).get(loss) in {"linear", "dams", "automargin"}
             if sub.notna().any() and (scheduled or sub.max() != sub.min()):
-                idx = np.unique(np.linspace(0, len(sub) - 1, min(max_points, len(sub))).round().astype(int))
+                idx = np.unique(
+                    np.linspace(0, len(sub) - 1, min(max_points, len(sub))).round().astype(int)
+                )
                 curve = " ".join(f"{sub.iloc[i]:.2f}" for i in idx)
-        n_col = int(mean.loc[loss, "collapse"] * n_seeds[loss] + 0.5) if "collapse" in mean.columns else 0
+        n_col = (
+            int(mean.loc[loss, "collapse"] * n_seeds[loss] + 0.5)
+            if "collapse" in mean.columns
+            else 0
+        )
         flag = f"**yes ({n_col}/{n_seeds[loss]})**" if n_col else "no"
-        lines.append(f"| {loss} | {cell('mAP')} | {cell('mAP_best')} | {cell('best_epoch', 1)} | {curve} | "
-                     f"{cell('final_margin')} | {cell('final_beta')} | {cell('final_easy_share', 2)} | "
-                     f"{cell('neg_cos')} | {cell('eff_rank', 1)} | {flag} |")
+        lines.append(f"| {loss} | {cell('mAP')} | {cell('mAP_best')} | {cell('best_epoch', 1)} | "
+                     f"{curve} | {cell('final_margin')} | {cell('final_beta')} | "
+                     f"{cell('final_easy_share', 2)} | {cell('neg_cos')} | "
+                     f"{cell('eff_rank', 1)} | {flag} |")
     return "\n".join(lines) + "\n"
 
 
@@ -356,21 +375,23 @@ def _assemble(dataset: str, per_seed: pd.DataFrame, per_year: pd.DataFrame, curv
     from sphr.retrieval.plots import margin_curves_png
 
     table = summarize(per_seed)
-    md = [f"## {dataset}: loss x metric (mean ± standard error over {per_seed['seed'].nunique()} seeds)\n",
-          markdown_table(table),
-          "\nmAP_H<S>: signs of a trained S-output head (OCAM's S-bit codes; only the losses in the profile's "
-          "code_heads have them); mAP_H<S>_proj: projected codes (signs of a seeded random projection of the "
-          "D-d embedding), for every loss.\n",
-          "\n### Best epoch, margins and collapse (mean ± SD over seeds)\n\n"
-          "mAP last epoch: the model after the final epoch (the table above); mAP best epoch: the epoch with "
-          "the best mAP on the validation subjects (held out from training), evaluated on the test split. "
-          "Margin per epoch: the margin in force (mean over seeds). Collapse: the test embedding or the last "
-          "epoch's training batches had a mean negative-pair cosine > 0.95 or an effective rank < 2.\n\n",
+    md = [f"## {dataset}: loss x metric (mean ± standard error over {per_seed['seed'].nunique()} "
+          "seeds)\n", markdown_table(table),
+          "\nmAP_H<S>: signs of a trained S-output head (OCAM's S-bit codes; only the losses in "
+          "the profile's code_heads have them); mAP_H<S>_proj: projected codes (signs of a "
+          "seeded random projection of the D-d embedding), for every loss.\n",
+          "\n### Best epoch, margins and collapse (mean ± SD over seeds)\n\nmAP last epoch: the "
+          "model after the final epoch (the table above); mAP best epoch: the epoch with the best "
+          "mAP on the validation subjects (held out from training), evaluated on the test split. "
+          "Margin per epoch: the margin in force (mean over seeds). Collapse: the test embedding "
+          "or the last epoch's training batches had a mean negative-pair cosine > 0.95 or an "
+          "effective rank < 2.\n\n",
           selection_markdown(per_seed, curves, {s: LOSSES[parse_loss_spec(s)[0]].scheduler
                                                 for s in dict.fromkeys(per_seed["loss"])})]
     if not per_year.empty:
         for metric in ("mAP", "CMC@1"):
-            md += [f"\n### {metric} by follow-up year (gallery = baseline images)\n", per_year_markdown(per_year, metric)]
+            md += [f"\n### {metric} by follow-up year (gallery = baseline images)\n",
+                   per_year_markdown(per_year, metric)]
     result = ComparisonResult(dataset, table, per_seed, per_year, curves, runs, "".join(md), config)
     families = {s: LOSSES[parse_loss_spec(s)[0]].scheduler for s in dict.fromkeys(per_seed["loss"])}
     png = margin_curves_png(curves, families) if not curves.empty else None
@@ -379,7 +400,9 @@ def _assemble(dataset: str, per_seed: pd.DataFrame, per_year: pd.DataFrame, curv
     return result
 
 
-def _strip_pngs(data: RetrievalData, examples: dict[str, dict[str, np.ndarray]]) -> dict[str, bytes]:
+def _strip_pngs(
+    data: RetrievalData, examples: dict[str, dict[str, np.ndarray]]
+) -> dict[str, bytes]:
     from sphr.retrieval.plots import query_strips_png
 
     out = {}
@@ -392,8 +415,9 @@ def _strip_pngs(data: RetrievalData, examples: dict[str, dict[str, np.ndarray]])
         for i, idx in enumerate(needed):
             imgs[idx] = disp[i]
         safe = spec.replace(":", "_").replace(",", "_").replace("=", "-")
-        out[f"strips/{safe}.png"] = query_strips_png(imgs, data.test.labels, data.test.years, ex["queries"],
-                                                     ex["results"], f"{data.name}: {spec} (seed of first run)")
+        out[f"strips/{safe}.png"] = query_strips_png(imgs, data.test.labels, data.test.years,
+                                                     ex["queries"], ex["results"],
+                                                     f"{data.name}: {spec} (seed of first run)")
     return out
 
 
@@ -416,7 +440,8 @@ def write_outputs(result: ComparisonResult, out_dir: str | Path) -> dict[str, Pa
     return result.files
 
 
-def combine_results(results: Sequence[ComparisonResult], out_dir: str | Path | None = None) -> ComparisonResult:
+def combine_results(results: Sequence[ComparisonResult],
+                    out_dir: str | Path | None = None) -> ComparisonResult:
     """Merge comparisons of the same dataset (e.g. one Dagster partition per loss) into one."""
     if not results:
         raise ConfigError("nothing to combine")

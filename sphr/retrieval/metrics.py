@@ -1,8 +1,10 @@
-"""Retrieval metrics, vectorized in torch: similarity by matmul, ranking by sort / topk, in query chunks.
+"""Retrieval metrics, vectorized in torch: similarity by matmul, ranking by sort / topk, in
+query chunks.
 
 Definitions (per query q with relevant set R_q in the gallery, ranks from 1):
 
-* **mAP**: mean over queries of AP = (1/|R_q|) sum_{r in R_q} precision@rank(r), over the full ranking.
+* **mAP**: mean over queries of AP = (1/|R_q|) sum_{r in R_q} precision@rank(r), over the
+  full ranking.
 * **mAP@R** (Musgrave et al. 2020): AP truncated at R = |R_q| and divided by R.
 * **CMC@k** (first match): share of queries whose first relevant item is within the top k.
   This is the standard CMC; the AdaTriplet authors' open-reid style CMC gives split
@@ -43,8 +45,10 @@ METRICS: tuple[str, ...] = ("cosine", "euclidean", "hamming")
 _BLOCK = 1 << 24
 
 
-def _scores(q: torch.Tensor, g: torch.Tensor, metric: str, g_sq: torch.Tensor | None) -> torch.Tensor:
-    """Higher is better: cosine similarity, minus squared distance, or bits agreeing minus disagreeing."""
+def _scores(q: torch.Tensor, g: torch.Tensor, metric: str,
+            g_sq: torch.Tensor | None) -> torch.Tensor:
+    """Higher is better: cosine similarity, minus squared distance, or bits
+    agreeing minus disagreeing."""
     if metric == "euclidean":
         return 2.0 * (q @ g.T) - (q * q).sum(1, keepdim=True) - g_sq[None, :]  # type: ignore[index]
     return q @ g.T
@@ -64,7 +68,8 @@ def _chunks(n_query: int, n_gallery: int, chunk_size: int | None) -> Iterator[sl
 
 
 def knn(query: torch.Tensor, gallery: torch.Tensor, k: int, *, metric: str = "cosine",
-        exclude_self: bool = False, chunk_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        exclude_self: bool = False,
+        chunk_size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-k gallery items per query: ``(scores, indices)``, each ``(Q, k)``, best first.
 
     Scores are higher-is-better (see :func:`_scores`); for ``hamming`` pass
@@ -87,7 +92,8 @@ def knn(query: torch.Tensor, gallery: torch.Tensor, k: int, *, metric: str = "co
 
 
 def binarize(embeddings: torch.Tensor, bits: int, *, seed: int = 0) -> torch.Tensor:
-    """+-1 codes of ``bits`` bits (float): sign of the embedding (bits == D) or of a seeded projection."""
+    """+-1 codes of ``bits`` bits (float): sign of the embedding (bits == D)
+    or of a seeded projection."""
     d = embeddings.shape[1]
     x = embeddings.float()
     if bits != d:
@@ -116,7 +122,8 @@ class RankingMetrics:
 def ranking_metrics(query: torch.Tensor, query_labels: torch.Tensor | np.ndarray,
                     gallery: torch.Tensor, gallery_labels: torch.Tensor | np.ndarray, *,
                     metric: str = "cosine", exclude_self: bool = False,
-                    precision_at: Sequence[int] = (), chunk_size: int | None = None) -> RankingMetrics:
+                    precision_at: Sequence[int] = (),
+                    chunk_size: int | None = None) -> RankingMetrics:
     """Rank the whole gallery for every query and compute AP, AP@R, first-match rank, P@Z."""
     q, g = _prepare(query, metric), _prepare(gallery, metric).to(query.device)
     dev = q.device
@@ -165,7 +172,8 @@ def ranking_metrics(query: torch.Tensor, query_labels: torch.Tensor | np.ndarray
 def class_averaged(values: np.ndarray, labels: np.ndarray) -> float:
     """Average within each class, then over classes (OCAM's P@Z, Eq. 15); NaNs skipped."""
     labels = np.asarray(labels)
-    means = [np.nanmean(values[labels == k]) for k in np.unique(labels) if np.isfinite(values[labels == k]).any()]
+    means = [np.nanmean(values[labels == k]) for k in np.unique(labels)
+             if np.isfinite(values[labels == k]).any()]
     return float(np.mean(means)) if means else math.nan
 
 
@@ -179,8 +187,10 @@ def roc_auc(pos_scores: np.ndarray, neg_scores: np.ndarray) -> float:
     return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
-def sample_auc_pairs(labels: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One (anchor, positive, negative) per class with >= 2 members, seeded (DAMS paper's AUC pairs)."""
+def sample_auc_pairs(labels: np.ndarray,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One (anchor, positive, negative) per class with >= 2 members, seeded
+    (DAMS paper's AUC pairs)."""
     labels = np.asarray(labels)
     rng = np.random.default_rng(seed)
     a, p, n = [], [], []
@@ -193,7 +203,8 @@ def sample_auc_pairs(labels: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.
         a.append(anchor)
         p.append(positive)
         n.append(rng.choice(others))
-    return np.asarray(a, dtype=np.int64), np.asarray(p, dtype=np.int64), np.asarray(n, dtype=np.int64)
+    return (np.asarray(a, dtype=np.int64), np.asarray(p, dtype=np.int64),
+            np.asarray(n, dtype=np.int64))
 
 
 def pair_auc(embeddings: torch.Tensor, labels: np.ndarray, *, seed: int = 0) -> float:
@@ -234,7 +245,8 @@ def map_score(embeddings: torch.Tensor, labels: np.ndarray, years: np.ndarray) -
     x = F.normalize(embeddings.float(), dim=1)
     q_idx, g_idx, loo = protocol_indices(years)
     qi, gi = torch.as_tensor(q_idx, device=x.device), torch.as_tensor(g_idx, device=x.device)
-    r = ranking_metrics(x[qi], labels[q_idx], x[gi], labels[g_idx], metric="cosine", exclude_self=loo)
+    r = ranking_metrics(x[qi], labels[q_idx], x[gi], labels[g_idx], metric="cosine",
+                        exclude_self=loo)
     return float(np.nanmean(r.ap)) if np.isfinite(r.ap).any() else math.nan
 
 
@@ -245,7 +257,8 @@ def _summary(r: RankingMetrics, cmc_ks: Sequence[int]) -> dict[str, float]:
     return out
 
 
-def _example_queries(q_idx: np.ndarray, labels: np.ndarray, years: np.ndarray, n: int, seed: int) -> np.ndarray:
+def _example_queries(q_idx: np.ndarray, labels: np.ndarray, years: np.ndarray, n: int,
+                     seed: int) -> np.ndarray:
     """A few queries for the strips: distinct subjects / classes, spread over follow-up years."""
     order = np.random.default_rng(seed).permutation(q_idx)
     year_cycle = sorted(np.unique(years[q_idx][np.isfinite(years[q_idx])]))
@@ -253,8 +266,10 @@ def _example_queries(q_idx: np.ndarray, labels: np.ndarray, years: np.ndarray, n
     seen: set[int] = set()
     for i in range(n):
         want = year_cycle[i % len(year_cycle)] if year_cycle else None
-        pick = next((q for q in order if labels[q] not in seen and (want is None or years[q] == want)),
-                    next((q for q in order if labels[q] not in seen), None))
+        pick = next(
+            (q for q in order if labels[q] not in seen and (want is None or years[q] == want)),
+            next((q for q in order if labels[q] not in seen), None),
+        )
         if pick is None:
             break
         chosen.append(int(pick))
@@ -266,7 +281,8 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
                       seed: int = 0, cmc_ks: Sequence[int] = (1, 5, 10),
                       recall_ks: Sequence[int] = (1, 2, 4, 8), p_at_z: Sequence[int] = (10,),
                       hamming_bits: Sequence[int] = (16, 64), n_examples: int = 4,
-                      example_k: int = 5, codes: dict[int, torch.Tensor] | None = None) -> Evaluation:
+                      example_k: int = 5,
+                      codes: dict[int, torch.Tensor] | None = None) -> Evaluation:
     """All metrics of one trained model on its test split.
 
     With visits (years with 0 and > 0): gallery = baseline images, queries =
@@ -288,7 +304,8 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
     visits = not loo
 
     def protocol(emb: torch.Tensor, metric: str, extra_p: Sequence[int] = ()) -> RankingMetrics:
-        qi, gi = torch.as_tensor(q_idx, device=emb.device), torch.as_tensor(g_idx, device=emb.device)
+        qi = torch.as_tensor(q_idx, device=emb.device)
+        gi = torch.as_tensor(g_idx, device=emb.device)
         return ranking_metrics(emb[qi], labels[q_idx], emb[gi], labels[g_idx], metric=metric,
                                exclude_self=loo, precision_at=extra_p)
 
@@ -296,7 +313,8 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
     metrics = _summary(main, cmc_ks)
     metrics["n_queries"] = float(len(q_idx))
     metrics["n_queries_without_match"] = float((main.n_relevant == 0).sum())
-    all_loo = ranking_metrics(x, labels, x, labels, metric="cosine", exclude_self=True, precision_at=p_at_z)
+    all_loo = ranking_metrics(x, labels, x, labels, metric="cosine", exclude_self=True,
+                              precision_at=p_at_z)
     for k in recall_ks:
         metrics[f"R@{k}"] = float(np.nanmean(all_loo.cmc(k)))
     metrics["AUC"] = pair_auc(x, labels, seed=seed)
@@ -305,7 +323,8 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
     def hamming(c: torch.Tensor, suffix: str) -> None:
         h = protocol(c, "hamming")
         metrics[f"mAP_H{c.shape[1]}{suffix}"] = float(np.nanmean(h.ap))
-        h_loo = ranking_metrics(c, labels, c, labels, metric="hamming", exclude_self=True, precision_at=p_at_z)
+        h_loo = ranking_metrics(c, labels, c, labels, metric="hamming", exclude_self=True,
+                                precision_at=p_at_z)
         for z in p_at_z:
             metrics[f"P@{z}_H{c.shape[1]}{suffix}"] = class_averaged(h_loo.precision_at[z], labels)
 
@@ -314,7 +333,7 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
         hamming(binarize(x, bits, seed=seed), "_proj")
         if bits in trained:
             hamming(binarize(trained[bits].to(x.device), trained[bits].shape[1]), "")
-        elif bits == x.shape[1]:  # the embedding is S-d itself: its signs are the S-bit code (OCAM Eq. 2)
+        elif bits == x.shape[1]:  # S = D: the embedding's own signs are the code (OCAM Eq. 2)
             hamming(binarize(x, bits), "")
     rows = []
     if visits:
@@ -324,7 +343,8 @@ def retrieval_metrics(embeddings: torch.Tensor, labels: np.ndarray, years: np.nd
             part = RankingMetrics(main.ap[sel], main.ap_at_r[sel], main.first_rank[sel],
                                   n_relevant=main.n_relevant[sel])
             for name, value in _summary(part, cmc_ks).items():
-                rows.append({"year": float(y), "metric": name, "value": value, "n_queries": int(sel.sum())})
+                rows.append({"year": float(y), "metric": name, "value": value,
+                             "n_queries": int(sel.sum())})
     per_year = pd.DataFrame(rows, columns=["year", "metric", "value", "n_queries"])
     ex_q = _example_queries(q_idx, labels, years, n_examples, seed)
     qi, gi = torch.as_tensor(ex_q, device=x.device), torch.as_tensor(g_idx, device=x.device)

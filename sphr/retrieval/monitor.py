@@ -30,7 +30,8 @@ MIN_RANK = 2.0
 
 
 def effective_rank(x: torch.Tensor) -> float:
-    """exp(entropy of the singular values / their sum) of the centered rows; 0 for a constant matrix."""
+    """exp(entropy of the singular values / their sum) of the centered
+    rows; 0 for a constant matrix."""
     x = x.detach().float()
     if x.shape[0] < 2:
         return math.nan
@@ -43,7 +44,8 @@ def effective_rank(x: torch.Tensor) -> float:
     return float(torch.exp(-(p * p.log()).sum()))
 
 
-def mean_negative_cosine(x: torch.Tensor, labels: torch.Tensor | np.ndarray, *, max_pairs: int = 1 << 22) -> float:
+def mean_negative_cosine(x: torch.Tensor, labels: torch.Tensor | np.ndarray, *,
+                         max_pairs: int = 1 << 22) -> float:
     """Mean cosine similarity over pairs with different labels (rows are L2-normalized first).
 
     Uses the identity sum over all pairs = |sum x|^2 (minus same-label blocks), so
@@ -86,12 +88,15 @@ def is_collapsed(neg_cos: float, eff_rank: float, *, cos_threshold: float = COS_
                 or (np.isfinite(eff_rank) and eff_rank < min_rank))
 
 
-def embedding_health(x: torch.Tensor, labels: torch.Tensor | np.ndarray, *, cos_threshold: float = COS_THRESHOLD,
-                     min_rank: float = MIN_RANK) -> Health:
-    """Mean negative-pair cosine, effective rank and the collapse verdict of one embedding matrix."""
+def embedding_health(x: torch.Tensor, labels: torch.Tensor | np.ndarray, *,
+                     cos_threshold: float = COS_THRESHOLD, min_rank: float = MIN_RANK) -> Health:
+    """Mean negative-pair cosine, effective rank and the collapse
+    verdict of one embedding matrix."""
     neg = mean_negative_cosine(x, labels)
     rank = effective_rank(F.normalize(x.detach().double(), dim=1))
-    return Health(neg, rank, is_collapsed(neg, rank, cos_threshold=cos_threshold, min_rank=min_rank))
+    return Health(
+        neg, rank, is_collapsed(neg, rank, cos_threshold=cos_threshold, min_rank=min_rank)
+    )
 
 
 class CollapseMonitor:
@@ -113,6 +118,10 @@ class CollapseMonitor:
         neg = float(np.nanmean(self._neg)) if self._neg else math.nan
         rank = float(np.nanmean(self._rank)) if self._rank else math.nan
         self._neg, self._rank = [], []
-        h = Health(neg, rank, is_collapsed(neg, rank, cos_threshold=self.cos_threshold, min_rank=self.min_rank))
+        h = Health(
+            neg,
+            rank,
+            is_collapsed(neg, rank, cos_threshold=self.cos_threshold, min_rank=self.min_rank),
+        )
         self.epochs_collapsed += int(h.collapsed)
         return h

@@ -1,4 +1,5 @@
-"""Figures for the comparison: margin curves and query / result strips (PNG bytes via sphr.plots)."""
+"""Figures for the comparison: margin curves and query / result strips
+(PNG bytes via sphr.plots)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def margin_curves_png(curves: pd.DataFrame, scheduled: dict[str, str]) -> bytes 
         if "easy_share" in sub:
             axes[1].plot(sub.index, sub["easy_share"], marker=".", label=name)
     axes[0].set(xlabel="epoch", ylabel="margin in force", title="Margins (mean over seeds)")
-    axes[1].set(xlabel="epoch", ylabel="share of easy in-batch triplets", title="Easy share (delta > margin)")
+    axes[1].set(xlabel="epoch", ylabel="share of easy in-batch triplets",
+                title="Easy share (delta > margin)")
     if any(f == "dams" for n, f in scheduled.items() if n in names):
         axes[1].axhline(0.95, color="grey", lw=0.8, ls=":", label="DAMS threshold 0.95")
     for ax in axes:

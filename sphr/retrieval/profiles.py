@@ -27,15 +27,17 @@ class Profile:
     weight_decay: float = 1e-4
     augment: bool = True
     #: model input size per dataset kind; manifests use ``manifest``
-    image_size: dict[str, int] = field(default_factory=lambda: {"digits": 32, "forensic": 64, "manifest": 256})
+    image_size: dict[str, int] = field(
+        default_factory=lambda: {"digits": 32, "forensic": 64, "manifest": 256}
+    )
     #: loader options per dataset kind (see ``sphr.retrieval.data.load_retrieval_data``)
     data: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Hamming code lengths S: the seeded projection of the D-d embedding gives every loss
     #: ``mAP_H<S>_proj``; the losses in ``code_heads`` also get a trained S-output head per S
     #: (OCAM's S-bit codes, sign-binarized) -> ``mAP_H<S>``
     hamming_bits: tuple[int, ...] = (16, 64)
-    #: losses (base names, comma-separated) whose S-output code heads are trained, "all" or "" (none).
-    #: Each head costs one more loss evaluation per batch, so ``quick`` trains OCAM's only.
+    #: losses (base names, comma-separated) whose S-output code heads are trained, "all" or ""
+    #: (none). Each head costs one more loss evaluation per batch, so ``quick`` trains OCAM's only.
     code_heads: str = "ocam"
     #: heads learn on detached backbone features, so the D-d embedding is the one a single-objective
     #: run gives; False trains backbone and heads together (the S-bit network end to end)
@@ -43,12 +45,15 @@ class Profile:
     #: stretch the Linear / DAMS margin steps to reach the paper's range within ``epochs``
     #: (False: the papers' per-epoch values)
     scale_schedules: bool = True
-    #: loss options by scheduler family, used where a loss spec does not set them (the budget settings)
+    #: loss options by scheduler family where a loss spec does not set them (budget settings)
     loss_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: share of the training subjects (classes: images) held out to pick the best epoch by mAP; 0: none
+    #: share of the training subjects (classes: images) held out to pick the best epoch by
+    #: mAP; 0: none
     val_fraction: float = 0.2
     #: P@Z cut-offs by retrieval level (subjects have ~5 images, digit classes ~90)
-    p_at_z: dict[str, tuple[int, ...]] = field(default_factory=lambda: {"class": (10,), "subject": (4,)})
+    p_at_z: dict[str, tuple[int, ...]] = field(
+        default_factory=lambda: {"class": (10,), "subject": (4,)}
+    )
     batches_per_epoch: int | None = None
     eval_batch_size: int = 512
     #: DataLoader workers for manifests that do not fit in memory
@@ -78,17 +83,20 @@ def _warmup(epochs: int) -> dict[str, dict[str, Any]]:
 PROFILES: dict[str, Profile] = {
     # Seconds per (loss, seed) on 2 CPU cores: a narrow small CNN, 8 epochs, digits at 16 px and
     # forensic at 32 px. The default losses x 1 seed took 15-30 s per dataset on 2 shared CPU cores.
-    # Schedules scaled to the 8 epochs, AutoMargin warm-up, best epoch on 20% of the training subjects.
+    # Schedules scaled to the 8 epochs, AutoMargin warm-up, best epoch on 20% of the
+    # training subjects.
     "quick": Profile("quick", width=16, epochs=8,
-                     image_size={"digits": 16, "forensic": 32, "manifest": 128}, loss_options=_warmup(8)),
+                     image_size={"digits": 16, "forensic": 32, "manifest": 128},
+                     loss_options=_warmup(8)),
     # Up to a minute on 2 CPU cores per (loss, seed): small CNN, 20 epochs, Adam 1e-3.
     "demo": Profile("demo", loss_options=_warmup(20), code_heads="all"),
     # The AdaTriplet protocol (Sec. 3.2): ResNet-18, D 128, Adam lr 1e-4 / wd 1e-4, batch 128 =
     # 32 subjects x 4 images, 100 epochs, 256x256 inputs (manifests). ImageNet weights: pass
-    # weights=PATH (a local torchvision resnet18 state dict). The papers' per-epoch schedules, no warm-up.
+    # weights=PATH (a local torchvision resnet18 state dict). The papers' per-epoch schedules,
+    # no warm-up.
     "paper": Profile("paper", backbone="resnet18", epochs=100, lr=1e-4, weight_decay=1e-4,
-                     image_size={"digits": 64, "forensic": 128, "manifest": 256}, scale_schedules=False,
-                     code_heads="all"),
+                     image_size={"digits": 64, "forensic": 128, "manifest": 256},
+                     scale_schedules=False, code_heads="all"),
     # For tests: one tiny epoch.
     "smoke": Profile("smoke", width=8, dim=32, epochs=1, batch_size=40, m_per_class=4,
                      data={"digits": {"limit": 200}, "forensic": {"n_subjects": 24}},
@@ -98,8 +106,9 @@ PROFILES: dict[str, Profile] = {
 
 @dataclass(frozen=True)
 class ComparisonConfig:
-    """What a loss comparison runs when nothing else is asked for: :func:`sphr.retrieval.run_comparison`
-    and ``sphr retrieval`` take these defaults, the Dagster assets :data:`PIPELINE_COMPARISON`."""
+    """What a loss comparison runs when nothing else is asked for:
+    :func:`sphr.retrieval.run_comparison` and ``sphr retrieval`` take these defaults, the Dagster
+    assets :data:`PIPELINE_COMPARISON`."""
 
     losses: tuple[str, ...] = DEFAULT_LOSSES
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -108,8 +117,8 @@ class ComparisonConfig:
     device: str = "auto"
 
 
-#: the Dagster pipeline's comparison (sphr_dagster/assets/retrieval.py): the ``quick`` budget and one seed, so
-#: the default pipeline spends well under a minute per dataset on it
+#: the Dagster pipeline's comparison (sphr_dagster/assets/retrieval.py): the ``quick`` budget and
+#: one seed, so the default pipeline spends well under a minute per dataset on it
 PIPELINE_COMPARISON = ComparisonConfig(seeds=(0,), profile="quick")
 
 

@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 class TrainResult:
     model: EmbeddingNet
     #: one record per epoch: epoch, loss, seconds, images, + the margins in force and easy share,
-    #: the collapse monitor (neg_cos, eff_rank, collapsed) and val_mAP when there is a validation split
+    #: the collapse monitor (neg_cos, eff_rank, collapsed) and val_mAP when there is a
+    #: validation split
     history: list[dict[str, float]] = field(default_factory=list)
     seconds: float = 0.0
     images: int = 0
@@ -128,7 +129,8 @@ def _train_epoch(step: _Step, images: ImageSet, sampler: MPerClassBatchSampler, 
 
 
 def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, seed: int = 0,
-                device: torch.device | str = "cpu", desc: str = "train", val: ImageSet | None = None,
+                device: torch.device | str = "cpu", desc: str = "train",
+                val: ImageSet | None = None,
                 code_losses: dict[int, RetrievalLoss] | None = None) -> TrainResult:
     """Train a fresh model with ``loss`` on ``data.train``; deterministic on CPU for a given seed.
 
@@ -148,13 +150,14 @@ def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, s
     # seeded before the model is built: its initial weights come from the global generator
     seed_everything(seed)
     code_losses = {int(b): c.to(device) for b, c in (code_losses or {}).items()}
-    model = build_model(profile.backbone, in_channels=data.channels, dim=profile.dim, weights=profile.weights,
-                        width=profile.width, dropout=profile.dropout, code_bits=tuple(sorted(code_losses)),
+    model = build_model(profile.backbone, in_channels=data.channels, dim=profile.dim,
+                        weights=profile.weights, width=profile.width, dropout=profile.dropout,
+                        code_bits=tuple(sorted(code_losses)),
                         detach_codes=profile.code_heads_detach).to(device)
     loss = loss.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=profile.lr, weight_decay=profile.weight_decay)
-    sampler = MPerClassBatchSampler(data.train.labels, profile.m_per_class, profile.batch_size, seed=seed,
-                                    batches_per_epoch=profile.batches_per_epoch)
+    sampler = MPerClassBatchSampler(data.train.labels, profile.m_per_class, profile.batch_size,
+                                    seed=seed, batches_per_epoch=profile.batches_per_epoch)
     for lo in (loss, *code_losses.values()):
         lo.set_budget(profile.epochs, len(sampler), scale=profile.scale_schedules)
     step = _Step(model, loss, code_losses, opt,
@@ -178,12 +181,13 @@ def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, s
         health = step.monitor.end_epoch()
         record.update(health.as_dict())
         if health.collapsed and not warned:
-            log.warning("%s: embedding collapse at epoch %d (mean negative-pair cosine %.3f, effective rank %.1f)",
-                        desc, epoch, health.mean_negative_cosine, health.effective_rank)
+            log.warning("%s: embedding collapse at epoch %d (mean negative-pair cosine %.3f, "
+                        "effective rank %.1f)", desc, epoch, health.mean_negative_cosine,
+                        health.effective_rank)
             warned = True
         if val is not None and len(val):
-            emb_val = embed(model, val, eval_transform, device=device, batch_size=profile.eval_batch_size,
-                            workers=profile.workers)
+            emb_val = embed(model, val, eval_transform, device=device,
+                            batch_size=profile.eval_batch_size, workers=profile.workers)
             record["val_mAP"] = map_score(emb_val, val.labels, val.years)
             if math.isfinite(record["val_mAP"]) and record["val_mAP"] > best_map:
                 best_map = record["val_mAP"]
@@ -202,15 +206,17 @@ def train_model(data: RetrievalData, loss: RetrievalLoss, profile: Profile, *, s
 
 
 @torch.no_grad()
-def embed(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, *, device: torch.device | str,
-          batch_size: int = 512, workers: int = 0) -> torch.Tensor:
+def embed(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, *,
+          device: torch.device | str, batch_size: int = 512, workers: int = 0) -> torch.Tensor:
     """L2-normalized embeddings ``(N, D)`` on ``device`` (eval mode, test-time transform)."""
-    return embed_all(model, images, transform, device=device, batch_size=batch_size, workers=workers)[0]
+    return embed_all(model, images, transform, device=device, batch_size=batch_size,
+                     workers=workers)[0]
 
 
 @torch.no_grad()
-def embed_all(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, *, device: torch.device | str,
-              batch_size: int = 512, workers: int = 0) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+def embed_all(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, *,
+              device: torch.device | str, batch_size: int = 512,
+              workers: int = 0) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
     """The embeddings and, per code head S, its ``(N, S)`` outputs (empty without code heads)."""
     device = torch.device(device)
     model.eval()
@@ -228,5 +234,6 @@ def embed_all(model: EmbeddingNet, images: ImageSet, transform: BatchTransform, 
             e = model(transform(x))
         embs.append(e)
     if not embs:
-        return torch.zeros(0, model.dim, device=device), {b: torch.zeros(0, b, device=device) for b in bits}
+        empty = {b: torch.zeros(0, b, device=device) for b in bits}
+        return torch.zeros(0, model.dim, device=device), empty
     return torch.cat(embs), {b: torch.cat(v) for b, v in codes.items()}

@@ -1,4 +1,5 @@
-"""Retrieval datasets: image manifests, scikit-learn digits, the synthetic forensic set, sampler, transforms."""
+"""Retrieval datasets: image manifests, scikit-learn digits, the synthetic forensic
+set, sampler, transforms."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def load_retrieval_data(source: str | Path | RetrievalData, **options: Any) -> R
         return load_forensic_data(ForensicConfig(**options), **split)
     if Path(name).suffix.lower() in {".csv", ".parquet", ".pq", ".txt"} or Path(name).exists():
         return load_manifest_data(name, **options)
-    raise ConfigError(f"unknown dataset {name!r}: use digits, forensic or a manifest .csv / .parquet path")
+    raise ConfigError(f"unknown dataset {name!r}: use digits, forensic or a manifest .csv / "
+                      ".parquet path")
 
 
 __all__ = [

@@ -27,7 +27,8 @@ class ImageSet:
     def __post_init__(self) -> None:
         self.labels = np.asarray(self.labels, dtype=np.int64)
         self.years = np.asarray(self.years, dtype=np.float64)
-        if len(self.labels) != len(self.years) or len(self.labels) != len(self.images):  # type: ignore[arg-type]
+        n_images = len(self.images)  # type: ignore[arg-type]
+        if len(self.labels) != len(self.years) or len(self.labels) != n_images:
             raise ValueError("images, labels and years must have the same length")
 
     def __len__(self) -> int:
@@ -86,7 +87,8 @@ def split_by_group(groups: np.ndarray, test_fraction: float, seed: int) -> np.nd
 
 
 def split_stratified(labels: np.ndarray, test_fraction: float, seed: int) -> np.ndarray:
-    """Boolean test mask splitting images (not classes), the same fraction in every class, seeded."""
+    """Boolean test mask splitting images (not classes), the same
+    fraction in every class, seeded."""
     rng = np.random.default_rng(seed)
     test = np.zeros(len(labels), dtype=bool)
     for k in np.unique(labels):

@@ -1,4 +1,5 @@
-"""scikit-learn's bundled handwritten digits (1,797 real 8x8 scans; no download) for class-level retrieval."""
+"""scikit-learn's bundled handwritten digits (1,797 real 8x8 scans; no download)
+for class-level retrieval."""
 
 from __future__ import annotations
 

@@ -60,7 +60,8 @@ def _subject(seed: int, s: int, size: int) -> dict:
         "round_f": r.uniform(0.01, 0.03) / k, "asym": r.normal(0, 1.0) * k,
         "plateau": r.uniform(0.0, 0.015) / k, "tilt": r.normal(0, 0.06),
         "spine_h": r.uniform(1.0, 3.0) * k,
-        "fib_side": r.choice([-1.0, 1.0]), "fib_in": r.uniform(0, 3) * k, "fib_top": r.uniform(7, 12) * k,
+        "fib_side": r.choice([-1.0, 1.0]), "fib_in": r.uniform(0, 3) * k,
+        "fib_top": r.uniform(7, 12) * k,
         "fib_w": r.uniform(1.8, 3.0) * k,
         "pat_dx": r.normal(0, 2) * k, "pat_dy": r.uniform(8, 14) * k, "pat_rx": r.uniform(5, 8) * k,
         "pat_ry": r.uniform(4, 6) * k, "pat_i": r.uniform(0.05, 0.15),
@@ -74,15 +75,28 @@ def _subject(seed: int, s: int, size: int) -> dict:
     }
     p["texture"] = _field(r, size, p["tex_sigma"])
     n_islands = 1 + r.poisson(2)
-    p["islands"] = [(p["cx"] + r.uniform(-10, 10) * k, p["y0"] + r.choice([-1, 1]) * r.uniform(4, 14) * k,
-                     r.uniform(1.0, 2.5) * k, r.choice([-1, 1]) * r.uniform(0.1, 0.25)) for _ in range(n_islands)]
+    p["islands"] = [
+        (
+            p["cx"] + r.uniform(-10, 10) * k,
+            p["y0"] + r.choice([-1, 1]) * r.uniform(4, 14) * k,
+            r.uniform(1.0, 2.5) * k,
+            r.choice([-1, 1]) * r.uniform(0.1, 0.25),
+        )
+        for _ in range(n_islands)
+    ]
     n_osteo = r.integers(1, 5)
-    p["osteophytes"] = [(p["cx"] + r.choice([-1, 1]) * (p["wf"] + p["wf_flare"] + r.uniform(-1, 1) * k),
-                         p["y0"] + r.choice([-1, 1]) * r.uniform(1, 4) * k) for _ in range(n_osteo)]
+    p["osteophytes"] = [
+        (
+            p["cx"] + r.choice([-1, 1]) * (p["wf"] + p["wf_flare"] + r.uniform(-1, 1) * k),
+            p["y0"] + r.choice([-1, 1]) * r.uniform(1, 4) * k,
+        )
+        for _ in range(n_osteo)
+    ]
     return p
 
 
-def _anatomy(p: dict, t: float, u: np.ndarray, v: np.ndarray, texture: np.ndarray, speed: float) -> np.ndarray:
+def _anatomy(p: dict, t: float, u: np.ndarray, v: np.ndarray, texture: np.ndarray,
+             speed: float) -> np.ndarray:
     """Bone image at year t, evaluated at anatomy coordinates (u, v)."""
     cx, y0 = p["cx"], p["y0"]
     du = u - cx
@@ -94,7 +108,8 @@ def _anatomy(p: dict, t: float, u: np.ndarray, v: np.ndarray, texture: np.ndarra
            - p["round_f"] * du ** 2 + p["asym"] * np.tanh(du / 4))
     w_f = p["wf"] + p["wf_flare"] * _sig((v - (y0 - p["lf"])) / 3)
     femur = _sig((y_f - v) / 0.7) * _sig((w_f - np.abs(du)) / 0.7)
-    y_t = y0 + jsw / 2 + p["plateau"] * du ** 2 + p["tilt"] * du - p["spine_h"] * np.exp(-(du / 2.0) ** 2)
+    y_t = (y0 + jsw / 2 + p["plateau"] * du ** 2 + p["tilt"] * du
+           - p["spine_h"] * np.exp(-(du / 2.0) ** 2))
     w_t = p["wt"] + p["wt_flare"] * _sig(((y0 + p["lt"]) - v) / 3)
     tibia = _sig((v - y_t) / 0.7) * _sig((w_t - np.abs(du)) / 0.7)
     xf = cx + p["fib_side"] * (p["wt"] + p["wt_flare"] - p["fib_in"])
@@ -147,24 +162,31 @@ def _render(cfg: ForensicConfig, p: dict, s: int, visit: int, t: float) -> np.nd
     return np.clip(img * 255.0, 0, 255).astype(np.uint8)
 
 
-def generate_forensic(cfg: ForensicConfig = ForensicConfig()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All images ``(N, size, size)`` uint8, subject ids ``(N,)`` and years ``(N,)``, subject-major."""
+def generate_forensic(
+        cfg: ForensicConfig = ForensicConfig()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All images ``(N, size, size)`` uint8, subject ids ``(N,)`` and
+    years ``(N,)``, subject-major."""
     images, subjects, years = [], [], []
     for s in range(cfg.n_subjects):
         p = _subject(cfg.seed, s, cfg.size)
-        keep = np.random.default_rng([cfg.seed, s, 15485863]).random(len(cfg.years)) >= cfg.missing_rate
+        keep = (
+            np.random.default_rng([cfg.seed, s, 15485863]).random(len(cfg.years))
+            >= cfg.missing_rate
+        )
         for visit, t in enumerate(cfg.years):
             if t > 0 and not keep[visit]:
                 continue
             images.append(_render(cfg, p, s, visit, float(t)))
             subjects.append(s)
             years.append(float(t))
-    return np.stack(images), np.asarray(subjects, dtype=np.int64), np.asarray(years, dtype=np.float64)
+    return (np.stack(images), np.asarray(subjects, dtype=np.int64),
+            np.asarray(years, dtype=np.float64))
 
 
 def load_forensic_data(cfg: ForensicConfig = ForensicConfig(), *, test_fraction: float = 0.3,
                        split_seed: int = 0) -> RetrievalData:
-    """The synthetic set split by subject: train on all visits of 70% of subjects, test on the rest."""
+    """The synthetic set split by subject: train on all visits of 70% of
+    subjects, test on the rest."""
     images, subjects, years = generate_forensic(cfg)
     test = split_by_group(subjects, test_fraction, split_seed)
     tensor = torch.from_numpy(images[:, None])

@@ -55,7 +55,8 @@ def read_manifest(path: str | Path) -> pd.DataFrame:
     for name, aliases in _ALIASES.items():
         found = next((cols[a] for a in aliases if a in cols), None)
         if found is None and name == "subject":
-            raise InputError("manifest has no 'subject' (or 'class') column", file=path, field="subject")
+            raise InputError("manifest has no 'subject' (or 'class') column", file=path,
+                             field="subject")
         out[name] = df[found] if found is not None else np.nan
     out["label"] = df[cols["label"]] if "label" in cols else pd.NA
     out["split"] = df[cols["split"]].astype(str).str.strip().str.lower() if "split" in cols else ""
@@ -68,8 +69,8 @@ def read_manifest(path: str | Path) -> pd.DataFrame:
     bad = out["years"].notna() & years.isna()
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputError(f"years must be a number, got {out['years'].iloc[row]!r}", file=path, field="years",
-                         row=row + 1)
+        raise InputError(f"years must be a number, got {out['years'].iloc[row]!r}", file=path,
+                         field="years", row=row + 1)
     if (years < 0).any():
         row = int(np.flatnonzero((years < 0).to_numpy())[0])
         raise InputError("years from baseline must be >= 0", file=path, field="years", row=row + 1)
@@ -137,16 +138,23 @@ def load_manifest_data(path: str | Path, *, channels: int = 1, load_size: int = 
     in_memory = len(paths) * channels * load_size * load_size <= cache_bytes
     if in_memory:
         images: torch.Tensor | Dataset = torch.stack(
-            [load_image(p, channels, load_size) for p in progress(paths, desc="decode images", unit="img")])
+            [
+                load_image(p, channels, load_size)
+                for p in progress(paths, desc="decode images", unit="img")
+            ]
+        )
     else:
-        log.info("%d images do not fit in %d bytes: reading them per batch", len(paths), cache_bytes)
+        log.info("%d images do not fit in %d bytes: reading them per batch", len(paths),
+                 cache_bytes)
         images = ManifestImages(paths, channels, load_size)
     full = ImageSet(images, subjects, years, names=paths)
     info = {"source": str(Path(path).resolve()), "images": len(paths), "subjects": len(uniques),
             "in_memory": in_memory, "load_size": load_size, "channels": channels,
-            "split": "manifest" if df["split"].isin(["train", "test"]).all() else f"random by subject ({split_seed})"}
+            "split": "manifest" if df["split"].isin(["train", "test"]).all()
+            else f"random by subject ({split_seed})"}
     return RetrievalData(name=Path(path).stem, level="subject", train=full.subset(~test),
-                         test=full.subset(test), channels=channels, native_size=load_size, info=info)
+                         test=full.subset(test), channels=channels, native_size=load_size,
+                         info=info)
 
 
 def write_manifest(data: RetrievalData, out_dir: str | Path) -> Path:
@@ -170,7 +178,8 @@ def write_manifest(data: RetrievalData, out_dir: str | Path) -> Path:
             with atomic_path(out_dir / name) as tmp:
                 Image.fromarray(arr).save(tmp, format="PNG")
             rows.append({"path": name, "subject": int(part.labels[i]),
-                         "years": None if np.isnan(part.years[i]) else float(part.years[i]), "split": split})
+                         "years": None if np.isnan(part.years[i]) else float(part.years[i]),
+                         "split": split})
     target = out_dir / "manifest.csv"
     with atomic_path(target) as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)

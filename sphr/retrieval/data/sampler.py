@@ -31,7 +31,8 @@ class MPerClassBatchSampler:
         # classes with one image cannot give a positive pair; they stay out of training batches
         self.usable = np.array([k for k, mem in enumerate(self.members) if len(mem) >= 2])
         if len(self.usable) < 2:
-            raise ConfigError("training data needs at least two classes with two or more images each")
+            raise ConfigError("training data needs at least two classes with two or more images "
+                              "each")
         per_batch = max(batch_size // m, 1)
         if per_batch > len(self.usable):
             per_batch = len(self.usable)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-#: ImageNet statistics (grey: their channel mean), so optional pretrained weights see familiar inputs
+#: ImageNet statistics (grey: their channel mean): optional pretrained weights see familiar
+#: inputs
 _MEAN = {1: (0.449,), 3: (0.485, 0.456, 0.406)}
 _STD = {1: (0.226,), 3: (0.229, 0.224, 0.225)}
 
@@ -36,7 +37,8 @@ class BatchTransform:
     gamma_p: float = 0.5
     gamma_range: tuple[float, float] = (0.5, 1.5)
 
-    def __call__(self, images: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    def __call__(self, images: torch.Tensor,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
         x = images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
         b, c = x.shape[:2]
         dev = x.device

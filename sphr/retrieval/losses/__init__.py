@@ -1,4 +1,4 @@
-"""Image-retrieval losses, margin schedulers and in-batch miners (docs/RETRIEVAL.md).
+"""Image-retrieval losses, margin schedulers and in-batch miners (docs/notes/RETRIEVAL.md).
 
 Each loss is a pytorch-metric-learning ``BaseMetricLossFunction`` called as
 ``loss(embeddings, labels, indices_tuple=None)`` on a batch, with PML
@@ -34,7 +34,6 @@ from sphr.retrieval.losses.pairs import ContrastiveLoss, NPLBLoss, OCAMLoss
 from sphr.retrieval.losses.registry import (
     DEFAULT_LOSSES,
     LOSSES,
-    LossSpec,
     build_loss,
     loss_help,
     parse_loss_spec,
@@ -60,7 +59,6 @@ __all__ = [
     "DAMSMargin",
     "EuclideanDistance",
     "LinearMargin",
-    "LossSpec",
     "MarginScheduler",
     "NPLBLoss",
     "OCAMLoss",

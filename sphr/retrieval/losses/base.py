@@ -108,7 +108,8 @@ def all_triplet_indices(labels: torch.Tensor) -> Triplets:
     return a, p, n
 
 
-def all_pair_indices(labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def all_pair_indices(
+        labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Unordered positive pairs (i < j, same label) and negative pairs (i < j, different labels)."""
     labels = labels.reshape(-1)
     same = labels[:, None] == labels[None, :]
@@ -186,7 +187,8 @@ def batch_stats(embeddings: torch.Tensor, labels: torch.Tensor, delta_all: torch
             x = F.normalize(embeddings.detach(), dim=1)
             i, j = triplet_negative_pairs(labels)
             negative_similarities = (x[i] * x[j]).sum(1)
-    return BatchStats(effective_margins=delta_all.detach(), negative_similarities=negative_similarities.detach())
+    return BatchStats(effective_margins=delta_all.detach(),
+                      negative_similarities=negative_similarities.detach())
 
 
 class RetrievalLoss(BaseMetricLossFunction):
@@ -251,7 +253,8 @@ class RetrievalLoss(BaseMetricLossFunction):
         a, p, n = all_triplet_indices(labels)
         return mat, (a, p, n), triplet_margins(mat, a, p, n, self.distance, swap)
 
-    def run_miner(self, miner: Any, embeddings: torch.Tensor, labels: torch.Tensor, margin: float) -> Triplets:
+    def run_miner(self, miner: Any, embeddings: torch.Tensor, labels: torch.Tensor,
+                  margin: float) -> Triplets:
         """Run ``miner`` at the margin in force (when it has one)."""
         if hasattr(miner, "margin"):
             miner.margin = margin

@@ -31,16 +31,20 @@ def half_distance(d: torch.Tensor) -> torch.Tensor:
 
 
 def ocam_violation01(f_ap: torch.Tensor, f_an: torch.Tensor, f_pn: torch.Tensor) -> torch.Tensor:
-    """The argument of OCAM's hinge from distances in [0, 1]: f_ap - (f_an + f_pn)/2 + (1 - f_pn)/2."""
+    """The argument of OCAM's hinge from distances in [0, 1]: f_ap - (f_an
+    + f_pn)/2 + (1 - f_pn)/2."""
     return f_ap - (f_an + f_pn) / 2.0 + (1.0 - f_pn) / 2.0
 
 
-def ocam_violation(cos_ap: torch.Tensor, cos_an: torch.Tensor, cos_pn: torch.Tensor) -> torch.Tensor:
+def ocam_violation(cos_ap: torch.Tensor, cos_an: torch.Tensor,
+                   cos_pn: torch.Tensor) -> torch.Tensor:
     """The argument of OCAM's hinge from cosines: f = (1 - cos) / 2 in :func:`ocam_violation01`."""
-    return ocam_violation01(cosine_distance01(cos_ap), cosine_distance01(cos_an), cosine_distance01(cos_pn))
+    return ocam_violation01(cosine_distance01(cos_ap), cosine_distance01(cos_an),
+                            cosine_distance01(cos_pn))
 
 
-def ocam_per_triplet(cos_ap: torch.Tensor, cos_an: torch.Tensor, cos_pn: torch.Tensor) -> torch.Tensor:
+def ocam_per_triplet(cos_ap: torch.Tensor, cos_an: torch.Tensor,
+                     cos_pn: torch.Tensor) -> torch.Tensor:
     """OCAM Eq. (4): max(0, f_ap - (f_an + f_pn)/2 + (1 - f_pn)/2); values lie in [0, 1.5]."""
     return F.relu(ocam_violation(cos_ap, cos_an, cos_pn))
 

@@ -47,8 +47,9 @@ class TripletMiner(BaseMiner):
     between calls to follow a scheduler.
     """
 
-    def __init__(self, type_of_triplets: str = "semihard", margin: float = 0.25, *, swap: bool = False,
-                 geometry: str | None = None, distance: BaseDistance | None = None, **kwargs: Any) -> None:
+    def __init__(self, type_of_triplets: str = "semihard", margin: float = 0.25, *,
+                 swap: bool = False, geometry: str | None = None,
+                 distance: BaseDistance | None = None, **kwargs: Any) -> None:
         if geometry is not None:
             if distance is not None:
                 raise ConfigError("give a miner a distance or a geometry, not both")
@@ -71,7 +72,8 @@ class TripletMiner(BaseMiner):
              ref_labels: torch.Tensor) -> Triplets:
         in_batch(embeddings, ref_emb, type(self).__name__)
         a, p, n = all_triplet_indices(labels)
-        keep = select_triplets(self.triplet_deltas(embeddings, a, p, n), self.margin, self.type_of_triplets)
+        keep = select_triplets(self.triplet_deltas(embeddings, a, p, n), self.margin,
+                               self.type_of_triplets)
         return a[keep], p[keep], n[keep]
 
 

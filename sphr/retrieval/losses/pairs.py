@@ -29,7 +29,8 @@ from sphr.retrieval.losses.formulas import (
 from sphr.retrieval.losses.miners import OCAMMiner, selection_miner
 from sphr.retrieval.losses.schedulers import MarginScheduler
 
-__all__ = ["ContrastiveLoss", "NPLBLoss", "OCAMLoss", "cosine_distance01", "ocam_per_triplet", "ocam_violation"]
+__all__ = ["ContrastiveLoss", "NPLBLoss", "OCAMLoss", "cosine_distance01", "ocam_per_triplet",
+           "ocam_violation"]
 
 
 class OCAMLoss(RetrievalLoss):
@@ -83,9 +84,10 @@ class NPLBLoss(RetrievalLoss):
 
     # margin 0.3 on the unit sphere (distances in [0, 2]), the retrieval papers'
     # constant margin; the tabular NPLB keeps the paper's 1.0 on raw embeddings:
-    # the same formula at two scales, on purpose (docs/RETRIEVAL.md, docs/METHODS.md#losses)
-    def __init__(self, margin: float = 0.3, p: int = 2, *, selection: str = "all", miner: Any = None,
-                 scheduler: MarginScheduler | None = None, **kwargs: Any) -> None:
+    # the same formula at two scales, on purpose (docs/notes/RETRIEVAL.md, docs/METHODS.md#losses)
+    def __init__(self, margin: float = 0.3, p: int = 2, *, selection: str = "all",
+                 miner: Any = None, scheduler: MarginScheduler | None = None,
+                 **kwargs: Any) -> None:
         p = nplb_power(p)
         super().__init__(scheduler=scheduler, **kwargs)
         self.margin = float(margin)
@@ -110,7 +112,8 @@ class NPLBLoss(RetrievalLoss):
         if indices_tuple is not None:
             a, p, n = indices_tuple[:3]
         losses = nplb_per_triplet(d[a, p], d[a, n], d[p, n], margin, self.p, self.distance)
-        self.last_batch = {"triplets": float(delta_all.numel()), "used": float(len(a)), "margin": margin}
+        self.last_batch = {"triplets": float(delta_all.numel()), "used": float(len(a)),
+                           "margin": margin}
         if losses.numel() == 0:
             return self.zero_losses()
         return {"loss": {"losses": losses, "indices": (a, p, n), "reduction_type": "triplet"}}
@@ -139,5 +142,6 @@ class ContrastiveLoss(RetrievalLoss, pml_losses.ContrastiveLoss):
             indices_tuple = all_pair_indices(labels)
         else:
             indices_tuple = lmu.convert_to_pairs(indices_tuple, labels)
-        self.last_batch = {"pos_pairs": float(len(indices_tuple[0])), "neg_pairs": float(len(indices_tuple[2]))}
+        self.last_batch = {"pos_pairs": float(len(indices_tuple[0])),
+                           "neg_pairs": float(len(indices_tuple[2]))}
         return self.pair_based_loss(self.distance(embeddings), indices_tuple)

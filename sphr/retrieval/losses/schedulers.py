@@ -135,7 +135,8 @@ class _SteppedMargin(MarginScheduler):
 
     def set_budget(self, epochs: int, batches_per_epoch: int = 1, *, scale: bool = False) -> None:
         super().set_budget(epochs, batches_per_epoch, scale=scale)
-        self.step = scaled_step(self.mu0, self.paper_step, self.paper_epochs, epochs) if scale else self.paper_step
+        self.step = (scaled_step(self.mu0, self.paper_step, self.paper_epochs, epochs) if scale
+                     else self.paper_step)
 
 
 class LinearMargin(_SteppedMargin):
@@ -213,7 +214,8 @@ class AutoMargin(MarginScheduler):
                  beta0: float = 0.0, per_batch: bool = False, *, warmup_epochs: int = 0,
                  warmup_until_delta: bool = False) -> None:
         if k_delta <= 0 or k_an <= 0:
-            raise ConfigError(f"AutoMargin K values must be > 0, got K_delta={k_delta}, K_an={k_an}")
+            raise ConfigError(f"AutoMargin K values must be > 0, got K_delta={k_delta}, "
+                              f"K_an={k_an}")
         if warmup_epochs < 0:
             raise ConfigError(f"AutoMargin warmup_epochs must be >= 0, got {warmup_epochs}")
         super().__init__(eps0)
@@ -261,7 +263,7 @@ class AutoMargin(MarginScheduler):
             if not self._warmup_over():
                 return
             self.warming_up = False
-            # the first update after the warm-up uses the last warm-up epoch (also in per-batch mode)
+            # the first update after the warm-up uses the last warm-up epoch (per-batch mode too)
             self._set_from(self.mean_delta, self.mean_negative_similarity)
             return
         if not self.per_batch:

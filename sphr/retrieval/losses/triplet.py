@@ -44,12 +44,14 @@ class TripletLoss(RetrievalLoss):
     """
 
     def __init__(self, margin: float = 0.25, *, swap: bool = False, selection: str = "all",
-                 miner: Any = None, scheduler: MarginScheduler | None = None, **kwargs: Any) -> None:
+                 miner: Any = None, scheduler: MarginScheduler | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(scheduler=scheduler, **kwargs)
         self.margin = float(margin)
         self.swap = bool(swap)
         self.selection = selection
-        self.miner = selection_miner(selection, miner, margin=self.margin, distance=self.distance, swap=self.swap)
+        self.miner = selection_miner(selection, miner, margin=self.margin, distance=self.distance,
+                                     swap=self.swap)
         self.add_to_recordable_attributes(list_of_names=["margin"], is_stat=False)
 
     def get_default_reducer(self) -> BaseReducer:
@@ -134,7 +136,8 @@ class AdaTripletLoss(RetrievalLoss):
                            "hard_pairs": float(hard_pairs.sum()), "margin": eps, "beta": beta}
         out = self.zero_losses()
         if delta.numel():
-            out["loss"] = {"losses": F.relu(eps - delta), "indices": (a, p, n), "reduction_type": "triplet"}
+            out["loss"] = {"losses": F.relu(eps - delta), "indices": (a, p, n),
+                           "reduction_type": "triplet"}
         if bool(hard_pairs.any()):
             out["pair_loss"] = {"losses": self.lam * gap[hard_pairs].mean(), "indices": None,
                                 "reduction_type": "already_reduced"}
