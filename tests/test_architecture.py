@@ -57,7 +57,7 @@ RETRIEVAL_MAY_IMPORT: tuple[str, ...] = ("sphr.losses", "sphr.models")
 SYNTH_MAY_IMPORT: tuple[str, ...] = ("sphr.data.fields", "sphr.data.headers")
 
 #: Known violations of today's code, (importing module, imported module). Each one is a
-#: debt with an issue (14), not a licence: the test fails on any import not listed here, and
+#: debt to pay, not a licence: the test fails on any import not listed here, and
 #: on a listed one that no longer exists (so the list only shrinks).
 ALLOWED: dict[tuple[str, str], str] = {
     # the evaluate and risk stages render their own report.html / report.pdf with the

@@ -70,7 +70,7 @@ def report_page(report: dict[str, Any], table: pd.DataFrame) -> tuple[str, str]:
                     + (f" (re-anchored from {anchored['from_model']})." if anchored else ".")),
               ("h2", "Drift against the training population"),
               ("p", d["line"] + ". Thresholds: drift at |SMD| >= 0.25 or PSI >= 0.25, moderate "
-                    "at 0.1 (docs/TRANSPORT.md)."),
+                    "at 0.1 (docs/notes/TRANSPORT.md)."),
               ("table", flagged.round(3)),
               ("p", ("Re-anchored on this export's own people: " + ", ".join(anchored["reanchored"])
                      + " refitted (" + "; ".join(f"{s}: {c['bfh_anchor']} anchor BFH, "

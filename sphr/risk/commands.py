@@ -86,7 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reanchor-parts", type=_csv, default=list(REANCHOR_PARTS),
                    help=f"comma-separated subset of {','.join(REANCHOR_ALL_PARTS)} (default: "
                    f"{','.join(REANCHOR_PARTS)}, the pre-registered rule's choice; "
-                   "docs/TRANSPORT.md)")
+                   "docs/notes/TRANSPORT.md)")
     p.add_argument("--seed", type=int, default=defaults.seed,
                    help="seed of the re-anchoring's anchor / calibration split (default "
                    "%(default)s)")

@@ -45,7 +45,7 @@ MARKER_SPACE_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis",
 ALL_METHODS: tuple[str, ...] = (*METHODS, *SCORE_METHODS)
 #: the SPHR risk score the project ships: SPHR's embedding joined with the markers, the one
 #: variant that beat the paper's distance for both fold seeds on the development set
-#: (docs/METHODS.md "SPHR variants aimed at risk", docs/SPHR_RISK.md)
+#: (docs/METHODS.md "SPHR variants aimed at risk", docs/notes/SPHR_RISK.md)
 SHIPPED_SPHR = "sphr_joint"
 #: what ``sphr risk`` computes unless told otherwise: every method, the shipped SPHR score
 #: beside the paper's, but the variants that did not win (options)
@@ -61,7 +61,7 @@ ON_DRIFT: tuple[str, ...] = ("warn", "refuse")
 REANCHOR_ALL_PARTS: tuple[str, ...] = ("normalizer", "marker_scaler", "references",
                                        "standardizers", "bounds")
 #: the parts ``sphr score --reanchor`` refits: the pre-registered rule's choice on the
-#: transport benchmark (docs/METHODS.md, "Re-anchoring"; docs/TRANSPORT.md): no candidate
+#: transport benchmark (docs/METHODS.md, "Re-anchoring"; docs/notes/TRANSPORT.md): no candidate
 #: beat unchanged scoring by more than 0.005, so the smallest, standardizers and bounds
 REANCHOR_PARTS: tuple[str, ...] = ("standardizers", "bounds")
 #: fewest bona fide healthy people with every feature per sex to re-anchor on

@@ -3,7 +3,7 @@
 The one drift table of the project: ``sphr score`` writes it as ``OUT/drift.csv`` (and
 refuses to score with ``--on-drift refuse``), the refresh checks and writes it before it
 scores. The training population is the model's :class:`~sphr.risk.population.PopulationSummary`
-(raw UKB units: n, mean, SD, the 101 percentiles). Per sex and feature (docs/TRANSPORT.md,
+(raw UKB units: n, mean, SD, the 101 percentiles). Per sex and feature (docs/notes/TRANSPORT.md,
 "Drift"):
 
 * ``smd``: standardized mean difference, (new mean - training mean) / training SD;

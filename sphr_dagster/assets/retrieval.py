@@ -19,7 +19,7 @@ RetrievalSettings = stage_config(
     "``sphr.retrieval.profiles.ComparisonConfig``, defaults ``PIPELINE_COMPARISON``'s. `quick` "
     "and `demo` scale the Linear / DAMS margin steps to their epochs, warm AutoMargin up, pick "
     "the best epoch on held-out training subjects and train OCAM's S-bit heads (see "
-    "docs/RETRIEVAL.md); `paper` keeps the papers' per-epoch values.", module=__name__)
+    "docs/notes/RETRIEVAL.md); `paper` keeps the papers' per-epoch values.", module=__name__)
 
 
 def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
