@@ -20,7 +20,7 @@ FUNPACK lives in a benchmark-only virtual environment, never in the project's::
 
 Without ``--funpack`` (or when that path does not exist) FUNPACK is skipped with a
 message and its keys are null. Afterwards the benchmark decodes the same columns as
-``sphr ingest`` does (:func:`sphr.data.ingest._decode`) and compares them cell by cell
+``sphr ingest`` does (:func:`sphr.data.decode.decode`) and compares them cell by cell
 with FUNPACK's output (same participants, same ``field-instance.array`` columns; numbers
 within a float32-level tolerance, dates as ``YYYY-MM-DD``, codes as numbers); the
 differing cells, and the first few of them on stderr, are reported. The linked-record
@@ -79,13 +79,14 @@ def _naive(path: str, column_file: str, participants: str) -> None:
 def _columns(path: Path) -> tuple[list[str], dict[int, list[int]]]:
     """The columns ``sphr ingest`` reads (eid first), and per decoded field the codes it
     turns into missing values (for FUNPACK's ``--na_values``)."""
+    from sphr.data.decode import ANSWERED_NONE
+    from sphr.data.export_layout import inspect_export
     from sphr.data.fields import BY_ID, SPECIAL_CODES
-    from sphr.data.ingest import ANSWERED_NONE, _plan
-    from sphr.data.outcomes import plan_linked
-    from sphr.data.reader import inspect_export
+    from sphr.data.ingest import plan_columns
+    from sphr.data.outcomes.plan import plan_linked
 
     layout = inspect_export(path)
-    keys = _plan(layout, [])
+    keys = plan_columns(layout, [])
     linked = plan_linked(layout, [])
     names = [layout.eid_column] + [layout.columns[k] for k in [*keys, *linked.keys]]
     na: dict[int, list[int]] = {}
@@ -109,12 +110,14 @@ def _compare(path: Path, funpack_out: Path) -> int:
     import numpy as np
     import polars as pl
 
-    from sphr.data.ingest import _decode, _plan, _raw_columns
-    from sphr.data.reader import inspect_export, read_columns
+    from sphr.data.decode import decode, raw_columns
+    from sphr.data.export_layout import inspect_export
+    from sphr.data.ingest import plan_columns
+    from sphr.data.reader import read_columns
 
     layout = inspect_export(path)
-    keys = _plan(layout, [])
-    ours = _decode(layout, _raw_columns(read_columns(layout, keys)), keys, {})
+    keys = plan_columns(layout, [])
+    ours = decode(layout, raw_columns(read_columns(layout, keys)), keys, {})
     names = {f"{k.field}-{k.instance}.{k.array}": layout.columns[k] for k in keys}
     theirs = pl.read_csv(funpack_out, separator="\t", infer_schema=False,
                          columns=["eid", *names.values()])
