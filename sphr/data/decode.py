@@ -115,12 +115,12 @@ def plausibility(f: Field) -> str | None:
     return f.plausible_rule if f.value_type in _CHECKED else None
 
 
-def _implausible_to_null(values: pl.Series, f: Field, column: str, eid: pl.Series,
-                         implausible: dict[str, dict]) -> pl.Series:
-    """``values`` with each one outside ``f``'s plausible range, or not finite, set null; each
-    field hit gets a count, the rule and its first rows and eids in ``implausible``."""
+def implausible_mask(values: pl.Series, f: Field) -> pl.Series | None:
+    """Per value, whether the ingest's plausibility rule rejects it: outside ``f``'s plausible
+    range, or (a float) not finite; a missing value is not rejected. None when no test applies
+    (not numbers, or a field without bounds holding integers)."""
     if not values.dtype.is_numeric():
-        return values
+        return None
     v = pl.col("v")
     tests = [~v.is_finite()] if values.dtype.is_float() else []
     if f.min_value is not None:
@@ -128,9 +128,16 @@ def _implausible_to_null(values: pl.Series, f: Field, column: str, eid: pl.Serie
     if f.max_value is not None:
         tests.append(v > f.max_value)
     if not tests:
-        return values
-    bad = values.to_frame("v").select(pl.any_horizontal(tests).fill_null(False)).to_series()
-    if not bad.any():
+        return None
+    return values.to_frame("v").select(pl.any_horizontal(tests).fill_null(False)).to_series()
+
+
+def _implausible_to_null(values: pl.Series, f: Field, column: str, eid: pl.Series,
+                         implausible: dict[str, dict]) -> pl.Series:
+    """``values`` with each one outside ``f``'s plausible range, or not finite, set null; each
+    field hit gets a count, the rule and its first rows and eids in ``implausible``."""
+    bad = implausible_mask(values, f)
+    if bad is None or not bad.any():
         return values
     index = bad.arg_true()
     first = index.head(FIRST_SHOWN)
