@@ -20,7 +20,7 @@ FUNPACK lives in a benchmark-only virtual environment, never in the project's::
 
 Without ``--funpack`` (or when that path does not exist) FUNPACK is skipped with a
 message and its keys are null. Afterwards the benchmark decodes the same columns as
-``sphr ingest`` does (:func:`sphr.data.ingest._decode`) and compares them cell by cell
+``sphr ingest`` does (:func:`sphr.data.decode.decode`) and compares them cell by cell
 with FUNPACK's output (same participants, same ``field-instance.array`` columns; numbers
 within a float32-level tolerance, dates as ``YYYY-MM-DD``, codes as numbers); the
 differing cells, and the first few of them on stderr, are reported. The linked-record
@@ -34,7 +34,12 @@ Last line: one JSON object with
 - ``speedup_vs_funpack``: ``funpack_s / ours_s`` (> 1: ours is faster);
 - ``memory_vs_funpack``: ``funpack_peak_mb / ours_peak_mb`` (>= 1: ours uses at most
   FUNPACK's memory);
-- ``cells_differing``: cells of the shared columns where ours and FUNPACK disagree.
+- ``cells_differing``: cells of the shared columns where ours and FUNPACK disagree, other than
+  those the ingest's plausibility rule explains;
+- ``cells_set_missing_by_plausibility``: cells where ours is missing because the value in the
+  file is one no person can have (outside the field's plausible range in the catalog, or not
+  finite: :func:`sphr.data.decode.implausible_mask`, docs/INGEST.md), while FUNPACK, which
+  checks no range, kept it. Such a cell is the rule working, not a disagreement.
 """
 
 from __future__ import annotations
@@ -79,13 +84,14 @@ def _naive(path: str, column_file: str, participants: str) -> None:
 def _columns(path: Path) -> tuple[list[str], dict[int, list[int]]]:
     """The columns ``sphr ingest`` reads (eid first), and per decoded field the codes it
     turns into missing values (for FUNPACK's ``--na_values``)."""
+    from sphr.data.decode import ANSWERED_NONE
+    from sphr.data.export_layout import inspect_export
     from sphr.data.fields import BY_ID, SPECIAL_CODES
-    from sphr.data.ingest import ANSWERED_NONE, _plan
-    from sphr.data.outcomes import plan_linked
-    from sphr.data.reader import inspect_export
+    from sphr.data.ingest import plan_columns
+    from sphr.data.outcomes.plan import plan_linked
 
     layout = inspect_export(path)
-    keys = _plan(layout, [])
+    keys = plan_columns(layout, [])
     linked = plan_linked(layout, [])
     names = [layout.eid_column] + [layout.columns[k] for k in [*keys, *linked.keys]]
     na: dict[int, list[int]] = {}
@@ -104,46 +110,75 @@ def _funpack_python(funpack: Path) -> str:
     return first[2:].strip() if first.startswith("#!") else str(funpack.parent / "python")
 
 
-def _compare(path: Path, funpack_out: Path) -> int:
-    """Cells where our decoded values and FUNPACK's differ (first few printed to stderr)."""
+def _column_differences(a: Any, b: Any, f: Any, matched: Any) -> tuple[Any, Any]:
+    """(differing, explained): the rows where our decoded column ``a`` and FUNPACK's ``b``
+    (text) disagree, and of those, the ones the ingest's plausibility rule explains: ours is
+    missing where FUNPACK kept a value that rule rejects (:func:`sphr.data.decode.implausible_mask`,
+    docs/INGEST.md)."""
     import numpy as np
     import polars as pl
 
-    from sphr.data.ingest import _decode, _plan, _raw_columns
-    from sphr.data.reader import inspect_export, read_columns
+    from sphr.data.decode import implausible_mask, plausibility
+
+    explained = np.zeros(len(a), bool)
+    if a.dtype == pl.Date:
+        # FUNPACK writes dates as YYYY-MM-DD (a time part, if any, is ignored)
+        b = b.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
+        same = ((a == b).fill_null(False) | (a.is_null() & b.is_null())).to_numpy()
+    else:
+        theirs = b.cast(pl.Float64, strict=False)
+        x, y = a.cast(pl.Float64).to_numpy(), theirs.to_numpy()
+        same = np.isclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True)
+        rejected = implausible_mask(theirs, f) if plausibility(f) is not None else None
+        if rejected is not None:
+            explained = a.is_null().to_numpy() & rejected.to_numpy()
+    # a participant on one side only differs in every column, whatever the rule says
+    explained &= matched
+    differing = ~(same & matched)
+    return differing & ~explained, differing & explained
+
+
+def _compare(path: Path, funpack_out: Path) -> tuple[int, int]:
+    """(cells_differing, cells_set_missing_by_plausibility): cells where our decoded values and
+    FUNPACK's disagree, less those the ingest's plausibility rule explains, and those (the
+    first few of each printed to stderr)."""
+    import polars as pl
+
+    from sphr.data.decode import decode, raw_columns
+    from sphr.data.export_layout import inspect_export
+    from sphr.data.fields import BY_ID
+    from sphr.data.ingest import plan_columns
+    from sphr.data.reader import read_columns
 
     layout = inspect_export(path)
-    keys = _plan(layout, [])
-    ours = _decode(layout, _raw_columns(read_columns(layout, keys)), keys, {})
-    names = {f"{k.field}-{k.instance}.{k.array}": layout.columns[k] for k in keys}
+    keys = plan_columns(layout, [])
+    ours = decode(layout, raw_columns(read_columns(layout, keys)), keys, {})
+    names = {f"{k.field}-{k.instance}.{k.array}": (layout.columns[k], BY_ID[k.field])
+             for k in keys}
     theirs = pl.read_csv(funpack_out, separator="\t", infer_schema=False,
-                         columns=["eid", *names.values()])
+                         columns=["eid", *(n for n, _ in names.values())])
     theirs = theirs.with_columns(pl.col("eid").cast(pl.Int64))
     if ours.height != theirs.height:
         print(f"  rows: ours {ours.height}, FUNPACK {theirs.height}", file=sys.stderr)
     both = ours.join(theirs, on="eid", how="full", suffix="@funpack", coalesce=True)
     # a participant on one side only differs in every column
-    matched = (both["eid"].is_in(ours["eid"].implode()) & both["eid"].is_in(theirs["eid"].implode())
-               ).to_numpy()
-    differing, examples = 0, []
-    for ours_name, file_name in names.items():
+    matched = (both["eid"].is_in(ours["eid"].implode())
+               & both["eid"].is_in(theirs["eid"].implode())).to_numpy()
+    counts = {"differing": 0, "explained": 0}
+    examples: dict[str, list] = {"differing": [], "explained": []}
+    for ours_name, (file_name, f) in names.items():
         a = both[ours_name]
         b = both[f"{file_name}@funpack" if file_name == ours_name else file_name]
-        if a.dtype == pl.Date:
-            # FUNPACK writes dates as YYYY-MM-DD (a time part, if any, is ignored)
-            b = b.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
-            same = ((a == b).fill_null(False) | (a.is_null() & b.is_null())).to_numpy()
-        else:
-            x = a.cast(pl.Float64).to_numpy()
-            y = b.cast(pl.Float64, strict=False).to_numpy()
-            same = np.isclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True)
-        bad = np.flatnonzero(~(same & matched))
-        differing += len(bad)
-        examples += [(both["eid"][int(i)], ours_name, a[int(i)], b[int(i)])
-                     for i in bad[: SHOW_DIFFERENCES - len(examples)]]
-    for eid, column, x, y in examples[:SHOW_DIFFERENCES]:
-        print(f"  differs: eid {eid} {column}: ours {x!r}, FUNPACK {y!r}", file=sys.stderr)
-    return differing
+        for kind, rows in zip(("differing", "explained"),
+                              _column_differences(a, b, f, matched), strict=True):
+            counts[kind] += int(rows.sum())
+            shown = examples[kind]
+            shown += [(both["eid"][int(i)], ours_name, a[int(i)], b[int(i)])
+                      for i in rows.nonzero()[0][: SHOW_DIFFERENCES - len(shown)]]
+    for kind, what in (("differing", "differs"), ("explained", "plausibility rule")):
+        for eid, column, x, y in examples[kind]:
+            print(f"  {what}: eid {eid} {column}: ours {x!r}, FUNPACK {y!r}", file=sys.stderr)
+    return counts["differing"], counts["explained"]
 
 
 def _ratio(a: float | None, b: float | None, digits: int = 2) -> float | None:
@@ -191,7 +226,7 @@ def main() -> None:
     print(f"naive pandas: {naive_s:.2f} s, {naive_mb:.0f} MiB", file=sys.stderr)
 
     funpack_s = funpack_mb = None
-    cells: int | None = None
+    cells = explained = None
     if args.funpack is None or not args.funpack.exists():
         print("FUNPACK skipped: pass --funpack PATH/bin/fmrib_unpack of a venv with "
               "fmrib-unpack==4.0.1 (see the module docstring)", file=sys.stderr)
@@ -208,7 +243,7 @@ def main() -> None:
                                          peak_file, env)
         print(f"FUNPACK: {funpack_s:.2f} s, {funpack_mb:.0f} MiB", file=sys.stderr)
         os.environ["SPHR_PROGRESS"] = "0"
-        cells = _compare(path, out)
+        cells, explained = _compare(path, out)
 
     result: dict[str, Any] = {
         "ours_s": round(ours_s, 2), "ours_peak_mb": round(ours_mb),
@@ -218,6 +253,7 @@ def main() -> None:
         "speedup_vs_funpack": _ratio(funpack_s, ours_s, 1),
         "memory_vs_funpack": _ratio(funpack_mb, ours_mb),
         "cells_differing": cells,
+        "cells_set_missing_by_plausibility": explained,
     }
     print(json.dumps(result))
 

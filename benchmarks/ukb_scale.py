@@ -1,7 +1,7 @@
 """The whole tabular pipeline at UK Biobank size: every stage timed, peak memory per stage.
 
 A synthetic export of ``--participants`` people (500,000 by default, ukbconv CSV, seed 0,
-generator v2, linear world) is written first by ``sphr synth`` (timed, not counted in the
+generator v3, linear world) is written first by ``sphr synth`` (timed, not counted in the
 total: a user starts from their own export). Then each stage runs as its own ``sphr``
 command in its own process, one after another, with every core, and reports its wall
 seconds and its peak memory as ``VmHWM`` of that process (``benchmarks/_measure.py``), and

@@ -19,8 +19,9 @@ stages. The Dagster package ``sphr_dagster`` has layers of its own (``DAGSTER_LA
 or through others (any import counts: function-level, ``TYPE_CHECKING``, lazy maps). Loading
 a fitted risk model (the package ``sphr.risk.model``) imports nothing of the fit of a run, the
 stage's commands and reports, or the run directory; reading a saved model and scoring with it
-import nothing of the model's own fitting either. No
-function in either package is longer than ``MAX_FUNCTION_LINES`` (80).
+import nothing of the model's own fitting either. No function in either package is longer
+than ``MAX_FUNCTION_LINES`` (80), no module longer than ``MAX_MODULE_LINES`` (500) and no
+class longer than ``MAX_CLASS_LINES`` (200).
 """
 
 from __future__ import annotations
@@ -510,3 +511,84 @@ def test_function_lengths_see_methods_and_nested_functions(tmp_path):
         "class C:\n    async def h(self):\n        x = 1\n\n        return x\n")
     assert function_lengths(tmp_path / "m.py", tmp_path) == {
         "m.py:f": 4, "m.py:f.g": 2, "m.py:C.h": 4}
+
+
+# ------------------------------------------------------------------------ module and class size
+#: the longest a module may be (lines in the file): a longer one gets split into modules named
+#: after the parts of the domain it holds
+MAX_MODULE_LINES = 500
+#: the longest a class may be (``end_lineno - lineno + 1``, from ``class`` to its last line):
+#: a longer one gets split into named parts (helpers, one reader per source, ...)
+MAX_CLASS_LINES = 200
+PACKAGES: tuple[str, ...] = ("sphr", "sphr_dagster")
+
+
+def _sources(root: Path) -> list[Path]:
+    return [p for package in PACKAGES for p in sorted((root / package).rglob("*.py"))]
+
+
+def long_modules(root: Path = SPHR.parent) -> dict[str, int]:
+    """``{"<path from root>": lines}`` of every module over :data:`MAX_MODULE_LINES`."""
+    lengths = {p.relative_to(root).as_posix(): len(p.read_text().splitlines())
+               for p in _sources(root)}
+    return {name: n for name, n in lengths.items() if n > MAX_MODULE_LINES}
+
+
+def class_lengths(path: Path, root: Path) -> dict[str, int]:
+    """``{"<path from root>:<qualified name>": lines}`` of every class in ``path``, nested ones
+    (``Outer.Inner``, a class inside a function) included."""
+    rel = path.relative_to(root).as_posix()
+    out: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if isinstance(child, ast.ClassDef):
+                    out[f"{rel}:{name}"] = child.end_lineno - child.lineno + 1
+                visit(child, f"{name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(path.read_text(), filename=str(path)), "")
+    return out
+
+
+def long_classes(root: Path = SPHR.parent) -> dict[str, int]:
+    lengths: dict[str, int] = {}
+    for path in _sources(root):
+        lengths.update(class_lengths(path, root))
+    return {name: n for name, n in lengths.items() if n > MAX_CLASS_LINES}
+
+
+def test_no_module_is_longer_than_the_limit():
+    long = long_modules()
+    assert not long, (f"modules over {MAX_MODULE_LINES} lines; split them into modules named "
+                      "after their parts:\n"
+                      + "\n".join(f"  {name} ({n} lines)" for name, n in sorted(long.items())))
+
+
+def test_no_class_is_longer_than_the_limit():
+    long = long_classes()
+    assert not long, (f"classes over {MAX_CLASS_LINES} lines; split them into named parts:\n"
+                      + "\n".join(f"  {name} ({n} lines)" for name, n in sorted(long.items())))
+
+
+def test_the_size_checks_find_a_long_module_and_a_long_class(tmp_path):
+    for package in PACKAGES:
+        (tmp_path / package / "sub").mkdir(parents=True)
+    (tmp_path / "sphr" / "ok.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    (tmp_path / "sphr_dagster" / "sub" / "big.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    assert long_modules(tmp_path) == {"sphr_dagster/sub/big.py": MAX_MODULE_LINES + 1}
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_CLASS_LINES - 1))
+    (tmp_path / "sphr" / "c.py").write_text(
+        f"class Short:\n{body}\n\nclass Long:\n{body}    y = 1\n")
+    assert long_classes(tmp_path) == {"sphr/c.py:Long": MAX_CLASS_LINES + 1}
+
+
+def test_class_lengths_see_nested_classes(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "class A:\n    class B:\n        x = 1\n\n    def f(self):\n"
+        "        class C:\n            y = 2\n        return C\n")
+    assert class_lengths(tmp_path / "m.py", tmp_path) == {
+        "m.py:A": 8, "m.py:A.B": 2, "m.py:A.f.C": 2}

@@ -328,3 +328,34 @@ def test_every_numeric_predictor_has_a_plausible_range():
 
 
 # The clean export's baseline is checked on values in tests/test_reproducible.py.
+
+
+def test_the_funpack_comparison_counts_what_the_plausibility_rule_explains_apart():
+    """benchmarks/ingest.py: a cell we set missing because FUNPACK's value is one no person
+    can have is the rule at work (docs/INGEST.md), any other difference a disagreement."""
+    import importlib.util
+
+    import numpy as np
+
+    from sphr.data.fields import ASSESSMENT_DATE, BY_ID
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "ingest.py"
+    spec = importlib.util.spec_from_file_location("ingest_benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    ours = pl.Series([5.1, None, None, 2.0, None, None], dtype=pl.Float64)
+    theirs = pl.Series(["5.1", "-0.4", "3.2", "2.5", None, "inf"])
+    differing, explained = bench._column_differences(ours, theirs, BY_ID[30670],
+                                                     np.ones(6, bool))
+    assert explained.tolist() == [False, True, False, False, False, True]
+    assert differing.tolist() == [False, False, True, True, False, False]
+    # a participant on one side only is a disagreement, whatever the value
+    differing, explained = bench._column_differences(ours, theirs, BY_ID[30670],
+                                                     np.array([1, 0, 1, 1, 1, 1], bool))
+    assert explained.tolist() == [False, False, False, False, False, True]
+    assert differing.tolist() == [False, True, True, True, False, False]
+    # dates have no plausibility rule: a date we lack is a disagreement
+    dates = pl.Series([None, None], dtype=pl.Date)
+    differing, explained = bench._column_differences(
+        dates, pl.Series(["2008-01-02", None]), ASSESSMENT_DATE, np.ones(2, bool))
+    assert differing.tolist() == [True, False] and not explained.any()

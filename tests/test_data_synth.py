@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from sphr.data.fields import PREDICTORS
 from sphr.synth.cohort import generate_cohort
 
 
@@ -49,7 +51,8 @@ def test_blood_count_identities(baseline):
     np.testing.assert_allclose(b["lymphocytes"], b["lymphocyte_pct"] / 100 * b["wbc"], rtol=1e-9)
     np.testing.assert_allclose(b["haematocrit"], b["rbc"] * b["mcv"] / 10, rtol=0.05)
     # cholesterol is made of its fractions, so they correlate as in real lipid panels
-    assert np.corrcoef(baseline.dropna(subset=["ldl", "cholesterol"])[["ldl", "cholesterol"]].T)[0, 1] > 0.7
+    lipids = baseline.dropna(subset=["ldl", "cholesterol"])[["ldl", "cholesterol"]]
+    assert np.corrcoef(lipids.T)[0, 1] > 0.7
 
 
 def test_missingness_is_block_structured(baseline):
@@ -95,3 +98,52 @@ def test_rejects_empty_cohort():
 
     with pytest.raises(ConfigError, match="at least 1"):
         generate_cohort(0)
+
+
+# ------------------------------------------------------------------ values a person can have
+LAB_MARKERS = [f for f in PREDICTORS if f.group in ("blood_count", "biochemistry")]
+
+
+@pytest.mark.parametrize(("world", "seed"), [("linear", 0), ("nonlinear", 3)])
+def test_every_lab_value_written_is_one_a_person_can_have(world, seed):
+    """200,000 participants and all their visits: every blood-count and biochemistry value
+    the generator writes is finite, above zero (no concentration, count or volume is zero or
+    less) and inside the catalog's plausible range (a percentage at most 100, a fraction at
+    most 1), the range the ingest checks. Before generator v3 this draw wrote negative urea,
+    IGF-1 and urate values (the far low tails of their normal marginals)."""
+    visits = generate_cohort(200_000, seed=seed, linked=False, world=world).visits
+    bad = {}
+    for f in LAB_MARKERS:
+        x = visits[f.name].to_numpy(float)
+        x = x[~np.isnan(x)]
+        high = np.inf if f.max_value is None else f.max_value
+        out = ~np.isfinite(x) | (x <= 0) | (x < f.min_value) | (x > high)
+        if out.any():
+            bad[f.name] = (int(out.sum()), float(x[out].min()))
+        assert len(x) > 0.5 * len(visits), f.name  # the check saw the marker's values
+    assert not bad, f"impossible lab values (count, lowest) in the {world} world: {bad}"
+
+
+def test_only_impossible_lab_values_go_missing(monkeypatch):
+    """Not reporting a value at or below zero masks those cells and moves nothing else: the
+    same seed with the rule switched off gives the same visits, truth and linked records
+    but for the masked cells, each of which held a value at or below zero."""
+    import sphr.synth.markers as markers
+
+    kept = generate_cohort(50_000, seed=0)
+    monkeypatch.setattr(markers, "NOT_REPORTED_AT_OR_BELOW", -np.inf)
+    raw = generate_cohort(50_000, seed=0)
+    pd.testing.assert_frame_equal(kept.truth, raw.truth)
+    pd.testing.assert_frame_equal(kept.linked, raw.linked)
+    a, b = kept.visits, raw.visits
+    assert list(a.columns) == list(b.columns)
+    moved = 0
+    for col in a.columns:
+        if col not in {f.name for f in LAB_MARKERS}:
+            pd.testing.assert_series_equal(a[col], b[col])
+            continue
+        x, y = a[col].to_numpy(float), b[col].to_numpy(float)
+        differs = ~((x == y) | (np.isnan(x) & np.isnan(y)))
+        assert np.isnan(x[differs]).all() and (y[differs] <= 0).all(), col
+        moved += int(differs.sum())
+    assert moved > 0  # this draw has impossible values to mask (urea, IGF-1, urate)

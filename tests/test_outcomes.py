@@ -423,12 +423,12 @@ def test_synthetic_events_follow_the_latent_hazards(cohort_20k):
 
 def test_small_blocks_give_the_same_outcomes_and_rows(tmp_path, monkeypatch, ukb_export):
     """Many reader blocks and many side-hook passes: same table, right row numbers."""
-    import sphr.data.outcomes as outcomes_module
+    import sphr.data.outcomes.collector as collector
     import sphr.data.reader as reader
 
     reference = ingest(ukb_export).outcomes
     monkeypatch.setattr(reader, "_BLOCK_BYTES", 64 << 10)
-    monkeypatch.setattr(outcomes_module, "_BUFFER_CELLS", 500)
+    monkeypatch.setattr(collector, "_BUFFER_CELLS", 500)
     assert ingest(ukb_export).outcomes.equals(reference)
     lines = ukb_export.read_text().split("\n")
     header = next(csv.reader([lines[0]]))

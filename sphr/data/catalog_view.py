@@ -2,7 +2,7 @@
 
 Which columns the pipeline reads, which of them it cannot do without, and what happens
 when a field is missing are not restated here, where they could drift from the code: they
-are read off the ingest's own column planner (:func:`sphr.data.ingest._plan` and
+are read off the ingest's own column planner (:func:`sphr.data.ingest.plan_columns` and
 :func:`sphr.data.outcomes.plan_linked`), run on a layout holding every catalog column,
 then on the columns it read less one column or field at a time. What each field is *for*
 downstream (cohorts, risk) is written here from the catalog's role and the marker lists.
@@ -111,15 +111,15 @@ def _every_column() -> dict[ColumnKey, str]:
 def _plan_columns(columns: dict[ColumnKey, str]) -> tuple[list[ColumnKey], list[str]]:
     """The ingest's column plan of an export with ``columns``: the keys read and the warnings;
     InputError when the ingest would stop."""
-    # the ingest's private planner on purpose: it is the one definition of what is read
-    from sphr.data.ingest import _plan
-    from sphr.data.outcomes import plan_linked
-    from sphr.data.reader import ExportLayout
+    # the ingest's own planner: it is the one definition of what is read
+    from sphr.data.export_layout import ExportLayout
+    from sphr.data.ingest import plan_columns
+    from sphr.data.outcomes.plan import plan_linked
 
     layout = ExportLayout(Path("export"), "csv", "legacy", ",", ["eid", *columns.values()],
                           "eid", columns)
     warnings: list[str] = []
-    keys = _plan(layout, warnings)
+    keys = plan_columns(layout, warnings)
     keys += plan_linked(layout, warnings).keys
     return keys, warnings
 
@@ -175,7 +175,7 @@ def _use(f: Field) -> tuple[tuple[str, ...], str]:
 def _used_by(f: Field) -> str:
     """Which built-in outcomes read a First Occurrence or category 42 field."""
     from sphr.data.fields import ALGORITHMIC, FIRST_OCCURRENCE
-    from sphr.data.outcomes import OUTCOMES
+    from sphr.data.outcomes.definitions import OUTCOMES
 
     code = next((c for c, fid in FIRST_OCCURRENCE.items() if f.id in (fid, fid + 1)), None)
     name = next((n for n, (fid, _) in ALGORITHMIC.items() if f.id in (fid, fid + 1)), None)
@@ -210,7 +210,7 @@ def field_uses() -> list[FieldUse]:
         except InputError:
             required.add(key)
     # the ingest's own rule of which fields it range-checks (see _plan_columns)
-    from sphr.data.ingest import plausibility
+    from sphr.data.decode import plausibility
 
     out = []
     for f in sorted(BY_ID.values(), key=lambda f: f.id):

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _ingest(args: argparse.Namespace) -> int:
     from sphr.data.ingest import run_ingest
-    from sphr.data.outcomes import load_outcome_config
+    from sphr.data.outcomes.config import load_outcome_config
 
     result = run_ingest(args.export, args.out, drop_truncated_last_row=args.drop_truncated_last_row,
                         outcome_config=load_outcome_config(args.outcomes))

@@ -1,4 +1,4 @@
-"""A synthetic UK Biobank cohort whose health is structured, not noise (generator v2).
+"""A synthetic UK Biobank cohort whose health is structured, not noise (generator v3).
 
 Every participant has seven latent health factors (metabolic, lipid, inflammation, renal,
 hepatic, anaemia, fitness) that share a general frailty factor which grows with age. The
@@ -77,7 +77,7 @@ BASELINE_START = np.datetime64("2006-03-13")
 BASELINE_END = np.datetime64("2010-10-01")
 #: years after baseline at which the oracle ceilings of new diagnoses are taken
 CEILING_HORIZON = 10.0
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,8 @@ def _later_visits(rng: np.random.Generator, p: dict[str, np.ndarray],
     as generator v1."""
     n = p["age"].shape[0]
     ill = c["diabetes"] | c["cancer"] | c["other_serious"] | c["statin"] | c["bp_med"]
-    weight = np.exp(REPEAT_SELECTION["frailty"] * p["frailty"] + REPEAT_SELECTION["condition"] * ill)
+    weight = np.exp(REPEAT_SELECTION["frailty"] * p["frailty"]
+                    + REPEAT_SELECTION["condition"] * ill)
     chosen = rng.random(n) < np.clip(REPEAT_SHARE * weight / weight.mean(), 0, 1)
     start, end = np.datetime64(REPEAT_START), np.datetime64(REPEAT_END)
     date1 = start + rng.integers(0, (end - start).astype(int) + 1, n).astype("timedelta64[D]")
@@ -325,7 +326,8 @@ def _visit(rng: np.random.Generator, p: dict[str, np.ndarray], c: dict[str, np.n
                                    "sex": male.astype(np.int8), "assessment_date": date}
     cols.update(values)
     u = rng.random(m)
-    cols["sleep_duration"] = np.where(u < 0.008, -1.0, np.where(u < 0.011, -3.0, values["sleep_duration"]))
+    cols["sleep_duration"] = np.where(u < 0.008, -1.0,
+                                      np.where(u < 0.011, -3.0, values["sleep_duration"]))
     cols["fasting_time"] = cond["fasting_time"]
     for k in ("diabetes", "cancer", "other_serious"):
         cols[k] = codes.answer(rng, state[k], m)

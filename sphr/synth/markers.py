@@ -23,6 +23,7 @@ from sphr.synth.params import (
     MNAR_BIOCHEMISTRY,
     MNAR_BMI,
     MNAR_MET,
+    NOT_REPORTED_AT_OR_BELOW,
     STATIN_CRP,
     STATIN_TG,
 )
@@ -82,7 +83,8 @@ def untreated(rng: np.random.Generator, z: np.ndarray, male: np.ndarray, age: np
     v["_differential"] = 100 * pct / pct.sum(axis=0)
 
     # ---- platelets: plateletcrit = count x MPV
-    mpv = np.clip(9.2 - 0.45 * (v["platelets"] - 252) / 55 + 1.0 * rng.standard_normal(n), 6.0, 14.0)
+    mpv = np.clip(9.2 - 0.45 * (v["platelets"] - 252) / 55 + 1.0 * rng.standard_normal(n),
+                  6.0, 14.0)
     v["mpv"] = mpv
     v["plateletcrit"] = v["platelets"] * mpv / 10000 * (1 + 0.02 * rng.standard_normal(n))
     v["pdw"] = 16.6 + 0.15 * (mpv - 9.2) + 0.45 * rng.standard_normal(n)
@@ -104,7 +106,8 @@ def treat(v: dict[str, np.ndarray], cond: dict[str, np.ndarray], statin_factor: 
     ``statin_factor``: each participant's LDL multiplier on a statin (variable response);
     ``dm_excess``: HbA1c excess over the non-diabetic value under treatment (mmol/mol)."""
     out = {k: x for k, x in v.items() if not k.startswith("_")}
-    cancer, other, statin, dm = cond["cancer"], cond["other_serious"], cond["statin"], cond["diabetes"]
+    cancer, other = cond["cancer"], cond["other_serious"]
+    statin, dm = cond["statin"], cond["diabetes"]
     # red cells: a small fall with cancer (anaemia of chronic disease)
     for k in ("rbc", "haematocrit", "haemoglobin", "reticulocytes", "hls_reticulocytes"):
         out[k] = v[k] * np.where(cancer, 0.97, 1.0)
@@ -170,9 +173,12 @@ def apply_missingness(rng: np.random.Generator, v: dict[str, np.ndarray], n: int
     # ... the heaviest are weighed less often ...
     p_bmi = np.where(v["bmi"] > MNAR_BMI["above"], MNAR_BMI["share_above"], MNAR_BMI["share"])
     gone.append((rng.random(n) < p_bmi, ["bmi"]))
-    # ... and values below an assay's lower limit are not reported
+    # ... and values below an assay's lower limit are not reported, nor is any lab value at or
+    # below zero (a masked cell only: no draw is taken, so no other value moves)
     for col, limit in DETECTION_LIMIT.items():
         gone.append((v[col] < limit, [col]))
+    for col in blood_count + biochem:
+        gone.append((v[col] <= NOT_REPORTED_AT_OR_BELOW, [col]))
     for mask, cols in gone:
         for col in cols:
             v[col] = np.where(mask, np.nan, v[col])

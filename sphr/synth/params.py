@@ -1,4 +1,4 @@
-"""Frozen parameters of the synthetic UK Biobank generator (v2).
+"""Frozen parameters of the synthetic UK Biobank generator (v3; docs/SYNTH.md, versions).
 
 Every number here is a row of the parameter table in docs/SYNTH.md, which gives its source
 (paper or cohort, with year) or says "assumption". They were fixed before any method was run on
@@ -185,6 +185,11 @@ MCAR_BLOCKS: tuple[tuple[float, str], ...] = (
 )
 #: assay lower limits below which UK Biobank reports no value (missing not at random)
 DETECTION_LIMIT = {"testosterone": 0.35, "vitamin_d": 10.0}
+#: no lab value at or below this is reported, for every blood-count and biochemistry marker:
+#: no person has a concentration, count or volume of zero or less, and it is below every
+#: assay's reportable range, which UK Biobank leaves missing (as below DETECTION_LIMIT). Only
+#: the far low tail of a normal marginal reaches it (urea, IGF-1, urate; docs/SYNTH.md)
+NOT_REPORTED_AT_OR_BELOW = 0.0
 #: missing-not-at-random panels: share at the mean, and log-odds-like slope per SD of the
 #: (unobserved) driver
 MNAR_MET = {"share": 0.20, "per_sd_activity": -0.45}

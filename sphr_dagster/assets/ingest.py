@@ -60,7 +60,7 @@ def export_observation(data_source: DataSource, storage: RunStorage) -> dg.Asset
           "file's content fingerprint.")
 def ukb_export(context: dg.AssetExecutionContext, data_source: DataSource,
                storage: RunStorage) -> dg.MaterializeResult:
-    from sphr.data.reader import inspect_export
+    from sphr.data.export_layout import inspect_export
 
     path = data_source.export_file(storage.run)
     if data_source.synthetic:
