@@ -543,6 +543,16 @@ def candidate_name(train: dict) -> str:
     return ",".join(f"{k}={train[k]}" for k in sorted(train)) or "default"
 
 
+def measuring_command(args: argparse.Namespace) -> str:
+    """The command that measures what ``args`` asked for, without where it wrote (a machine's
+    path) or whether it re-read an earlier run's scores."""
+    parts = ["python benchmarks/real_nhanes.py", f"--profile {args.profile}",
+             f"--refits {args.refits}", f"--folds {args.folds}", f"--seed {args.seed}",
+             f"--spaces {args.spaces}", f"--bootstrap {args.bootstrap}", "--no-main",
+             *(f"--train {t}" for t in args.train), "--record-spread"]
+    return " ".join(parts)
+
+
 def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
     """Keep this run's refit spread of the default space's scores in ``path`` under its
     profile and candidate (other entries kept), with the date, commit, command, n and
@@ -556,13 +566,65 @@ def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
                             capture_output=True, text=True).stdout.strip() or None
     held = json.loads(path.read_text()) if path.exists() else {}
     entry = {"date": datetime.date.today().isoformat(), "commit": commit,
-             "command": "python benchmarks/real_nhanes.py " + " ".join(sys.argv[1:]),
+             "command": measuring_command(args),
              "k": result["refits"]["k"], "folds": args.folds, "space": space,
              "n": result["n"], "deaths": result["deaths"],
-             "spread": result["refits"]["spread"][space]}
+             "spread": result["refits"]["spread"][space],
+             "interval": result["refits"].get("interval", {}).get(space),
+             "rule": result.get("rule")}
     held.setdefault(args.profile, {})[candidate_name(train_overrides(args.train))] = entry
     write_json(held, path)
     return entry
+
+
+#: the scores the stability rule judges (docs/METHODS.md, "SPHR's stability from fit to fit")
+RULE_SCORES: tuple[str, ...] = ("sphr", "sphr_joint")
+
+
+def refit_intervals(runs: list[dict[str, pd.DataFrame]], space: str, n_bootstrap: int,
+                    seed: int) -> dict:
+    """sex -> score -> the mean over refits of each refit's bootstrap 95% interval of its
+    pooled C (the same resamples in every refit)."""
+    per = [c_indices(run[space], [c for c in run[space].columns if c in LABELS],
+                     n_bootstrap, seed)[0] for run in runs]
+    out: dict = {}
+    for sex in SEXES:
+        names = set.intersection(*(set(p.get(sex, {})) for p in per))
+        out[sex] = {n: [round(float(np.mean([p[sex][n][i] for p in per])), 4) for i in (1, 2)]
+                    for n in sorted(names)}
+    return out
+
+
+def stability_rule(spread: dict, intervals: dict) -> dict:
+    """The pre-registered pass/fail per sex and judged score: the mean bootstrap interval of
+    the pooled C above 0.5 and the refit SD at most the raw Euclidean distance's."""
+    out: dict = {}
+    for sex in SEXES:
+        raw_sd = spread[sex]["raw_euclidean"]["sd"]
+        out[sex] = {}
+        for name in RULE_SCORES:
+            if name not in spread[sex] or name not in intervals.get(sex, {}):
+                continue
+            low = intervals[sex][name][0]
+            sd = spread[sex][name]["sd"]
+            out[sex][name] = {"mean_c": spread[sex][name]["mean"],
+                              "interval": intervals[sex][name], "sd": sd, "raw_sd": raw_sd, "above_half": low > 0.5,
+                              "sd_at_most_raw": sd <= raw_sd, "passes": low > 0.5 and sd <= raw_sd}
+    return out
+
+
+def rule_markdown(rule: dict) -> str:
+    lines = ["Stability rule (docs/METHODS.md): mean C over refits [mean bootstrap 95% interval], "
+             "refit SD against the raw distance's; passes = interval above 0.5 and SD at most "
+             "the raw distance's", "",
+             "| sex | score | mean C [interval] | SD (raw's) | passes |",
+             "| --- | --- | --- | --- | --- |"]
+    for sex, by in rule.items():
+        for name, r in by.items():
+            lines.append(f"| {sex} | {LABELS.get(name, name)} | {r['mean_c']:.3f} "
+                         f"[{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] | {r['sd']:.3f} "
+                         f"({r['raw_sd']:.3f}) | {'yes' if r['passes'] else 'no'} |")
+    return "\n".join(lines) + "\n"
 
 
 def refit_markdown(refits: dict) -> str:
@@ -829,6 +891,9 @@ def main() -> None:
     if args.refits > 1:
         result["refits"] = refit_spread(runs, result["c_index"],
                                         fold_of(EXPORT, OUTCOMES, args.folds, args.seed), args.seed)
+        intervals = refit_intervals(runs, spaces[0], args.bootstrap, args.seed)
+        result["refits"]["interval"] = {spaces[0]: intervals}
+        result["rule"] = stability_rule(result["refits"]["spread"][spaces[0]], intervals)
     tracks = training_tracks(args.out, args.folds, args.refits)
     if len(tracks):  # one refit too: each fold's held-out C beside its training's tracking
         per_fold = result.get("refits") or refit_spread(
@@ -844,6 +909,7 @@ def main() -> None:
     (args.out / "real_nhanes.json").write_text(json.dumps(result, indent=1))
     (args.out / "real_nhanes.md").write_text(
         markdown(result) + ("\n" + refit_markdown(result["refits"]) if "refits" in result else "")
+        + ("\n" + rule_markdown(result["rule"]) if "rule" in result else "")
         + ("\n" + tracking_markdown(result["tracking"]) if "tracking" in result else ""))
     if args.docs is not None:
         write_docs(args.docs, markdown(result))

@@ -80,7 +80,7 @@ def test_record_spread_keeps_other_entries(tmp_path):
     path = tmp_path / "spread.json"
     path.write_text(json.dumps({"paper": {"default": {"k": 2}}}))
     args = argparse.Namespace(spaces="marker,quantile", folds=5, profile="demo",
-                              train=["ensemble=5"])
+                              train=["ensemble=5"], refits=3, seed=0, bootstrap=1000)
     spread = {"female": {"sphr": {"mean": 0.55, "sd": 0.01, "min": 0.54, "max": 0.56}}}
     result = {"n": 10, "deaths": 2, "refits": {"k": 3, "spread": {"marker": spread}}}
     entry = real_nhanes.record_spread(path, args, result)
@@ -88,6 +88,9 @@ def test_record_spread_keeps_other_entries(tmp_path):
     assert held["paper"] == {"default": {"k": 2}}
     assert held["demo"]["ensemble=5"] == entry
     assert entry["spread"] == spread and entry["k"] == 3 and entry["space"] == "marker"
+    assert entry["command"] == ("python benchmarks/real_nhanes.py --profile demo --refits 3 "
+                                "--folds 5 --seed 0 --spaces marker,quantile --bootstrap 1000 "
+                                "--no-main --train ensemble=5 --record-spread")
 
 
 def test_tracking_summary_splits_fits_by_whether_the_heldout_c_inverted():
@@ -106,3 +109,18 @@ def test_tracking_summary_splits_fits_by_whether_the_heldout_c_inverted():
     assert male["not_inverted"]["fit_death_c@first"] == pytest.approx(0.66)
     assert male["rho_with_heldout_c"]["fit_death_c@kept"] == pytest.approx(1.0)
     assert "| male | 3 (1) | fit_death_c |" in real_nhanes.tracking_markdown(out)
+
+
+def test_the_stability_rule_passes_only_above_half_and_no_wider_than_raw():
+    spread = {sex: {"raw_euclidean": {"sd": 0.01, "mean": 0.65},
+                    "sphr": {"sd": 0.005, "mean": 0.6},
+                    "sphr_joint": {"sd": 0.02, "mean": 0.62}} for sex in ("female", "male")}
+    intervals = {"female": {"sphr": [0.55, 0.65], "sphr_joint": [0.57, 0.66]},
+                 "male": {"sphr": [0.49, 0.6], "sphr_joint": [0.57, 0.66]}}
+    rule = real_nhanes.stability_rule(spread, intervals)
+    assert rule["female"]["sphr"]["passes"]
+    assert not rule["male"]["sphr"]["passes"] and not rule["male"]["sphr"]["above_half"]
+    assert not rule["female"]["sphr_joint"]["passes"]  # wider than the raw distance
+    assert not rule["female"]["sphr_joint"]["sd_at_most_raw"]
+    assert "| female | SPHR | 0.600 [0.550, 0.650] | 0.005 (0.010) | yes |" in \
+        real_nhanes.rule_markdown(rule)
