@@ -56,7 +56,7 @@ def test_the_report_block_names_the_shipped_score_and_its_spread():
            "spread": ENTRY}
     block = sphr_trust(rec, ["raw_euclidean", "sphr_joint"])
     assert "SPHR + markers" in block["sentence"] and "4,806 people" in block["sentence"]
-    assert "0.560, SD 0.016 [0.550-0.580]" in block["table"]
+    assert "0.560, SD 0.016 [0.550-0.580]" in block["table"].to_string()
     assert "python benchmarks/x.py" in block["sentence"]
     unmeasured = sphr_trust({**rec, "spread": None}, ["sphr_joint"])
     assert "not been measured for the demo profile" in unmeasured["sentence"]

@@ -89,7 +89,7 @@ def report_page(report: dict[str, Any], table: pd.DataFrame) -> tuple[str, str]:
 def _sphr_blocks(record: dict[str, Any] | None) -> list[tuple[str, Any]]:
     """Which SPHR score ships and its measured refit spread (:mod:`sphr.risk.refits`)."""
     from sphr.risk.refits import SPHR_METHODS
-    from sphr.risk.report.trust import sphr_trust, spread_table
+    from sphr.risk.report.trust import sphr_trust
 
     shipped = (record or {}).get("shipped_sphr")
     trust = sphr_trust(record, [shipped] if shipped in SPHR_METHODS else [])
@@ -97,9 +97,8 @@ def _sphr_blocks(record: dict[str, Any] | None) -> list[tuple[str, Any]]:
         return []
     blocks: list[tuple[str, Any]] = [("h2", "How far one SPHR fit can be trusted"),
                                      ("p", trust["sentence"])]
-    entry = record.get("spread") if record else None
-    if entry:
-        blocks.append(("table", spread_table(entry["spread"], record.get("shipped_sphr"))))
+    if trust["table"] is not None:
+        blocks.append(("table", trust["table"]))
     return blocks
 
 

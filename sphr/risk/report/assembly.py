@@ -134,6 +134,14 @@ def _appendix(rows: pd.DataFrame, thresholds: pd.DataFrame, summary: dict[str, A
     }
 
 
+def _trust_block(record: dict[str, Any] | None, rows: pd.DataFrame) -> dict[str, Any] | None:
+    """"How far one SPHR fit can be trusted", its table rendered."""
+    block = sphr_trust(record, sorted(rows["method"].unique()))
+    if block is not None and block["table"] is not None:
+        block = {**block, "table": table(block["table"])}
+    return block
+
+
 def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
                  validation: pd.DataFrame | None, correlation: pd.DataFrame | None,
                  summary: dict[str, Any], heldout: pd.DataFrame | None = None,
@@ -180,7 +188,7 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
         if has_linked else None,
         "central": central, "forest": forest_plot(discrimination) if has_disc else None,
         "unscored": table(unscored_table(summary)) if summary.get("unscored") else None,
-        "sphr_trust": sphr_trust(summary.get("sphr"), sorted(rows["method"].unique())),
+        "sphr_trust": _trust_block(summary.get("sphr"), rows),
         "linked_tables": [(name.replace("_", " "),
                            table(with_refit_sd(frame, summary.get("sphr"))
                                  if name == "discrimination" else frame, "{:.3g}"))

@@ -7,7 +7,6 @@ from typing import Any
 
 import pandas as pd
 
-from sphr.report import table
 from sphr.risk.report.names import method_name
 
 SEX_NAMES: dict[str, str] = {"female": "women", "male": "men"}
@@ -44,7 +43,8 @@ def refit_sd(record: dict[str, Any] | None) -> dict[tuple[str, str], float]:
 
 
 def sphr_trust(record: dict[str, Any] | None, methods: list[str]) -> dict[str, Any] | None:
-    """The block's sentence and table; None when no SPHR score is in the report."""
+    """The block's sentence and table (a frame: the page renders it); None when no SPHR
+    score is in the report."""
     from sphr.risk.refits import SPHR_METHODS
 
     if not record or not any(m in SPHR_METHODS for m in methods):
@@ -69,8 +69,7 @@ def sphr_trust(record: dict[str, Any] | None, methods: list[str]) -> dict[str, A
         f"for death over those refits, mean, SD and range. A score whose range straddles 0.5 "
         f"can rank death one way in one fit and the other way in the next. Measured "
         f"{entry['date']} at {entry['commit']} by \"{entry['command']}\" ({STUDY}).")
-    return {"sentence": sentence,
-            "table": table(spread_table(entry["spread"], shipped))}
+    return {"sentence": sentence, "table": spread_table(entry["spread"], shipped)}
 
 
 def with_refit_sd(frame: pd.DataFrame, record: dict[str, Any] | None) -> pd.DataFrame:
