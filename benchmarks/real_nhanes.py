@@ -567,6 +567,8 @@ def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
     held = json.loads(path.read_text()) if path.exists() else {}
     entry = {"date": datetime.date.today().isoformat(), "commit": commit,
              "command": measuring_command(args),
+             # --reuse: the scores of an earlier run at an earlier commit, re-read here
+             "scores_reread": bool(args.reuse),
              "k": result["refits"]["k"], "folds": args.folds, "space": space,
              "n": result["n"], "deaths": result["deaths"],
              "spread": result["refits"]["spread"][space],

@@ -80,7 +80,8 @@ def test_record_spread_keeps_other_entries(tmp_path):
     path = tmp_path / "spread.json"
     path.write_text(json.dumps({"paper": {"default": {"k": 2}}}))
     args = argparse.Namespace(spaces="marker,quantile", folds=5, profile="demo",
-                              train=["ensemble=5"], refits=3, seed=0, bootstrap=1000)
+                              train=["ensemble=5"], refits=3, seed=0, bootstrap=1000,
+                              reuse=False)
     spread = {"female": {"sphr": {"mean": 0.55, "sd": 0.01, "min": 0.54, "max": 0.56}}}
     result = {"n": 10, "deaths": 2, "refits": {"k": 3, "spread": {"marker": spread}}}
     entry = real_nhanes.record_spread(path, args, result)

@@ -71,6 +71,30 @@ def bfh_rows(frame: pd.DataFrame) -> np.ndarray:
     return (frame["label"].to_numpy() == BONA_FIDE_HEALTHY) & ~frame["augmented"].to_numpy(bool)
 
 
+def stratum_record(space: Space, mode: str, X: np.ndarray, Z: np.ndarray, own: int,
+                   window: list[str]) -> dict[str, Any]:
+    """One age group's entry of a fitted model: its reference (the embedded median BFH
+    profile), the distances of the BFH percentile profiles (mode ``paper``'s intervals) and
+    the percentiles of its own BFH's distances. ``X``: the reference rows, ``Z``: the group's
+    own BFH embedded."""
+    qs = (50.0, *NORMAL_Q, *LOWER_Q)
+    profiles = dict(zip(qs, np.percentile(X, qs, axis=0), strict=True))
+    G = {q: space.transform(p[None, :])[0] for q, p in profiles.items()}
+    # a space with its own fixed reference (homeostatic dysregulation: the young
+    # reference's mean) maps that reference to the origin
+    r = np.zeros_like(G[50.0]) if getattr(space, "origin_reference", False) else G[50.0]
+    pdist = {q: float(euclidean(G[q][None, :], r)[0]) for q in qs if q != 50.0}
+    own_d = euclidean(Z, r)
+    iv = paper_intervals(pdist.__getitem__) if mode == "paper" else None
+    return {"n_bfh": own, "n_reference": int(X.shape[0]), "pooled_groups": window,
+            "reference": r.tolist(),
+            "percentile_distances": {str(q): d for q, d in pdist.items()},
+            "bfh_distance_percentiles": dict(zip(
+                ("1", "2.5", "50", "97.5", "99"),
+                np.percentile(own_d, (1, 2.5, 50, 97.5, 99)).tolist(), strict=True)),
+            "intervals": iv.as_dict() if iv else None}
+
+
 class DistanceModel(BaseEstimator):
     """Health distance to the age group's BFH reference, and its risk group (Appendix B).
 
@@ -123,7 +147,8 @@ class DistanceModel(BaseEstimator):
         self._check_params()
         bfh = bfh_rows(train)
         if bfh.sum() < 2:
-            raise InputError(f"need at least 2 real bona fide healthy training rows, got {bfh.sum()}")
+            raise InputError("need at least 2 real bona fide healthy training rows, "
+                             f"got {bfh.sum()}")
         frame = train.loc[bfh]
         X = self._matrix(frame)
         groups = age_groups_of(frame, self._groups)
@@ -147,13 +172,15 @@ class DistanceModel(BaseEstimator):
         names = group_names(self._groups)
         unknown = sorted(set(groups) - set(names))
         if unknown:
-            raise InputError(f"age groups {unknown} are not in the model's {names}", field="age_group")
+            raise InputError(f"age groups {unknown} are not in the model's {names}",
+                             field="age_group")
         counts = [int((groups == g).sum()) for g in names]
         self.strata_: dict[str, dict[str, Any]] = {}
         for name, window in zip(names, pooled_windows(counts, self.min_group_size), strict=True):
             members = np.isin(groups, [names[j] for j in window])
-            self.strata_[name] = self._stratum(X[members], Z[members], counts[names.index(name)],
-                                               [names[j] for j in window])
+            self.strata_[name] = stratum_record(self.space_, self.mode, X[members],
+                                                Z[members], counts[names.index(name)],
+                                                [names[j] for j in window])
 
     def _calibrate(self, calibration: pd.DataFrame | None) -> None:
         if calibration is None or calibration.empty:
@@ -170,8 +197,10 @@ class DistanceModel(BaseEstimator):
         calibrated bounds on the standardized score."""
         for name, st in self.strata_.items():
             c, sc = self.standardizer_.center_[name], self.standardizer_.scale_[name]
-            st["intervals"] = {"normal_low": None, "normal_high": c + sc * self.bounds_.normal.value,
-                               "lower_low": None, "lower_high": c + sc * self.bounds_.lower.value,
+            st["intervals"] = {"normal_low": None,
+                               "normal_high": c + sc * self.bounds_.normal.value,
+                               "lower_low": None,
+                               "lower_high": c + sc * self.bounds_.lower.value,
                                "repairs": []}
 
     def reanchored(self, train: pd.DataFrame, calibration: pd.DataFrame | None, *,
@@ -200,23 +229,6 @@ class DistanceModel(BaseEstimator):
             else:
                 out._calibrated_intervals()
         return out
-
-    def _stratum(self, X: np.ndarray, Z: np.ndarray, own: int, window: list[str]) -> dict[str, Any]:
-        qs = (50.0, *NORMAL_Q, *LOWER_Q)
-        profiles = dict(zip(qs, np.percentile(X, qs, axis=0), strict=True))
-        G = {q: self.space_.transform(p[None, :])[0] for q, p in profiles.items()}
-        # a space with its own fixed reference (homeostatic dysregulation: the young
-        # reference's mean) maps that reference to the origin
-        r = np.zeros_like(G[50.0]) if getattr(self.space_, "origin_reference", False) else G[50.0]
-        pdist = {q: float(euclidean(G[q][None, :], r)[0]) for q in qs if q != 50.0}
-        own_d = euclidean(Z, r)
-        iv = paper_intervals(pdist.__getitem__) if self.mode == "paper" else None
-        return {"n_bfh": own, "n_reference": int(X.shape[0]), "pooled_groups": window,
-                "reference": r.tolist(), "percentile_distances": {str(q): d for q, d in pdist.items()},
-                "bfh_distance_percentiles": dict(zip(
-                    ("1", "2.5", "50", "97.5", "99"),
-                    np.percentile(own_d, (1, 2.5, 50, 97.5, 99)).tolist(), strict=True)),
-                "intervals": iv.as_dict() if iv else None}
 
     def intervals(self, age_group: str) -> Intervals:
         d = self.strata_[age_group]["intervals"]
