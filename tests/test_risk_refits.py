@@ -58,6 +58,14 @@ def test_the_report_block_names_the_shipped_score_and_its_spread():
     assert "SPHR + markers" in block["sentence"] and "4,806 people" in block["sentence"]
     assert "0.560, SD 0.016 [0.550-0.580]" in block["table"].to_string()
     assert "python benchmarks/x.py" in block["sentence"]
+    assert "stability rule" not in block["sentence"]  # no verdict recorded
+    rule = {"female": {"sphr_joint": {"passes": True, "above_half": True,
+                                      "sd_at_most_raw": True, "sd": 0.01, "raw_sd": 0.012}},
+            "male": {"sphr_joint": {"passes": False, "above_half": False,
+                                    "sd_at_most_raw": False, "sd": 0.011, "raw_sd": 0.002}}}
+    judged = sphr_trust({**rec, "spread": {**ENTRY, "rule": rule}}, ["sphr_joint"])["sentence"]
+    assert "women: passes; men: does not pass (its interval reaches 0.5; its refit SD " \
+           "(0.011) exceeds the raw distance's (0.002))" in judged
     unmeasured = sphr_trust({**rec, "spread": None}, ["sphr_joint"])
     assert "not been measured for the demo profile" in unmeasured["sentence"]
     assert unmeasured["table"] is None

@@ -69,7 +69,29 @@ def sphr_trust(record: dict[str, Any] | None, methods: list[str]) -> dict[str, A
         f"for death over those refits, mean, SD and range. A score whose range straddles 0.5 "
         f"can rank death one way in one fit and the other way in the next. Measured "
         f"{entry['date']} at {entry['commit']} by \"{entry['command']}\" ({STUDY}).")
-    return {"sentence": sentence, "table": spread_table(entry["spread"], shipped)}
+    return {"sentence": sentence + _verdict(entry.get("rule"), shipped),
+            "table": spread_table(entry["spread"], shipped)}
+
+
+def _verdict(rule: dict[str, Any] | None, shipped: str | None) -> str:
+    """The pre-registered stability rule's verdict on the shipped score, per sex."""
+    if not rule or not shipped:
+        return ""
+    parts = []
+    for sex, by in rule.items():
+        r = by.get(shipped)
+        if r is None:
+            continue
+        why = [] if r["passes"] else (
+            ([] if r["above_half"] else ["its interval reaches 0.5"])
+            + ([] if r["sd_at_most_raw"] else
+               [f"its refit SD ({r['sd']:.3f}) exceeds the raw distance's ({r['raw_sd']:.3f})"]))
+        parts.append(f"{SEX_NAMES.get(sex, sex)}: " + ("passes" if r["passes"] else
+                                                      "does not pass (" + "; ".join(why) + ")"))
+    if not parts:
+        return ""
+    return (" By the project's pre-registered stability rule (docs/METHODS.md, \"SPHR's "
+            "stability from fit to fit\") the shipped score " + "; ".join(parts) + ".")
 
 
 def with_refit_sd(frame: pd.DataFrame, record: dict[str, Any] | None) -> pd.DataFrame:
