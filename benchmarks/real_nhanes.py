@@ -610,7 +610,8 @@ def stability_rule(spread: dict, intervals: dict) -> dict:
             low = intervals[sex][name][0]
             sd = spread[sex][name]["sd"]
             out[sex][name] = {"mean_c": spread[sex][name]["mean"],
-                              "interval": intervals[sex][name], "sd": sd, "raw_sd": raw_sd, "above_half": low > 0.5,
+                              "interval": intervals[sex][name], "sd": sd, "raw_sd": raw_sd,
+                              "above_half": low > 0.5,
                               "sd_at_most_raw": sd <= raw_sd, "passes": low > 0.5 and sd <= raw_sd}
     return out
 

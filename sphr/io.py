@@ -118,7 +118,8 @@ def staged_outputs(out_dir: str | Path) -> Iterator[Path]:
     """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=out_dir.parent))
+    stage = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial",
+                                  dir=out_dir.parent))
     try:
         yield stage
         out_dir.mkdir(parents=True, exist_ok=True)

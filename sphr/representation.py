@@ -38,7 +38,8 @@ def as_matrix(X: np.ndarray, *, what: str = "X") -> np.ndarray:
     """A finite 2-D float array; a clear error instead of a NaN deep inside a solver."""
     X = np.asarray(X)
     if X.ndim != 2:
-        raise InputError(f"{what} must be a 2-D array (participants x features), got shape {X.shape}")
+        raise InputError(f"{what} must be a 2-D array (participants x features), "
+                         f"got shape {X.shape}")
     if X.shape[0] == 0:
         raise InputError(f"{what} has no rows")
     if not np.issubdtype(X.dtype, np.floating):

@@ -271,8 +271,8 @@ def brier_weighted(time: np.ndarray, event: np.ndarray, risk: np.ndarray, horizo
     """The Brier score of a predicted risk by ``horizon`` with inverse-probability-of-censoring
     weights (Graf et al. 1999, Stat Med 18:2529), for each row of multiplicities ``weights``
     (R, n): an event by the horizon scores (1 - risk)^2 / G(T-), anyone followed to it
-    event-free risk^2 / G(horizon-), and someone censored before it 0 (their weight goes to the others
-    through G). G is the censoring Kaplan-Meier of the same rows and weights."""
+    event-free risk^2 / G(horizon-), and someone censored before it 0 (their weight goes to the
+    others through G). G is the censoring Kaplan-Meier of the same rows and weights."""
     t, e, p = np.asarray(time, float), np.asarray(event, bool), np.asarray(risk, float)
     w = np.atleast_2d(np.asarray(weights, float))
     g = CensoringKM(t, e, w)

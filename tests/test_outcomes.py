@@ -247,7 +247,8 @@ def test_malformed_date_names_file_field_and_row(tmp_path):
 
 @pytest.mark.parametrize(("row", "column", "value", "message", "field"), [
     (4, "40006-1.0", "12.5", "not an ICD-10 code", "40006-1.0 (cancer_icd10)"),
-    (1, "41270-0.1", "E119|I10", "several values in one array column", "41270-0.1 (hospital_icd10)"),
+    (1, "41270-0.1", "E119|I10", "several values in one array column",
+     "41270-0.1 (hospital_icd10)"),
 ], ids=["malformed_code", "list_in_an_array_column"])
 def test_malformed_code_and_list_in_an_array_column(tmp_path, row, column, value, message, field):
     def edit(header, rows):

@@ -162,7 +162,8 @@ def test_auroc_and_c_index_hand_computed():
 
     rng = np.random.default_rng(3)
     S, Y = rng.integers(0, 5, size=(20, 60)).astype(float), rng.random((20, 60)) < 0.3
-    np.testing.assert_allclose(auroc_rows(S, Y), [roc_auc_score(yy, ss) for ss, yy in zip(S, Y, strict=True)])
+    np.testing.assert_allclose(auroc_rows(S, Y),
+                               [roc_auc_score(yy, ss) for ss, yy in zip(S, Y, strict=True)])
     # C: events at t=1 (score 5), t=3 (score 1); censored t=2 (score 2), t=4 (score 3)
     time, event = np.array([1.0, 2.0, 3.0, 4.0]), np.array([1, 0, 1, 0], bool)
     s = np.array([5.0, 2.0, 1.0, 3.0])

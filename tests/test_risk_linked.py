@@ -128,7 +128,8 @@ def test_hazard_ratio_and_incidence_by_group(validation):
     assert at10["Higher Risk"] > 2 * at10["Normal"]
     for _, g in cvd.groupby("group"):
         assert (np.diff(g.sort_values("time_years")["cum_inc"]) >= -1e-12).all()
-        assert (g["low"] <= g["cum_inc"] + 1e-12).all() and (g["cum_inc"] <= g["high"] + 1e-12).all()
+        assert ((g["low"] <= g["cum_inc"] + 1e-12).all()
+                and (g["cum_inc"] <= g["high"] + 1e-12).all())
     assert (cvd["time_years"] <= 12).all()  # nothing beyond the last follow-up
 
 

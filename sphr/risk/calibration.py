@@ -165,7 +165,8 @@ class CalibratedBounds:
 
     @classmethod
     def fit(cls, calibration_z: np.ndarray) -> CalibratedBounds:
-        return cls(upper_bound(calibration_z, NORMAL_LEVEL), upper_bound(calibration_z, LOWER_LEVEL))
+        return cls(upper_bound(calibration_z, NORMAL_LEVEL),
+                   upper_bound(calibration_z, LOWER_LEVEL))
 
     def groups(self, z: np.ndarray) -> np.ndarray:
         return calibrated_groups(z, self.normal.value, self.lower.value)

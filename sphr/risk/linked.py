@@ -168,8 +168,8 @@ def _validate(scores: pd.DataFrame, outcomes: pd.DataFrame, n_bootstrap: int, se
                 w = np.vstack([np.ones(n), counts[:, ok]]) if n else np.ones((1, 0))
                 ci = c_index_weighted(t, e, sc, w) if enough else np.full(1, np.nan)
                 row["c_index"] = float(ci[0])
-                row["c_index_low"], row["c_index_high"] = percentile_interval(ci[1:]) if enough else (
-                    np.nan, np.nan)
+                row["c_index_low"], row["c_index_high"] = (
+                    percentile_interval(ci[1:]) if enough else (np.nan, np.nan))
                 key = ok.tobytes()
                 if enough and key not in cache:
                     cache[key] = CensoringKM(t, e, w)
@@ -204,7 +204,8 @@ def _hr_row(sex, method, name, t, e, g, age, min_events) -> dict:
     hr = (np.nan,) * 4
     # a group of one or two people gives a hazard ratio of 40 with an interval to 300: ask
     # for min_events members on each side as well as an event in each
-    if k_n + k_h >= min_events and k_n > 0 and k_h > 0 and min(normal.sum(), higher.sum()) >= min_events:
+    if (k_n + k_h >= min_events and k_n > 0 and k_h > 0
+            and min(normal.sum(), higher.sum()) >= min_events):
         both = normal | higher
         hr = hazard_ratio(t[both], e[both], higher[both], age[both])
     row.update(zip(("hr", "hr_low", "hr_high", "p"), hr, strict=True))

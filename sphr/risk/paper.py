@@ -3,7 +3,8 @@
 Read from the text of the paper's PDF (its table cells come out column by
 column; the order below is our reconstruction; docs/METHODS.md#published-numbers).
 Only the top three methods are published; the paper has no numbers for
-Euclidean-on-raw or Mahalanobis, and Table A7 gives no group shares. Values are strings because some cells read "<0.1%".
+Euclidean-on-raw or Mahalanobis, and Table A7 gives no group shares. Values
+are strings because some cells read "<0.1%".
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Population (**Decision**): real participants who were apparently healthy at
 baseline (classes 1 and 2: the BFH are apparently healthy too), in the test
 partition (nobody a fit has seen; ``--validate-on all`` is gone: it validated SPHR on
-training rows), with a first repeat visit (``followup.parquet`` instance 1). For each sex, method, mode and group: the group's share of that
+training rows), with a first repeat visit (``followup.parquet`` instance 1).
+For each sex, method, mode and group: the group's share of that
 population, and per condition the share with a *new* diagnosis at the repeat
 visit (``new_cancer`` / ``new_diabetes`` / ``new_other_serious``; ``any`` = at
 least one), among those whose answer is known. Counts are small, so every

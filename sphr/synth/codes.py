@@ -7,7 +7,8 @@ import numpy as np
 
 
 def answer(rng: np.random.Generator, truth: np.ndarray, m: int) -> np.ndarray:
-    """Touchscreen answer: 1 yes, 0 no, with UKB's share of -1 do not know, -3 prefer not to answer."""
+    """Touchscreen answer: 1 yes, 0 no, with UKB's share of -1 do not know, -3 prefer not to
+    answer."""
     ans = truth.astype(np.int64)
     u = rng.random(m)
     ans[u < 0.012] = -1

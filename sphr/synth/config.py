@@ -2,9 +2,9 @@
 writer, the CLI and the Dagster data source.
 
 The defaults live here and nowhere else (:func:`sphr.synth.cohort.generate_cohort`,
-:func:`sphr.synth.export.write_export`, ``sphr synth`` and ``sphr_dagster.resources.DataSource`` take
-theirs from this class). Only light imports, so ``sphr --help`` builds its parser without
-pandas, scipy or polars.
+:func:`sphr.synth.export.write_export`, ``sphr synth`` and
+``sphr_dagster.resources.DataSource`` take theirs from this class). Only light imports, so
+``sphr --help`` builds its parser without pandas, scipy or polars.
 """
 
 from __future__ import annotations

@@ -132,7 +132,8 @@ def _field_values(f: Field, visits: dict[int, tuple[np.ndarray, object]], n: int
     """The values of one field column, aligned to baseline participants (NaN where absent)."""
     rows, frame = visits[instance]
     col = f"{f.name}#{array}" if f.arrays > 1 else f.name
-    out = np.full(n, np.nan) if f.value_type != "date" else np.full(n, np.datetime64("NaT"), "M8[D]")
+    out = (np.full(n, np.nan) if f.value_type != "date"
+           else np.full(n, np.datetime64("NaT"), "M8[D]"))
     if col not in frame.columns or (f.arrays == 1 and array > 0):
         return out
     values = frame[col].to_numpy()
@@ -154,7 +155,8 @@ def _to_series(f: Field, values: np.ndarray, labels: bool) -> pl.Series:
     if labels and (f.coding or f.special_codes) and f.value_type != "integer":
         mapping = {**(f.coding or {}), **{c: SPECIAL_CODES[c] for c in f.special_codes}}
         return series.replace_strict(mapping, return_dtype=pl.Utf8, default=None)
-    if labels and f.special_codes:  # integer fields: numbers stay numbers, special codes become text
+    # integer fields: numbers stay numbers, special codes become text
+    if labels and f.special_codes:
         text = series.cast(pl.Utf8)
         mapping = {str(c): SPECIAL_CODES[c] for c in f.special_codes}
         return text.replace(mapping)

@@ -93,7 +93,8 @@ TITLES: dict[str, str] = {
     "R10.4": "Other and unspecified abdominal pain", "H25.9": "Senile cataract, unspecified",
     "E78.0": "Pure hypercholesterolaemia", "E66.9": "Obesity, unspecified",
     "I48.9": "Atrial fibrillation and atrial flutter, unspecified",
-    "I50.9": "Heart failure, unspecified", "G45.9": "Transient cerebral ischaemic attack, unspecified",
+    "I50.9": "Heart failure, unspecified",
+    "G45.9": "Transient cerebral ischaemic attack, unspecified",
     "Z86.7": "Personal history of diseases of the circulatory system",
     "Z92.1": "Personal history of long-term (current) use of anticoagulants",
     "K40.9": "Unilateral or unspecified inguinal hernia, without obstruction or gangrene",
@@ -243,7 +244,8 @@ def _cardiovascular(d: _Draw, baseline_visit: pd.DataFrame,
     ill = illness.to_numpy(float)
     had_mi, had_stroke = (ill == 1075).any(axis=1), (ill == 1081).any(axis=1)
     h_cvd = CVD_BASE * np.exp(log_hazards["cardiovascular"])
-    silent = ~had_mi & ~had_stroke & (rng.random(n) < np.clip(0.006 * h_cvd / h_cvd.mean(), 0, 0.05))
+    silent = ~had_mi & ~had_stroke & (rng.random(n)
+                                      < np.clip(0.006 * h_cvd / h_cvd.mean(), 0, 0.05))
     prev_cvd = had_mi | had_stroke | silent
     t_cvd = np.where(prev_cvd, 0.0, rng.exponential(1.0 / h_cvd))
     before = np.maximum(-rng.uniform(0.2, 10.0, n), d.hes_from + 0.01)

@@ -78,7 +78,8 @@ def _linear(p: dict[str, np.ndarray]) -> tuple[dict, dict]:
     logits = {
         "diabetes": -3.95 + 1.45 * p["metabolic"] + 0.035 * a + 0.35 * male,
         "cancer": -2.55 + 0.055 * a + 0.2 * p["inflammation"] + 0.15 * fr + 0.15 * ~male,
-        "other_serious": -1.75 + 0.55 * fr + 0.3 * p["inflammation"] + 0.25 * p["renal"] + 0.015 * a,
+        "other_serious": (-1.75 + 0.55 * fr + 0.3 * p["inflammation"] + 0.25 * p["renal"]
+                          + 0.015 * a),
         "statin": -2.55 + 1.0 * p["lipid"] + 0.45 * p["metabolic"] + 0.07 * a + 0.55 * male,
         "bp_med": -1.95 + 0.7 * p["metabolic"] + 0.35 * p["renal"] + 0.075 * a + 0.3 * male,
     }
@@ -105,7 +106,8 @@ def _nonlinear(p: dict[str, np.ndarray], v: dict[str, np.ndarray],
     lp = {
         "diabetes": (2.0 * insulin_resistant + 1.3 * s1 + 1.5 * _relu(z["hba1c"] - 0.8)
                      + 0.7 * bmi * np.clip(1 - a / 20, 0, None)),
-        "other_serious": (0.45 * bmi ** 2 + 0.35 * hdl ** 2 + 0.8 * _relu(z["cystatin_c"]) * (a > 3.5)
+        "other_serious": (0.45 * bmi ** 2 + 0.35 * hdl ** 2
+                          + 0.8 * _relu(z["cystatin_c"]) * (a > 3.5)
                           + 1.2 * s2 + 0.35 * off_sleep),
         "cancer": 0.055 * a + 0.5 * z["igf1"] * ~male + 0.5 * _relu(z["crp"] - 1) + 0.5 * s2,
         "statin": 2.2 * high_ratio + 0.07 * a + 0.55 * male,

@@ -9,7 +9,8 @@ method's bookkeeping last):
    answers "does Higher Risk develop more new disease than Normal, per method?"
    (a forest plot of AUROC, C-index and risk ratio with 95% CIs, references
    marked; or, when linked records are given, their cumulative incidence by
-   group), with a paragraph generated from the numbers (:func:`~sphr.risk.report.sentences.summary_sentences`).
+   group), with a paragraph generated from the numbers
+   (:func:`~sphr.risk.report.sentences.summary_sentences`).
 2. New diagnoses over the repeat visits (instances 1-3), by group, per sex.
 3. Group shares by age group.
 4. Distance distributions with the thresholds drawn.
