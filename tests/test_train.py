@@ -172,8 +172,8 @@ def test_sphr_embedding_clones_and_reports_its_parameters(data):
     from sklearn.base import clone
 
     X, T, y = data
-    est = SPHREmbedding(cfg(seed=4), device="cpu")
-    assert est.get_params() == {"config": cfg(seed=4), "device": "cpu"}
+    est = SPHREmbedding(cfg(seed=4))  # the config's device: the one source of the device
+    assert est.get_params() == {"config": cfg(seed=4)}
     est.fit(X, labels=y, triplets=T)
     copy = clone(est)
     assert copy.get_params() == est.get_params() and not hasattr(copy, "model_")
@@ -426,7 +426,8 @@ def test_gpu_two_data_sets_and_seeds_in_one_graph_stack(data):
 
 
 def test_dropout_masks_keep_the_configured_share(data):
-    from sphr.train.trainer import _Group, _Prepared
+    from sphr.train.stack_data import Prepared as _Prepared
+    from sphr.train.trainer import _Group
 
     X, T, _ = data
     one = [_Prepared(X, T, None, None, None)]

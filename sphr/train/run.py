@@ -81,6 +81,40 @@ def write_loss_curve(res: TrainResult, title: str, directory: Path) -> None:
         write_bytes(png, directory / "loss_curve.png")
 
 
+#: the train_report.json counts a materialization shows beside the loss curve
+REPORTED_COUNTS: tuple[str, ...] = ("n_triplets", "n_train_rows", "n_test_rows", "n_features")
+
+
+def model_metadata(out_dir: str | Path) -> dict[str, Any]:
+    """The materialization metadata of a model folder written by :func:`run_train`, in Dagster
+    Pipes' plain form (a number, or ``{"raw_value", "type"}``): both routes of the Dagster
+    asset ``train/sphr_model`` report this, the Pipes side (:mod:`sphr.train.pipes_entry`)
+    and the asset's own process."""
+    import json
+
+    from sphr.io import read_json
+    from sphr.plots import markdown_image
+
+    out = Path(out_dir)
+    report = read_json(out / "train_report.json")
+    curve = pd.read_parquet(out / "loss_curve.parquet")
+    meta: dict[str, Any] = {
+        "path": {"raw_value": str(out / "model.pt"), "type": "path"},
+        "epochs": len(curve),
+        "final_loss": float(curve["loss"].iloc[-1]) if len(curve) else None,
+        "loss_curve_values": {"raw_value": [float(x) for x in curve["loss"]], "type": "json"},
+        "train_report": {"raw_value": json.loads(json.dumps(report, default=str)),
+                         "type": "json"}}
+    png = out / "loss_curve.png"
+    if png.exists():
+        meta["loss_curve"] = {"raw_value": markdown_image(png.read_bytes(), "loss curve"),
+                              "type": "md"}
+    for key in REPORTED_COUNTS:
+        if isinstance(report.get(key), (int, float)):
+            meta[key] = report[key]
+    return meta
+
+
 def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None, *,
               resume: bool = False, checkpoint_dir: str | Path | None = None) -> dict[str, Any]:
     """Train on a cohort folder and write model, embeddings, loss curve and report to ``out_dir``.
@@ -106,7 +140,8 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
     Z_train, Z_test = sphr.transform(X), sphr.transform(X_test)
     report = {
         "cohort": str(cohort.directory), "sex": cohort.sex, "loss": config.loss,
-        "config": config.to_dict(), "data": data_key(X, labels, triplets), "device": res.device, "n_triplets": res.n_triplets,
+        "config": config.to_dict(), "data": data_key(X, labels, triplets), "device": res.device,
+        "n_triplets": res.n_triplets,
         "n_train_rows": len(X), "n_test_rows": len(X_test), "n_features": len(cohort.features),
         "epochs": len(res.loss_curve), "final_loss": res.loss_curve[-1] if res.loss_curve else None,
         "timings": res.timings,
@@ -120,5 +155,6 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
         write_loss_curve(res, f"SPHR {cohort.sex}, {config.loss}", stage)
         write_json(report, stage / "train_report.json")
     log.info("%s %s: %d epochs in %.1f s on %s, final loss %.4g", cohort.sex, config.loss,
-             report["epochs"], res.timings.get("train_s", 0.0), res.device, report["final_loss"] or 0)
+             report["epochs"], res.timings.get("train_s", 0.0), res.device,
+             report["final_loss"] or 0)
     return report

@@ -190,7 +190,8 @@ class Validator:
             out.append((total / count, float(f1_score(self.yv, predicted, average="weighted"))))
         return out
 
-    def __call__(self, params: list[torch.Tensor], losses: list, forward) -> list[tuple[float, float]]:
+    def __call__(self, params: list[torch.Tensor], losses: list, forward
+                 ) -> list[tuple[float, float]]:
         return self.finish([t.cpu() for t in self.compute(params, losses, forward)])
 
     def update(self, epoch: int, params: list[torch.Tensor], values: list[tuple[float, float]]
