@@ -18,6 +18,12 @@ With ``compile`` and pure losses, an epoch on a CUDA device is CUDA graph replay
 (:mod:`sphr.train.graph`); a stack that mixes pure and other losses then trains as two
 stacks, the pure one captured, the other eager, so each model trains as it would alone.
 An epoch's loss and validation reach the host in one copy.
+
+A stack (``_Group``) is built from named parts: its inputs and random streams
+(:mod:`sphr.train.stack_data`), its checkpoints (:mod:`sphr.train.checkpoint`) and its epochs
+and validation (:mod:`sphr.train.epochs`, with the ``on_epoch`` callback,
+:data:`~sphr.train.epochs.EpochCallback`); here the models, losses and optimizer, and the
+public functions.
 """
 
 from __future__ import annotations
