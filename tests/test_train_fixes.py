@@ -14,7 +14,8 @@ def test_dropout_mask_scale_is_exact_under_bf16():
 
     X = np.random.default_rng(0).normal(size=(50, 6)).astype(np.float32)
     t = np.array([[0, 1, 2]] * 10, dtype=np.int64)
-    group = _Group([_Prepared(X, t, None, None, None)], [TrainConfig(precision="bf16", device="cpu", dropout=0.1)])
+    group = _Group([_Prepared(X, t, None, None, None)],
+                   [TrainConfig(precision="bf16", device="cpu", dropout=0.1)])
     masks = group._masks(64)
     kept = round(0.9 * 65536)
     for m in masks:
