@@ -26,6 +26,23 @@ def path(p: str | Path) -> dg.MetadataValue:
     return dg.MetadataValue.path(str(p))
 
 
+#: Dagster Pipes' metadata types (``{"raw_value", "type"}``) as Dagster's metadata values
+_PIPES_TYPES = {"path": dg.MetadataValue.path, "json": dg.MetadataValue.json,
+                "md": dg.MetadataValue.md, "text": dg.MetadataValue.text}
+
+
+def from_pipes(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata in Pipes' plain form (what a Pipes process reports, e.g.
+    :func:`sphr.train.run.model_metadata`) as Dagster's, for the same metadata reported from
+    the asset's own process."""
+    out = {}
+    for key, value in metadata.items():
+        if isinstance(value, dict) and set(value) == {"raw_value", "type"}:
+            value = _PIPES_TYPES[value["type"]](value["raw_value"])
+        out[key] = value
+    return out
+
+
 def plain(value: Any) -> Any:
     """Metadata values must be plain Python numbers, not numpy scalars."""
     if hasattr(value, "item"):

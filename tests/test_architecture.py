@@ -45,7 +45,7 @@ RANK: dict[str, int] = {"shared": -1, "synth": 0, "ingest": 0, "cohorts": 1, "tr
                         "evaluate": 4, "risk": 4, "report": 5}
 SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.errors", "sphr.labels",
                            "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles",
-                           "sphr.survival", "sphr.representation")
+                           "sphr.survival", "sphr.representation", "sphr.options")
 #: outside the stage order: the CLI registers every stage's command, and the run's settings
 #: (sphr.settings) read every stage's config class
 OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli", "sphr.settings")
@@ -128,7 +128,7 @@ def imports_of(path: Path) -> set[str]:
 
 
 def stage_of(module: str) -> str | None:
-    if module in OUTSIDE:
+    if module in OUTSIDE or module.startswith("sphr.settings."):  # the settings package
         return None
     for prefix in SHARED:
         if module == prefix or module.startswith(prefix + "."):

@@ -74,7 +74,7 @@ def test_cli_without_options_builds_the_librarys_config():
 
 
 #: the command modules whose options map to the library configs above
-COMMAND_MODULES = ("data", "cohorts", "baselines", "risk", "retrieval")
+COMMAND_MODULES = ("data", "cohorts", "train", "baselines", "risk", "retrieval")
 
 
 @pytest.mark.parametrize("stage", COMMAND_MODULES)

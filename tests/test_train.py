@@ -45,22 +45,23 @@ def cfg(**kw) -> TrainConfig:
 
 def _same(m1: torch.nn.Module, m2: torch.nn.Module, exact: bool = True, atol: float = 1e-5) -> bool:
     s1, s2 = m1.state_dict(), m2.state_dict()
-    return all((torch.equal if exact else lambda x, y: torch.allclose(x, y, atol=atol))(s1[k], s2[k])
-               for k in s1)
+    same = torch.equal if exact else lambda x, y: torch.allclose(x, y, atol=atol)
+    return all(same(s1[k], s2[k]) for k in s1)
 
 
 def test_network_is_the_papers():
     net = SPHRNet(64)
     kinds = [type(m).__name__ for m in net.net]
     assert kinds == ["Linear", "Dropout", "PReLU", "Linear", "Dropout", "PReLU", "Linear", "PReLU"]
-    assert [(m.in_features, m.out_features) for m in net.linears] == [(64, 512), (512, 256), (256, 32)]
+    assert [(m.in_features, m.out_features) for m in net.linears] == \
+        [(64, 512), (512, 256), (256, 32)]
     assert all(m.p == 0.1 for m in net.net if isinstance(m, torch.nn.Dropout))
 
 
 def test_profiles_and_config_checks():
     paper = TrainConfig.profile("paper")
-    assert (paper.epochs, paper.batch_size, paper.lr, paper.lr_gamma, paper.lr_step, paper.margin) == \
-        (1000, 256, 1e-3, 0.95, 50, 1.0)
+    assert (paper.epochs, paper.batch_size, paper.lr, paper.lr_gamma, paper.lr_step,
+            paper.margin) == (1000, 256, 1e-3, 0.95, 50, 1.0)
     demo = TrainConfig.profile("demo")
     assert demo.epochs < 50 and demo.loss == "nplb"
     assert dataclasses.replace(demo, loss="mdr", seed=3).loss == "mdr"
@@ -137,7 +138,8 @@ def test_embed_save_load_round_trip(data, tmp_path):
     save_model(res.model, res.config, names, tmp_path)
     obj = torch.load(tmp_path / "model.pt", weights_only=True)
     assert set(obj) >= {"state_dict", "config", "feature_names", "n_features"}
-    assert obj["feature_names"] == names and obj["n_features"] == 12 and obj["config"]["loss"] == "nplb"
+    assert obj["feature_names"] == names and obj["n_features"] == 12
+    assert obj["config"]["loss"] == "nplb"
     loaded = load_model(tmp_path)
     assert not loaded.training and next(loaded.parameters()).device.type == "cpu"
     np.testing.assert_array_equal(embed(loaded, X, device="cpu"), Z)
@@ -172,8 +174,8 @@ def test_sphr_embedding_clones_and_reports_its_parameters(data):
     from sklearn.base import clone
 
     X, T, y = data
-    est = SPHREmbedding(cfg(seed=4), device="cpu")
-    assert est.get_params() == {"config": cfg(seed=4), "device": "cpu"}
+    est = SPHREmbedding(cfg(seed=4))  # the config's device: the one source of the device
+    assert est.get_params() == {"config": cfg(seed=4)}
     est.fit(X, labels=y, triplets=T)
     copy = clone(est)
     assert copy.get_params() == est.get_params() and not hasattr(copy, "model_")
@@ -216,7 +218,8 @@ def test_run_train_writes_the_stage_files(cohorts_dir, tmp_path):
     report = run_train(cohorts_dir / "female", out,
                        TrainConfig.profile("demo", epochs=2, device="cpu", checkpoint_every=1))
     for name in ("model.pt", "embeddings_train.parquet", "embeddings_test.parquet",
-                 "loss_curve.parquet", "loss_curve.png", "train_report.json", "checkpoint/checkpoint.pt"):
+                 "loss_curve.parquet", "loss_curve.png", "train_report.json",
+                 "checkpoint/checkpoint.pt"):
         assert (out / name).exists(), name
     emb = pd.read_parquet(out / "embeddings_test.parquet")
     assert list(emb.columns[:5]) == ["eid", "label", "augmented", "age_years", "age_group"]
@@ -287,6 +290,29 @@ def test_loss_comparison_is_a_training_output(cohorts_dir, tmp_path, capsys):
     args = build_parser().parse_args(["train", str(cohort), "--losses", "all"])
     assert args.losses == list(COMPARISON_LOSSES)
     assert main(["-q", "train", str(cohort), "--losses", "nplb", "--loss", "nplb"]) == 2
+
+
+def test_the_comparison_trains_the_dagster_assets_config_as_itself():
+    """The loss comparison asset passes its TrainConfig (config=): each loss's config is it
+    with that loss, the same as the profile with the same settings as overrides."""
+    from sphr.train.comparison import loss_configs
+
+    whole = TrainConfig.profile("paper", epochs=3, lr=0.002, seed=4, device="cpu")
+    got = loss_configs(["triplet", "mdr"], profile="demo", config=whole)
+    assert got == {loss: dataclasses.replace(whole, loss=loss) for loss in ("triplet", "mdr")}
+    overrides = {k: v for k, v in whole.to_dict().items() if k not in ("loss", "seed", "device")}
+    assert got == loss_configs(["triplet", "mdr"], profile="paper", seed=4, device="cpu",
+                               overrides=overrides)
+    with pytest.raises(ConfigError, match="unknown loss"):
+        loss_configs(["nope"], config=whole)
+
+
+def test_pipes_settings_round_trip_as_the_dataclass():
+    """The Pipes extra is TrainConfig.to_dict(); read back with from_dict it is the same
+    config, through JSON (what Pipes sends)."""
+    config = TrainConfig.profile("demo", loss="mdr", loss_params={"alpha": 0.5}, lr=3e-4,
+                                 patience=None, threads=2, device="cpu")
+    assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
 
 
 @pytest.mark.gpu
@@ -426,7 +452,8 @@ def test_gpu_two_data_sets_and_seeds_in_one_graph_stack(data):
 
 
 def test_dropout_masks_keep_the_configured_share(data):
-    from sphr.train.trainer import _Group, _Prepared
+    from sphr.train.stack_data import Prepared as _Prepared
+    from sphr.train.trainer import _Group
 
     X, T, _ = data
     one = [_Prepared(X, T, None, None, None)]
@@ -455,7 +482,8 @@ def test_bf16_cpu_training_and_fast_settings(data):
 
 
 def test_defaults_are_the_papers_numbers():
-    """Appendix K.1 / docs/METHODS.md: the numbers written here, not the dataclass against itself."""
+    """Appendix K.1 / docs/METHODS.md: the numbers written here, not the dataclass against
+    itself."""
     from sphr.models import HIDDEN
     from sphr.train import TrainConfig
 

@@ -117,7 +117,7 @@ def test_a_stack_says_which_losses_it_still_trains_for(caplog):
     group = SimpleNamespace(configs=cfgs, validator=SimpleNamespace(best=[(0.5, 1), (0.4, 2)]),
                             epoch=2, _waiting=2)
     group.done = lambda: _Group.done(group)
-    with caplog.at_level(logging.INFO, logger="sphr.train.trainer"):
+    with caplog.at_level(logging.INFO, logger="sphr.train.epochs"):  # the stack's epoch loop
         _Group._log_waiting(group)  # epoch 2: nobody done
         group.epoch = 3
         _Group._log_waiting(group)  # triplet's patience ran out

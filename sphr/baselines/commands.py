@@ -5,17 +5,13 @@ from __future__ import annotations
 import argparse
 
 
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     # every default and every default in a help text is read from the library's BaselinesConfig
     from sphr.baselines import BASELINES
     from sphr.baselines.config import BaselinesConfig
+    from sphr.options import Option, add_settings
 
     defaults = BaselinesConfig()
-    every = "all" if defaults.representations == BASELINES else ",".join(defaults.representations)
 
     p = sub.add_parser(
         "baselines",
@@ -28,19 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("cohort_dir", metavar="COHORT_DIR")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="output folder, e.g. RUN/baselines/female")
-    p.add_argument("--representations", type=_csv, default=list(defaults.representations),
-                   help=f"comma-separated subset of {','.join(BASELINES)} "
-                   f"(default: {every})")
-    p.add_argument("--seed", type=int, default=defaults.seed, help="default: %(default)s")
-    p.add_argument("--device", default=defaults.device,
-                   help="DeepPatient's torch device: auto, cpu, cuda (default: %(default)s)")
-    p.add_argument("--landmarks", type=int, default=defaults.diffmap_landmarks,
-                   help="DiffMap landmark subsample size (default %(default)s)")
-    p.add_argument("--dp-epochs", type=int, default=defaults.deep_patient_epochs,
-                   help="DeepPatient epochs per layer (default %(default)s)")
-    p.add_argument("--use-augmented", action="store_true", default=defaults.use_augmented,
-                   help="fit on real + augmented training rows (default: real rows only)")
-    p.set_defaults(func=_run)
+    # one option per BaselinesConfig field: its default, and its help the field's doc
+    options = add_settings(p, BaselinesConfig, defaults=defaults, options={
+        "representations": Option(note=f"a comma-separated subset of {','.join(BASELINES)}"),
+        "diffmap_landmarks": Option("--landmarks"),
+        "deep_patient_epochs": Option("--dp-epochs")})
+    p.set_defaults(func=_run, setting_options=options)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ BASELINES: tuple[str, ...] = ("raw", "pca", "ica", "diffmap", "deep_patient")
 class BaselinesConfig:
     #: representations to fit, in the paper's column order
     representations: tuple[str, ...] = BASELINES
+    #: seed of the fits
     seed: int = 0
     #: DeepPatient's torch device: auto, cpu, cuda
     device: str = "auto"

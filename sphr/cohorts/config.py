@@ -1,8 +1,9 @@
-"""Settings of the cohort step: one dataclass, read by the library, the CLI and the Dagster assets.
+"""Settings of the cohort step: one dataclass, read by the library, the CLI and the Dagster
+assets.
 
 The defaults live here and nowhere else (``sphr cohorts`` and
-``sphr_dagster.assets.cohorts.CohortConfig`` take theirs from this class). Only light imports, so
-``sphr --help`` builds its parser without pandas or scikit-learn.
+``sphr_dagster.assets.cohorts.CohortConfig`` take theirs, and their help, from this class).
+Only light imports, so ``sphr --help`` builds its parser without pandas or scikit-learn.
 """
 
 from __future__ import annotations
@@ -32,35 +33,44 @@ TRIPLET_CLASSES: tuple[str, ...] = ("labels", "severity")
 class CohortConfig:
     """Settings of the cohort step; defaults are the paper's (docs/METHODS.md)."""
 
+    #: keep features at least this complete
     completeness: float = 0.75
+    #: share of each sex's cohort held out as the test partition
     test_size: float = 0.3
     #: share of the training BFH and of the training apparently healthy set aside as the
     #: calibration partition: never seen by a normalizer, representation, covariance or
     #: reference; the risk stage's thresholds come from it (docs/METHODS.md)
     calibration_size: float = 0.2
+    #: seed of the split, the augmentation and the triplets
     seed: int = 0
     #: extra rows per real training row, by class name (0 = none); paper: BFH 3x
     augment_fold: dict[str, int] = field(default_factory=lambda: {"bona_fide_healthy": 3})
     #: ``independent`` (the paper's Algorithm 1: each feature drawn on its own) or ``copula``
     #: (joint draws that keep the class's correlations and point masses; docs/METHODS.md)
     augment: str = "independent"
+    #: number of triplets
     n_triplets: int = 100_000
+    #: draw anchor classes uniformly instead of rows uniformly
     balanced_triplets: bool = False
     #: positive and negative from the anchor's age group (docs/notes/SPHR_AGE.md): the triplets
     #: then never contrast an older unhealthy person with a younger healthy one
     age_matched_triplets: bool = False
-    #: ``labels`` or ``severity`` (:data:`TRIPLET_CLASSES`)
+    #: labels: the paper's classes; severity: the number of P0 markers out of range (0, 1, 2,
+    #: 3+) as the triplets' classes
     triplet_classes: str = "labels"
+    #: the age groups of age-matched triplets, inclusive [low, high] years
     age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS
     #: overrides of the P0 clinical ranges, e.g. {"glucose": {"low": 4.0}}
     ranges: dict | None = None
+    #: quantiles of the quantile normalizer
     n_quantiles: int = 1000
+    #: the sexes to build a cohort for
     sexes: tuple[str, ...] = ("female", "male")
 
     @classmethod
     def profile(cls, name: str, **overrides) -> CohortConfig:
-        """``paper``: the paper's values. ``demo``: 20,000 triplets so
-        the demo trains in seconds."""
+        """``paper``: the paper's values. ``demo``: 20,000 triplets so the demo trains in
+        seconds."""
         if name == "paper":
             return cls(**overrides)
         if name == "demo":

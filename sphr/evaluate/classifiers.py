@@ -28,8 +28,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from sphr.baselines.base import keep_params
 from sphr.errors import ConfigError
-from sphr.evaluate.names import CLASSIFIERS, TASKS, XGB_METHODS
-from sphr.evaluate.nn_ehr import NNForEHRConfig, train_many
+from sphr.evaluate.config import NN_EHR_CONFIG, NNForEHRConfig, check_xgboost_method
+from sphr.evaluate.names import CLASSIFIERS, TASKS
+from sphr.evaluate.nn_ehr import train_many
 
 #: K.5.2, scikit-learn names (n_jobs is set per run: 1 inside parallel workers)
 KNN_PARAMS: dict[str, Any] = {"n_neighbors": 50, "weights": "uniform", "algorithm": "auto",
@@ -48,16 +49,6 @@ XGB_PARAMS: dict[str, Any] = {
     "validate_parameters": True,
 }
 XGB_OBJECTIVES: dict[str, str] = {"binary": "binary:logistic", "multi": "multi:softprob"}
-#: K.5.1: lr 1e-3, L2 1e-3, 100 epochs
-NN_EHR_CONFIG = NNForEHRConfig()
-
-
-def check_xgboost_method(method: str) -> None:
-    if method not in XGB_METHODS:
-        raise ConfigError(f"unknown XGBoost method {method!r}: choose from "
-                          f"{', '.join(XGB_METHODS)}")
-
-
 def xgboost_device(device: str = "auto", method: str = "auto") -> tuple[str, str]:
     """(XGBoost device, tree method): on CUDA always hist (exact is CPU-only); on the CPU
     ``method``, where ``auto`` is the paper's exact."""

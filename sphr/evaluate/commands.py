@@ -21,9 +21,14 @@ def _csv(value: str) -> list[str]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    import dataclasses
+
     from sphr.baselines import REPRESENTATIONS
-    from sphr.evaluate.names import CLASSIFIERS, XGB_METHODS
+    from sphr.baselines.config import BaselinesConfig
+    from sphr.evaluate.config import NN_EHR_CONFIG, EvalConfig
+    from sphr.evaluate.names import XGB_METHODS
     from sphr.evaluate.paper import LOSSES
+    from sphr.options import Option, add_settings
     from sphr.train.commands import key_value
 
     p = sub.add_parser(
@@ -42,22 +47,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", default=None, help="default: RUN_DIR/evaluate")
     p.add_argument("--sexes", type=_csv, default=None, help="female,male (default: all present)")
     p.add_argument("--representations", type=_csv, default=list(REPRESENTATIONS))
-    p.add_argument("--classifiers", type=_csv, default=list(CLASSIFIERS))
-    p.add_argument("--splits", type=int, default=5, help="number of 80/20 splits (paper: 5)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-stratify", action="store_true", help="plain random splits")
-    p.add_argument("--n-jobs", type=int, default=None, help="parallel fits (default: all cores)")
-    p.add_argument("--device", default="auto", help="torch / XGBoost device: auto, cpu, cuda")
-    p.add_argument("--nn-epochs", type=int, default=100, help="NN for EHR epochs (paper: 100)")
-    p.add_argument("--xgboost-method", choices=XGB_METHODS, default=XGB_METHODS[0],
-                   help="XGBoost's tree method on the CPU: auto (the paper's exact; hist on CUDA) "
-                   "or hist (several times faster at UK Biobank size) (default: %(default)s)")
+    # the protocol's settings: one option per EvalConfig field, its help the field's doc
+    options = add_settings(p, EvalConfig, defaults=EvalConfig(), options={
+        "n_splits": Option("--splits"),
+        "seed": Option(note="this option: the baselines' and the loss comparison's too"),
+        "stratify": Option("--no-stratify", {"action": "store_true", "default": False},
+                           read=lambda plain: not plain, note="this option: plain random splits"),
+        "n_jobs": Option(unset="every core"),
+        "device": Option(note="this option: the baselines' and the loss comparison's too"),
+        "nn": Option("--nn-epochs", {"type": int, "metavar": None,
+                                     "default": NN_EHR_CONFIG.epochs},
+                     read=lambda epochs: dataclasses.replace(NN_EHR_CONFIG, epochs=epochs),
+                     note="this option: its epochs"),
+        "xgboost_method": Option(kwargs={"choices": XGB_METHODS})})
     p.add_argument("--refit-baselines", action="store_true",
                    help="refit every baseline into RUN/baselines (the baselines stage) first")
     p.add_argument("--no-fit-baselines", action="store_true",
                    help="fail instead of fitting baselines that RUN/baselines lacks")
-    p.add_argument("--landmarks", type=int, default=10_000, help="DiffMap landmarks")
-    p.add_argument("--dp-epochs", type=int, default=30, help="DeepPatient epochs per layer")
+    # the settings of baselines the run lacks (fitted as `sphr baselines` does)
+    add_settings(p, BaselinesConfig, defaults=BaselinesConfig(), options={
+        "diffmap_landmarks": Option("--landmarks"), "deep_patient_epochs": Option("--dp-epochs")},
+        skip=("representations", "seed", "device", "use_augmented"))
     p.add_argument("--losses", type=_csv, default=list(LOSSES),
                    help=f"losses to compare (default: {','.join(LOSSES)})")
     p.add_argument("--no-losses", action="store_true", help="skip the loss comparison")
@@ -70,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="override a TrainConfig field for every loss (e.g. epochs=50)")
     p.add_argument("--loss-classifiers", type=_csv, default=["xgboost"],
                    help="classifiers for the loss table (paper: xgboost)")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, setting_options=options)
 
 
 def prepare(args: argparse.Namespace, sexes: list[str]) -> dict[str, dict[str, object]]:
@@ -108,18 +118,13 @@ def prepare(args: argparse.Namespace, sexes: list[str]) -> dict[str, dict[str, o
 
 
 def _run(args: argparse.Namespace) -> int:
-    import dataclasses
     import json
     import time
 
-    from sphr.evaluate.classifiers import NN_EHR_CONFIG
+    from sphr.evaluate.config import EvalConfig
     from sphr.evaluate.pipeline import cohort_sexes, run_evaluate
-    from sphr.evaluate.protocol import EvalConfig
 
-    cfg = EvalConfig(n_splits=args.splits, seed=args.seed, stratify=not args.no_stratify,
-                     classifiers=tuple(args.classifiers), n_jobs=args.n_jobs, device=args.device,
-                     nn=dataclasses.replace(NN_EHR_CONFIG, epochs=args.nn_epochs),
-                     xgboost_method=args.xgboost_method)
+    cfg = EvalConfig(**args.setting_options.values(args))
     sexes = cohort_sexes(args.run_dir, args.sexes)
     t0 = time.perf_counter()
     prepared = prepare(args, sexes)

@@ -36,16 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from sphr.device import resolve_device
-
-
-@dataclass(frozen=True)
-class NNForEHRConfig:
-    lr: float = 1e-3
-    weight_decay: float = 1e-3
-    epochs: int = 100
-    batch_size: int = 512
-    attention_hidden: int = 32
-    hidden: tuple[int, ...] = (64, 32)
+from sphr.evaluate.config import NNForEHRConfig
 
 
 def _uniform(gen: torch.Generator, M: int, fan_in: int, *shape: int) -> torch.Tensor:

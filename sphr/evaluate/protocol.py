@@ -25,7 +25,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,14 +34,9 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 
 from sphr.errors import ConfigError, InputError
-from sphr.evaluate.classifiers import (
-    NN_EHR_CONFIG,
-    check_xgboost_method,
-    knn_vote,
-    make_classifier,
-)
+from sphr.evaluate.classifiers import knn_vote, make_classifier
+from sphr.evaluate.config import EvalConfig
 from sphr.evaluate.names import CLASSIFIERS, N_CLASSES, TASKS
-from sphr.evaluate.nn_ehr import NNForEHRConfig
 from sphr.labels import to_binary
 from sphr.progress import progress
 
@@ -51,32 +46,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Split = tuple[np.ndarray, np.ndarray]
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    n_splits: int = 5
-    test_size: float = 0.2
-    seed: int = 0
-    stratify: bool = True
-    classifiers: tuple[str, ...] = CLASSIFIERS
-    tasks: tuple[str, ...] = TASKS
-    n_jobs: int | None = None  # None: every core this process may use
-    device: str = "auto"
-    nn: NNForEHRConfig = field(default_factory=lambda: NN_EHR_CONFIG)
-    #: XGBoost's tree method on the CPU: auto (the paper's exact) or hist (at scale)
-    xgboost_method: str = "auto"
-
-    def __post_init__(self) -> None:
-        bad = [c for c in self.classifiers if c not in CLASSIFIERS]
-        if bad:
-            raise ConfigError(f"unknown classifier(s) {bad}: choose from {', '.join(CLASSIFIERS)}")
-        bad = [t for t in self.tasks if t not in TASKS]
-        if bad:
-            raise ConfigError(f"unknown task(s) {bad}: use binary, multi")
-        if not 0 < self.test_size < 1 or self.n_splits < 1:
-            raise ConfigError("need n_splits >= 1 and 0 < test_size < 1")
-        check_xgboost_method(self.xgboost_method)
 
 
 def available_cores() -> int:

@@ -9,7 +9,8 @@ from sphr.profiles import DEFAULT_PROFILE, PROFILES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from sphr.train.config import COMPARISON_LOSSES
+    from sphr.options import Option, add_settings
+    from sphr.train.config import COMPARISON_LOSSES, CUDA_GRAPHS, PRECISIONS, TrainConfig
 
     p = sub.add_parser(
         "train", help="train SPHR on one cohort folder (NPLB by default), or the loss comparison",
@@ -17,33 +18,30 @@ def register(sub: argparse._SubParsersAction) -> None:
         "train/test embeddings, the loss curve and a report (default RUN/train/<sex>/<loss>). "
         "With --losses: the loss comparison (Table 3 / A2), one model per loss trained "
         "together with the same data, triplets and settings; their embeddings go to "
-        "RUN/train/<sex>/comparison/<loss>/ for `sphr evaluate`.")
-    p.add_argument("cohort_dir", type=Path, help="a cohort folder from sphr cohorts (RUN/cohorts/<sex>)")
-    p.add_argument("--loss", default=None,
-                   help="nplb (default), triplet, distance_swap, mdr, npair, lifted_struct, infonce")
+        "RUN/train/<sex>/comparison/<loss>/ for `sphr evaluate`. Every TrainConfig field is "
+        "an option (unset: the profile's value).")
+    p.add_argument("cohort_dir", type=Path,
+                   help="a cohort folder from sphr cohorts (RUN/cohorts/<sex>)")
     p.add_argument("--losses", type=_losses, default=None, metavar="LOSS,...|all",
                    help=f"train the loss comparison instead (all: {','.join(COMPARISON_LOSSES)})")
     p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    dest="settings", help="set any TrainConfig field (e.g. lr=0.0005)")
     p.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES,
                    help="demo: a few epochs at batch 512; paper: 1000 epochs at batch 256")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
-    p.add_argument("--epochs", type=int, default=None)
-    p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--precision", choices=("fp32", "bf16", "tf32"), default=None)
-    p.add_argument("--compile", action="store_true", help="torch.compile the forward pass")
+    # the settings: one option per TrainConfig field, its help the field's doc
+    options = add_settings(p, TrainConfig, options={
+        "loss": Option(unset="nplb"),
+        "device": Option(kwargs={"default": TrainConfig.device}),
+        "precision": Option(kwargs={"choices": PRECISIONS}),
+        "cuda_graphs": Option(kwargs={"choices": CUDA_GRAPHS})})
     p.add_argument("--fast", action="store_true",
                    help="this machine's fastest native settings: bf16 where the hardware has "
                    "it, torch.compile where it can build kernels (see benchmarks/train.py)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
-    p.add_argument("--checkpoint-every", type=int, default=None,
-                   help="epochs between checkpoints (written to OUT/checkpoint)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
     p.add_argument("--out", type=Path, default=None,
                    help="output folder (default: RUN/train/<sex>/<loss>, or with --losses "
                    "RUN/train/<sex>/comparison, beside RUN/cohorts/<sex>)")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, setting_options=options)
 
 
 def key_value(value: str) -> tuple[str, object]:
@@ -87,9 +85,9 @@ def _run(args: argparse.Namespace) -> int:
     out = args.out or default_out(args.cohort_dir, args.loss)
     report = run_train(args.cohort_dir, out, config, resume=args.resume)
     t = report["timings"]
-    print(f"{report['sex']} {report['loss']}: {report['epochs']} epochs on {report['device']} in "
-          f"{t['train_s']:.1f} s ({t['s_per_epoch']:.3f} s/epoch), {report['n_triplets']} triplets, "
-          f"final loss {report['final_loss']:.4g}")
+    print(f"{report['sex']} {report['loss']}: {report['epochs']} epochs on {report['device']} "
+          f"in {t['train_s']:.1f} s ({t['s_per_epoch']:.3f} s/epoch), "
+          f"{report['n_triplets']} triplets, final loss {report['final_loss']:.4g}")
     print(f"wrote {out}/")
     return 0
 
@@ -114,18 +112,14 @@ def _run_comparison(args: argparse.Namespace) -> int:
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
-    """TrainConfig fields set on the command line (the profile's values for the rest)."""
+    """TrainConfig fields set on the command line but the loss and the device (the profile's
+    values for the rest): --fast's, then the options', then --set's."""
     overrides: dict[str, object] = {}
     if args.fast:  # explicit --precision / --compile still win
         from sphr.device import fast_settings
 
         overrides.update(fast_settings(args.device))
-    for arg, name in (("epochs", "epochs"), ("batch_size", "batch_size"), ("seed", "seed"),
-                      ("precision", "precision"), ("threads", "threads"),
-                      ("checkpoint_every", "checkpoint_every")):
-        if getattr(args, arg) is not None:
-            overrides[name] = getattr(args, arg)
-    if args.compile:
-        overrides["compile"] = True
+    overrides.update({k: v for k, v in args.setting_options.values(args).items()
+                      if k not in ("loss", "device")})
     overrides.update(dict(args.settings))
     return overrides

@@ -81,12 +81,17 @@ def config_json(cfg: Any) -> dict[str, Any]:
 
 def loss_configs(losses: Sequence[str], *, profile: str = DEFAULT_PROFILE, seed: int = 0,
                  device: str = "auto", overrides: Mapping[str, Any] | None = None,
-                 trainer: Any = None) -> dict[str, Any]:
-    """One TrainConfig per loss, identical except ``loss``."""
+                 trainer: Any = None, config: Any = None) -> dict[str, Any]:
+    """One TrainConfig per loss, identical except ``loss``: ``config`` (a whole TrainConfig,
+    as the Dagster asset has it) with each loss, else ``profile``'s with ``seed``, ``device``
+    and ``overrides`` (the command line's)."""
     trainer = trainer or _trainer()
     unknown = [x for x in losses if x not in COMPARISON_LOSSES]
     if unknown:
-        raise ConfigError(f"unknown loss(es) {unknown}: choose from {', '.join(COMPARISON_LOSSES)}")
+        raise ConfigError(f"unknown loss(es) {unknown}: "
+                          f"choose from {', '.join(COMPARISON_LOSSES)}")
+    if config is not None:
+        return {loss: dataclasses.replace(config, loss=loss) for loss in losses}
     base = trainer.TrainConfig.profile(profile)
     fields = {f.name for f in dataclasses.fields(base)}
     extra = {"seed": seed, "device": device, **dict(overrides or {})}
@@ -140,29 +145,49 @@ def _cached(directory: Path, config: dict[str, Any], data: str) -> bool:
     return json.loads(path.read_text()) == {**config, "data": data}
 
 
+def _write_trained(directory: Path, cohort: Any, res: Any, embedded: Sequence[np.ndarray],
+                   config: dict[str, Any]) -> None:
+    """One trained loss's folder: its embeddings (``embedded``: test, train), its config and
+    data key, its curves and its kept epoch."""
+    from sphr.artifacts import embedding_frame
+    from sphr.train.run import model_selection_summary, write_loss_curve
+
+    Z_test, Z_train = embedded
+    loss = config["loss"]
+    with staged_outputs(directory) as stage:
+        write_parquet(embedding_frame(cohort.train, Z_train), stage / "embeddings_train.parquet")
+        write_parquet(embedding_frame(cohort.test, Z_test), stage / "embeddings_test.parquet")
+        write_json(config, stage / "train_config.json")
+        write_loss_curve(res, f"SPHR {cohort.sex}, {loss} (loss comparison)", stage)
+        write_json({"loss": loss, "model_selection": model_selection_summary(res)},
+                   stage / TRAIN_REPORT)
+
+
 def train_loss_comparison(cohort_dir: str | Path, out_dir: str | Path | None = None,
                           losses: Sequence[str] = COMPARISON_LOSSES, *,
                           profile: str = DEFAULT_PROFILE, seed: int = 0, device: str = "auto",
                           overrides: Mapping[str, Any] | None = None, reuse: bool = True,
-                          trainer: Any = None, trained: Mapping[str, Path] | None = None
-                          ) -> dict[str, Any]:
+                          trainer: Any = None, trained: Mapping[str, Path] | None = None,
+                          config: Any = None) -> dict[str, Any]:
     """Train (or reuse) one SPHR model per loss on a cohort folder; write ``out_dir/<loss>/``.
 
     ``out_dir``: default ``RUN/train/<sex>/comparison``. ``trained``: the training stage's
     model folders by loss (default :func:`training_stage_models`); a loss whose model there
-    has the same config and data is copied, not retrained. ``trainer``: the module with
+    has the same config and data is copied, not retrained. ``config``: the TrainConfig every
+    loss trains with (its ``loss`` aside; ``profile`` then only names it in the report), else
+    ``profile``'s with ``seed``, ``device`` and ``overrides``. ``trainer``: the module with
     ``TrainConfig``, ``train_many``, ``embed`` and ``data_key`` (default :mod:`sphr.train`;
     tests pass a stand-in). Returns the report written to ``comparison_report.json``.
     """
-    from sphr.artifacts import embedding_frame, load_cohort
+    from sphr.artifacts import load_cohort
     from sphr.cohorts.triplets import read_triplets
-    from sphr.train.run import model_selection_summary, write_loss_curve
 
     trainer = trainer or _trainer()
     out_dir = Path(out_dir) if out_dir is not None else default_out(cohort_dir)
     trained = training_stage_models(cohort_dir) if trained is None else trained
     cfgs = loss_configs(losses, profile=profile, seed=seed, device=device, overrides=overrides,
-                        trainer=trainer)
+                        trainer=trainer, config=config)
+    device = config.device if config is not None else device  # where the embeddings run
     cohort = load_cohort(cohort_dir)
     X = cohort.matrix("train")
     triplets = read_triplets(cohort.directory / "triplets.npz", len(X))
@@ -175,17 +200,17 @@ def train_loss_comparison(cohort_dir: str | Path, out_dir: str | Path | None = N
     reused: list[str] = []
     copied: list[str] = []
     for loss, cfg in cfgs.items():
-        config = config_json(cfg)
+        wanted = config_json(cfg)
         src = trained.get(loss)
-        if (reuse and src is not None and _trained_by_training_stage(Path(src), config, data)
+        if (reuse and src is not None and _trained_by_training_stage(Path(src), wanted, data)
                 and _same_eids(Path(src) / "embeddings_test.parquet", test_eids)):
             with staged_outputs(out_dir / loss) as stage:
                 for name in (*FILES, TRAIN_REPORT, *CURVE_FILES):
                     if (Path(src) / name).exists():
                         write_bytes((Path(src) / name).read_bytes(), stage / name)
-                write_json({**config, "data": data}, stage / "train_config.json")
+                write_json({**wanted, "data": data}, stage / "train_config.json")
             copied.append(loss)
-        elif (reuse and _cached(out_dir / loss, config, data)
+        elif (reuse and _cached(out_dir / loss, wanted, data)
               and _same_eids(out_dir / loss / "embeddings_test.parquet", test_eids)):
             reused.append(loss)
         else:
@@ -202,18 +227,10 @@ def train_loss_comparison(cohort_dir: str | Path, out_dir: str | Path | None = N
                                      augmented=cohort.train["augmented"].to_numpy(bool))
         report["train_s"] = round(time.perf_counter() - t0, 2)
         for loss, res in zip(todo, results, strict=True):
-            Z_test = np.asarray(trainer.embed(res.model, X_test, device=device), dtype=np.float32)
-            Z_train = np.asarray(trainer.embed(res.model, X, device=device), dtype=np.float32)
-            with staged_outputs(out_dir / loss) as stage:
-                write_parquet(embedding_frame(cohort.train, Z_train),
-                              stage / "embeddings_train.parquet")
-                write_parquet(embedding_frame(cohort.test, Z_test),
-                              stage / "embeddings_test.parquet")
-                write_json({**config_json(cfgs[loss]), "data": data},
-                           stage / "train_config.json")
-                write_loss_curve(res, f"SPHR {cohort.sex}, {loss} (loss comparison)", stage)
-                write_json({"loss": loss, "model_selection": model_selection_summary(res)},
-                           stage / TRAIN_REPORT)
+            embedded = [np.asarray(trainer.embed(res.model, x, device=device), dtype=np.float32)
+                        for x in (X_test, X)]
+            _write_trained(out_dir / loss, cohort, res, embedded, {**config_json(cfgs[loss]),
+                                                                   "data": data})
     report.update(_model_selection(out_dir, losses, copied))
     write_json(report, out_dir / COMPARISON_REPORT)
     log.info("%s loss comparison: trained %s, reused %s, copied %s", cohort.sex,

@@ -21,30 +21,44 @@ COMPARISON_LOSSES: tuple[str, ...] = ("triplet", "npair", "lifted_struct", "mdr"
 @dataclass(frozen=True)
 class TrainConfig:
     """SPHR training: Adam lr 1e-3, x0.95 every 50 epochs, margin 1, 1000 epochs
-    (docs/METHODS.md, "The SPHR network and training").
-
-    ``loss_params`` go to the loss on top of ``margin`` (and ``p`` for NPLB).
-    ``checkpoint_every`` (epochs) applies when a checkpoint folder is given;
-    0 writes only the final one. ``threads`` sets torch's CPU threads (None:
-    every core this process may use).
+    (docs/METHODS.md, "The SPHR network and training"). Each field's ``#:`` comment is its
+    help on the command line (``sphr train --help``) and in the Dagster launchpad.
     """
 
+    #: the metric-learning loss: nplb, triplet, distance_swap, mdr, npair, lifted_struct or
+    #: infonce
     loss: str = "nplb"
+    #: keyword arguments of the loss on top of margin (and p for NPLB), as a JSON object
     loss_params: dict[str, Any] = field(default_factory=dict)
+    #: training epochs (at most, with model selection)
     epochs: int = 1000
+    #: triplets per batch
     batch_size: int = 256
+    #: Adam's learning rate
     lr: float = 1e-3
+    #: the learning rate's factor every lr_step epochs
     lr_gamma: float = 0.95
+    #: epochs between learning-rate steps
     lr_step: int = 50
+    #: the loss's margin
     margin: float = 1.0
+    #: the p-norm of the distances, for the losses that take one (NPLB)
     p: int = 2
+    #: seed of the weights, the batches, the dropout masks and the validation split
     seed: int = 0
+    #: auto, cpu or cuda[:N] (auto: CUDA when present)
     device: str = "auto"
+    #: fp32, bf16 (autocast) or tf32 (CUDA matmuls)
     precision: str = "fp32"
+    #: torch.compile the forward pass (the whole step where the losses are pure)
     compile: bool = False
+    #: epochs between checkpoints (written to OUT/checkpoint; 0: only the final one)
     checkpoint_every: int = 50
+    #: torch's CPU threads (None: every core this process may use)
     threads: int | None = None
+    #: dropout of the hidden layers
     dropout: float = 0.1
+    #: the embedding's width
     out_dim: int = 32
     #: share of the real training rows held out to pick the best epoch (0: none, the
     #: paper's way); see :mod:`sphr.train.selection`
@@ -71,7 +85,8 @@ class TrainConfig:
         if self.loss not in LOSSES:
             raise ConfigError(f"unknown loss {self.loss!r}: choose from {', '.join(LOSSES)}")
         if self.precision not in PRECISIONS:
-            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, "
+                              f"got {self.precision!r}")
         if self.cuda_graphs not in CUDA_GRAPHS:
             raise ConfigError(f"cuda_graphs must be one of {', '.join(CUDA_GRAPHS)}, "
                               f"got {self.cuda_graphs!r}")
@@ -80,7 +95,8 @@ class TrainConfig:
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0 or not 0 < self.lr_gamma <= 1:
-            raise ConfigError(f"need lr > 0 and 0 < lr_gamma <= 1, got {self.lr}, {self.lr_gamma}")
+            raise ConfigError(f"need lr > 0 and 0 < lr_gamma <= 1, "
+                              f"got {self.lr}, {self.lr_gamma}")
         if not 0 <= self.dropout < 1:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.checkpoint_every < 0:
@@ -99,9 +115,11 @@ class TrainConfig:
 
     @classmethod
     def profile(cls, name: str, **overrides: Any) -> TrainConfig:
-        """``paper``: the paper's settings (1000 epochs, batch 256). ``demo``: the quick default run."""
+        """``paper``: the paper's settings (1000 epochs, batch 256). ``demo``: the quick
+        default run."""
         if name not in PROFILES:
-            raise ConfigError(f"unknown training profile {name!r}: choose from {', '.join(PROFILES)}")
+            raise ConfigError(f"unknown training profile {name!r}: "
+                              f"choose from {', '.join(PROFILES)}")
         return cls(**{**PROFILES[name], **overrides})
 
     def to_dict(self) -> dict[str, Any]:

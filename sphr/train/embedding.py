@@ -32,24 +32,17 @@ if TYPE_CHECKING:
 class SPHREmbedding(Representation):
     """The NPLB-trained SPHR network as a representation.
 
-    Parameters: ``config``, the training settings (:class:`~sphr.train.config.TrainConfig`;
-    ``None``: its defaults), and ``device``, where it trains and embeds (``None``: the
-    config's). Fitted attributes: ``model_`` (the network, CPU, eval mode), ``config_`` (the
+    Parameter: ``config``, the training settings (:class:`~sphr.train.config.TrainConfig`;
+    ``None``: its defaults), whose ``device`` is where it trains and embeds (the one source of
+    the device). Fitted attributes: ``model_`` (the network, CPU, eval mode), ``config_`` (the
     settings it was trained with), ``n_features_in_``, ``feature_names_in_`` (when known),
     ``n_components_`` (the embedding width) and ``training_`` (the trainer's record: loss
     curve, model selection, timings, device; ``None`` for a model read from a file, which
     keeps no such record).
     """
 
-    def __init__(self, config: TrainConfig | None = None, device: str | None = None) -> None:
+    def __init__(self, config: TrainConfig | None = None) -> None:
         self.config = config
-        self.device = device
-
-    def _resolved_config(self) -> TrainConfig:
-        config = self.config if self.config is not None else TrainConfig()
-        if self.device is not None and self.device != config.device:
-            config = dataclasses.replace(config, device=self.device)
-        return config
 
     def fit(self, X: np.ndarray, y: np.ndarray | None = None, *, triplets: np.ndarray,
             labels: np.ndarray | None = None, augmented: np.ndarray | None = None,
@@ -74,7 +67,7 @@ class SPHREmbedding(Representation):
 
         if labels is None:
             labels = y
-        config = self._resolved_config()
+        config = self.config if self.config is not None else TrainConfig()
         result: TrainResult = train_sphr(X, triplets, config, labels=labels,
                                          checkpoint_dir=checkpoint_dir, resume=resume,
                                          on_epoch=on_epoch, augmented=augmented,
@@ -97,7 +90,10 @@ class SPHREmbedding(Representation):
             self.feature_names_in_ = names
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
-        return embed(self.model_, X, device=self.device or self.config_.device)
+        # a loaded model embeds where ``load`` was asked to (its ``config``), else where the
+        # settings it was trained with say
+        config = self.config if self.config is not None else self.config_
+        return embed(self.model_, X, device=config.device)
 
     def save(self, path: str | Path) -> Path:
         """``model.pt`` (``{"state_dict", "config", "feature_names", ...}``), atomically;
@@ -111,13 +107,14 @@ class SPHREmbedding(Representation):
     @classmethod
     def load(cls, path: str | Path, device: str | None = None) -> SPHREmbedding:
         """The model in ``model.pt`` (or its folder), written by :meth:`save` or by
-        ``sphr train`` at any version; ``device``: where it embeds."""
+        ``sphr train`` at any version; ``device``: where it embeds (None: the saved
+        settings' device). ``config_`` stays the settings it was trained with."""
         model, meta = load_checkpoint(path)
         try:
             config = TrainConfig.from_dict(meta.get("config") or {})
         except SphrError as exc:
             raise InputError(f"not an SPHR model file (its config: {exc})", file=path) from exc
-        out = cls(config=config, device=device)
+        out = cls(config=dataclasses.replace(config, device=device) if device else config)
         out._set_fitted(model, config, meta.get("feature_names") or None)
         out.training_ = None
         return out

@@ -19,8 +19,8 @@ permutation, a step counter) and adding its loss to a device sum: what
 :mod:`sphr.train.graph` captures as CUDA graphs.
 
 Only losses marked ``pure`` (tensor functions of the three embeddings, no labels,
-parameters, running statistics or host reads: Triplet, Distance Swap, NPLB) take this path; the others compile the
-forward pass alone (:mod:`sphr.train.trainer`).
+parameters, running statistics or host reads: Triplet, Distance Swap, NPLB) take this path;
+the others compile the forward pass alone (:mod:`sphr.train.epochs`).
 """
 
 from __future__ import annotations

@@ -3,77 +3,57 @@
 The training side of the Dagster asset ``train/sphr_model``: it needs only
 ``sphr`` and the dependency-free ``dagster-pipes`` package (never ``dagster``),
 so it runs the same in a local subprocess (``PipesSubprocessClient``) or in a
-pod on a Kubernetes GPU node (``PipesK8sClient``). Settings come as JSON
-(``--profile``, ``--overrides``; or the Pipes extras ``profile`` / ``overrides``);
-the loss curve and training metrics go back to Dagster as materialization
-metadata of ``train/sphr_model``. Without a Pipes context (run by hand) it
-just trains.
+pod on a Kubernetes GPU node (``PipesK8sClient``). The settings come as one
+:class:`~sphr.train.config.TrainConfig`, serialized once by the asset
+(``TrainConfig.to_dict``, the Pipes extra ``train_config``) and read back once here
+(``TrainConfig.from_dict``). By hand, ``--config`` gives TrainConfig fields as a JSON
+object (e.g. the ``config`` of a ``train_report.json``); fields left out take the default
+profile's values, as ``sphr train``'s do.
+The loss curve and training metrics go back to Dagster as materialization metadata of
+``train/sphr_model`` (:func:`sphr.train.run.model_metadata`). Without a Pipes context
+(run by hand) it just trains.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from sphr.profiles import DEFAULT_PROFILE
-
-
-def _metadata(out: Path) -> dict:
-    import pandas as pd
-
-    from sphr.io import read_json
-    from sphr.plots import markdown_image
-
-    report = read_json(out / "train_report.json")
-    curve = pd.read_parquet(out / "loss_curve.parquet")
-    meta = {"path": {"raw_value": str(out / "model.pt"), "type": "path"},
-            "epochs": len(curve),
-            "final_loss": float(curve["loss"].iloc[-1]) if len(curve) else None,
-            "loss_curve_values": {"raw_value": [float(x) for x in curve["loss"]], "type": "json"},
-            "train_report": {"raw_value": json.loads(json.dumps(report, default=str)),
-                             "type": "json"}}
-    png = out / "loss_curve.png"
-    if png.exists():
-        meta["loss_curve"] = {"raw_value": markdown_image(png.read_bytes(), "loss curve"),
-                              "type": "md"}
-    for key in ("n_triplets", "n_train_rows", "n_test_rows", "n_features"):
-        if isinstance(report.get(key), (int, float)):
-            meta[key] = report[key]
-    return meta
+#: the Pipes extra that carries the TrainConfig (``TrainConfig.to_dict()``)
+CONFIG_EXTRA = "train_config"
 
 
 def main(argv: list[str] | None = None) -> int:
-    import dataclasses
-
-    from sphr.train import TrainConfig, run_train
+    from sphr.train.config import TrainConfig
+    from sphr.train.run import model_metadata, run_train
 
     parser = argparse.ArgumentParser(prog="python -m sphr.train.pipes_entry")
     parser.add_argument("cohort_dir", type=Path)
     parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--profile", default=None)
-    parser.add_argument("--overrides", default=None, help="JSON object of TrainConfig fields")
+    parser.add_argument("--config", default=None,
+                        help="run by hand: TrainConfig fields as a JSON object (the default "
+                        "profile's for the rest); under Dagster the Pipes extra "
+                        f"{CONFIG_EXTRA!r} carries the whole TrainConfig")
     parser.add_argument("--asset-key", default="train/sphr_model")
     args = parser.parse_args(argv)
-    import os
-
     if "DAGSTER_PIPES_CONTEXT" not in os.environ:  # run by hand, not launched by Dagster
-        settings = dataclasses.replace(TrainConfig.profile(args.profile or DEFAULT_PROFILE),
-                                       **json.loads(args.overrides or "{}"))
-        run_train(args.cohort_dir, args.out_dir, settings)
+        from sphr.profiles import DEFAULT_PROFILE
+
+        given = json.loads(args.config) if args.config else {}
+        run_train(args.cohort_dir, args.out_dir, TrainConfig.profile(DEFAULT_PROFILE, **given))
         return 0
     from dagster_pipes import open_dagster_pipes
 
     with open_dagster_pipes() as pipes:
-        profile = args.profile or pipes.extras.get("profile") or DEFAULT_PROFILE
-        overrides = (json.loads(args.overrides) if args.overrides
-                     else dict(pipes.extras.get("overrides") or {}))
-        settings = dataclasses.replace(TrainConfig.profile(profile), **overrides)
-        pipes.log.info(f"training {args.cohort_dir} -> {args.out_dir} ({profile}, {overrides})")
+        # the asset's TrainConfig, read back as the asset wrote it: every field is given
+        settings = TrainConfig.from_dict(pipes.extras[CONFIG_EXTRA])
+        pipes.log.info(f"training {args.cohort_dir} -> {args.out_dir} ({settings})")
         run_train(args.cohort_dir, args.out_dir, settings)
         pipes.report_asset_materialization(asset_key=args.asset_key,
-                                           metadata=_metadata(args.out_dir))
+                                           metadata=model_metadata(args.out_dir))
     return 0
 
 

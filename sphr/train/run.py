@@ -101,6 +101,40 @@ def row_facts(train: pd.DataFrame, death: pd.DataFrame | None = None) -> RowFact
     return RowFacts(age=age, death_time=time, death_event=event.astype(bool))
 
 
+#: the train_report.json counts a materialization shows beside the loss curve
+REPORTED_COUNTS: tuple[str, ...] = ("n_triplets", "n_train_rows", "n_test_rows", "n_features")
+
+
+def model_metadata(out_dir: str | Path) -> dict[str, Any]:
+    """The materialization metadata of a model folder written by :func:`run_train`, in Dagster
+    Pipes' plain form (a number, or ``{"raw_value", "type"}``): both routes of the Dagster
+    asset ``train/sphr_model`` report this, the Pipes side (:mod:`sphr.train.pipes_entry`)
+    and the asset's own process."""
+    import json
+
+    from sphr.io import read_json
+    from sphr.plots import markdown_image
+
+    out = Path(out_dir)
+    report = read_json(out / "train_report.json")
+    curve = pd.read_parquet(out / "loss_curve.parquet")
+    meta: dict[str, Any] = {
+        "path": {"raw_value": str(out / "model.pt"), "type": "path"},
+        "epochs": len(curve),
+        "final_loss": float(curve["loss"].iloc[-1]) if len(curve) else None,
+        "loss_curve_values": {"raw_value": [float(x) for x in curve["loss"]], "type": "json"},
+        "train_report": {"raw_value": json.loads(json.dumps(report, default=str)),
+                         "type": "json"}}
+    png = out / "loss_curve.png"
+    if png.exists():
+        meta["loss_curve"] = {"raw_value": markdown_image(png.read_bytes(), "loss curve"),
+                              "type": "md"}
+    for key in REPORTED_COUNTS:
+        if isinstance(report.get(key), (int, float)):
+            meta[key] = report[key]
+    return meta
+
+
 def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None, *,
               resume: bool = False, checkpoint_dir: str | Path | None = None,
               death: pd.DataFrame | None = None) -> dict[str, Any]:

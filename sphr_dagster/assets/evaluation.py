@@ -11,7 +11,7 @@ from sphr_dagster.resources import Compute, RunStorage
 
 EvaluationConfig = stage_config(
     "evaluate", "EvaluationConfig", "The paper's protocol (5 splits, 4 classifiers): every "
-    "field of the library's ``sphr.evaluate.protocol.EvalConfig`` (the device is the compute "
+    "field of the library's ``sphr.evaluate.config.EvalConfig`` (the device is the compute "
     "resource's), and which losses the loss table shows.", module=__name__, extra={
         "losses": (list[str], list(stage_defaults("train")["comparison_losses"]),
                    "the loss table's losses, read from train/loss_comparison (empty: no loss "

@@ -50,49 +50,35 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
                   pipes_client: dg.PipesSubprocessClient):
     import sys
 
-    import pandas as pd
-
     from sphr.artifacts import read_embeddings
     from sphr.evaluate.plots import representation_scatter
-    from sphr.io import read_json
     from sphr.train import run_train
+    from sphr.train.pipes_entry import CONFIG_EXTRA
+    from sphr.train.run import model_metadata
 
     sex = context.partition_key
+    # the one TrainConfig of this step, from the Config and the compute resource's device;
+    # it travels to the trainer as itself (to_dict / from_dict across Pipes)
     settings = library_config("train", config, device=compute.device)
-    profile = profile_label(context)
     out = layout.train_dir(storage.run, sex, settings.loss)
-    reported = {}
     if config.launcher == "pipes":
-        # the training side needs only sphr and dagster-pipes; it reports the loss curve and
-        # metrics back as materialization metadata. Every setting goes as an override, so
-        # the profile there only names them.
+        # the training side needs only sphr and dagster-pipes; it reports the model's
+        # metadata (sphr.train.run.model_metadata) back as the materialization's
         command = [sys.executable, "-m", "sphr.train.pipes_entry",
                    str(layout.cohort_dir(storage.run, sex)), str(out)]
-        overrides = {k: v for k, v in settings.to_dict().items() if k != "threads"}
         results = pipes_client.run(context=context, command=command,
-                                   extras={"profile": profile, "overrides": overrides}
-                                   ).get_results()
-        reported = {k: v for r in results if r.asset_key == dg.AssetKey(["train", "sphr_model"])
-                    for k, v in (r.metadata or {}).items()}
+                                   extras={CONFIG_EXTRA: settings.to_dict()}).get_results()
+        model_meta = {k: v for r in results if r.asset_key == dg.AssetKey(["train", "sphr_model"])
+                      for k, v in (r.metadata or {}).items()}
     elif config.launcher == "in_process":
         run_train(layout.cohort_dir(storage.run, sex), out, settings)
+        model_meta = md.from_pipes(model_metadata(out))
     else:
         raise ValueError(f"launcher {config.launcher!r}: choose pipes or in_process")
-
-    report = read_json(out / "train_report.json")
-    curve = pd.read_parquet(out / "loss_curve.parquet")
+    model_meta.update(profile=profile_label(context), loss=settings.loss,
+                      launcher=config.launcher)
     meta, Z = read_embeddings(out / "embeddings_test.parquet")
     _, Z_train = read_embeddings(out / "embeddings_train.parquet")
-    curve_png = (out / "loss_curve.png").read_bytes() if (out / "loss_curve.png").exists() else None
-    model_meta = {
-        "path": md.path(out / "model.pt"), "profile": profile, "loss": settings.loss,
-        "epochs": len(curve), "final_loss": float(curve["loss"].iloc[-1]),
-        "train_report": dg.MetadataValue.json(report),
-    }
-    if curve_png:
-        model_meta["loss_curve"] = md.image(curve_png, "loss curve")
-    model_meta.update(reported)  # what the Pipes side reported (loss curve, metrics)
-    model_meta["launcher"] = config.launcher
     yield dg.MaterializeResult(asset_key=["train", "sphr_model"], metadata=model_meta)
     yield dg.MaterializeResult(asset_key=["train", "embeddings"], metadata={
         "path": md.path(out / "embeddings_test.parquet"), "test_rows": len(Z),
@@ -128,13 +114,10 @@ def loss_comparison(context: dg.AssetExecutionContext, config: LossComparisonCon
     sex = context.partition_key
     settings = library_config("train", config, device=compute.device)
     profile = profile_label(context)
-    # every setting but the loss and the run's own fields, so the profile only names them
-    overrides = {k: v for k, v in settings.to_dict().items()
-                 if k not in ("loss", "seed", "device", "threads")}
     out = layout.comparison_dir(storage.run, sex)
+    # the TrainConfig itself: every loss trains with it (the profile only names it)
     report = train_loss_comparison(layout.cohort_dir(storage.run, sex), out, config.losses,
-                                   profile=profile, seed=settings.seed,
-                                   device=compute.device, overrides=overrides)
+                                   profile=profile, config=settings)
     return dg.MaterializeResult(metadata={
         "path": md.path(out), "losses": ", ".join(config.losses), "profile": profile,
         "trained": ", ".join(report["trained"]) or "none",

@@ -1,0 +1,154 @@
+"""The command line's stage settings are generated from the stages' dataclasses
+(:mod:`sphr.options`): every field has an option, its help is the field's ``#:`` doc (the
+Dagster launchpad's description), and the parsed options build the library's config."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import pytest
+
+from sphr.baselines.config import BaselinesConfig
+from sphr.cohorts.config import CohortConfig
+from sphr.evaluate.config import EvalConfig
+from sphr.options import add_settings, field_docs, plain_doc
+from sphr.profiles import DEFAULT_PROFILE
+from sphr.train.config import TrainConfig
+
+#: sub-command with its required arguments -> the dataclass its settings options come from
+GENERATED = {("train", "cohort"): TrainConfig,
+             ("cohorts", "baseline.parquet", "--out", "out"): CohortConfig,
+             ("baselines", "cohort", "--out", "out"): BaselinesConfig,
+             ("evaluate", "run"): EvalConfig}
+
+
+def _command(name: str) -> argparse.ArgumentParser:
+    from sphr.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    from sphr.cli import build_parser
+
+    return build_parser().parse_args(list(argv))
+
+
+@pytest.mark.parametrize("argv", list(GENERATED), ids=[a[0] for a in GENERATED])
+def test_every_setting_has_an_option_whose_help_is_the_field_doc(argv):
+    cls = GENERATED[argv]
+    command = _command(argv[0])
+    options = command.get_default("setting_options")
+    assert options.cls is cls
+    docs = field_docs(cls)
+    actions = {a.dest: a for a in command._actions}
+    fields = [f.name for f in dataclasses.fields(cls)]
+    assert [a.field for a in options.added] == fields  # every setting, none twice
+    for name in fields:
+        assert docs.get(name), f"{cls.__name__}.{name} has no #: doc"
+        action = actions[options.dest(name)]
+        assert action.help.startswith(plain_doc(docs[name]).replace("%", "%%")), name
+        # and the option is on the command line: parsing it reaches the namespace
+        assert action.option_strings and action.option_strings[0].startswith("--")
+
+
+def test_the_dagster_configs_describe_with_the_same_docs():
+    """One source for the help: a field's option help and its launchpad description."""
+    from sphr_dagster.assets.training import TrainingConfig
+
+    docs = field_docs(TrainConfig)
+    for name in ("lr", "dropout", "validation_size"):
+        assert TrainingConfig.model_fields[name].description == docs[name]
+    help_ = {a.dest: a.help for a in _command("train")._actions}
+    assert help_["lr"].startswith(plain_doc(docs["lr"]))
+
+
+def test_every_existing_option_keeps_its_name():
+    """The options before the generation keep their names (and argparse destinations)."""
+    names = {"train": ("--loss", "--epochs", "--batch-size", "--seed", "--device", "--precision",
+                       "--compile", "--threads", "--checkpoint-every", "--set", "--fast",
+                       "--losses", "--profile", "--resume", "--out"),
+             "cohorts": ("--seed", "--completeness", "--test-size", "--bfh-fold", "--augment",
+                         "--calibration-size", "--triplets", "--balanced-triplets",
+                         "--age-matched-triplets", "--triplet-classes", "--ranges", "--sex",
+                         "--profile", "--out"),
+             "baselines": ("--representations", "--seed", "--device", "--landmarks",
+                           "--dp-epochs", "--use-augmented", "--out"),
+             "evaluate": ("--out", "--sexes", "--representations", "--classifiers", "--splits",
+                          "--seed", "--no-stratify", "--n-jobs", "--device", "--nn-epochs",
+                          "--xgboost-method", "--refit-baselines", "--no-fit-baselines",
+                          "--landmarks", "--dp-epochs", "--losses", "--no-losses",
+                          "--no-train-losses", "--loss-profile", "--loss-set",
+                          "--loss-classifiers")}
+    for command, flags in names.items():
+        known = {s for a in _command(command)._actions for s in a.option_strings}
+        assert set(flags) <= known, (command, set(flags) - known)
+
+
+def test_train_options_set_only_what_is_given():
+    from sphr.train.commands import _overrides
+
+    assert _overrides(_parse("train", "c")) == {}
+    args = _parse("train", "c", "--epochs", "4", "--compile", "--lr", "0.002",
+                  "--loss-params", '{"scale": 2}', "--patience", "3", "--set", "lr=0.5")
+    assert _overrides(args) == {"epochs": 4, "compile": True, "lr": 0.5,
+                                "loss_params": {"scale": 2}, "patience": 3}
+    assert (args.loss, args.device) == (None, TrainConfig().device)
+
+
+def test_cohort_options_build_the_librarys_config():
+    from sphr.cohorts.commands import config_from_args
+
+    assert config_from_args(_parse("cohorts", "b", "--out", "o")) == \
+        CohortConfig.profile(DEFAULT_PROFILE)
+    got = config_from_args(_parse("cohorts", "b", "--out", "o", "--bfh-fold", "5", "--sex",
+                                  "male", "--triplets", "77", "--age-groups", "[[30, 50]]",
+                                  "--n-quantiles", "10"))
+    assert got == CohortConfig.profile(DEFAULT_PROFILE, augment_fold={"bona_fide_healthy": 5},
+                                       sexes=("male",), n_triplets=77, age_groups=((30, 50),),
+                                       n_quantiles=10)
+
+
+def test_evaluate_options_build_the_librarys_config():
+    from sphr.evaluate.config import NN_EHR_CONFIG
+
+    def config(*argv: str) -> EvalConfig:
+        args = _parse("evaluate", "run", *argv)
+        return EvalConfig(**args.setting_options.values(args))
+
+    assert config() == EvalConfig()
+    assert config("--splits", "3", "--no-stratify", "--nn-epochs", "7", "--n-jobs", "2") == \
+        EvalConfig(n_splits=3, stratify=False, n_jobs=2,
+                   nn=dataclasses.replace(NN_EHR_CONFIG, epochs=7))
+
+
+@dataclasses.dataclass(frozen=True)
+class _WithANewSetting(BaselinesConfig):
+    #: a setting the library gains after the command line was written (50% of it)
+    new_share: float = 0.5
+    #: a list setting
+    names: tuple[str, ...] = ("a", "b")
+
+
+def test_a_new_setting_gets_an_option_with_no_edit():
+    parser = argparse.ArgumentParser()
+    options = add_settings(parser, _WithANewSetting, defaults=_WithANewSetting())
+    help_ = {a.dest: a.help for a in parser._actions}
+    assert help_["new_share"] == ("a setting the library gains after the command line was "
+                                  "written (50%% of it) (default: %(default)s)")
+    assert options.values(parser.parse_args([]))["new_share"] == 0.5
+    values = options.values(parser.parse_args(["--new-share", "0.25", "--names", "x,y"]))
+    assert (values["new_share"], values["names"]) == (0.25, ("x", "y"))
+    assert _WithANewSetting(**values).names == ("x", "y")
+
+
+def test_a_setting_without_a_doc_is_refused():
+    @dataclasses.dataclass
+    class Undocumented:
+        size: int = 1
+
+    with pytest.raises(TypeError, match="no #: doc"):
+        add_settings(argparse.ArgumentParser(), Undocumented)
