@@ -41,7 +41,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         partition = context.asset_partition_key if context.has_asset_partitions else None
         path = self._path(context.asset_key, partition)
         if not path.exists():
-            raise FileNotFoundError(f"{path}: materialize {context.asset_key.to_user_string()} first")
+            raise FileNotFoundError(
+                f"{path}: materialize {context.asset_key.to_user_string()} first")
         if getattr(context.dagster_type, "typing_type", None) is not None and \
                 "polars" in str(context.dagster_type.typing_type):
             import polars as pl

@@ -35,8 +35,8 @@ def export_version(data_source: DataSource, storage: RunStorage) -> tuple[str, d
 @dg.observable_source_asset(
     key=["export", "ukb_export_file"], group_name="export",
     description="The export file as delivered. Observed (the UI's 'Observe sources', the "
-    "new-export sensor, `python -m sphr_dagster run`) with a content fingerprint as its data version, so a "
-    "changed file marks everything downstream stale.")
+    "new-export sensor, `python -m sphr_dagster run`) with a content fingerprint as its data "
+    "version, so a changed file marks everything downstream stale.")
 def ukb_export_file(data_source: DataSource, storage: RunStorage) -> dg.ObserveResult:
     version, meta = export_version(data_source, storage)
     return dg.ObserveResult(data_version=dg.DataVersion(version), metadata=meta)

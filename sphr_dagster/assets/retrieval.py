@@ -25,8 +25,9 @@ RetrievalSettings = stage_config(
 def _comparison_asset(dataset: str, source: str) -> dg.AssetsDefinition:
     @dg.asset(key=["retrieval", dataset], group_name="retrieval",
               description=f"Loss x metric comparison on {dataset} (mean ± SE over seeds): "
-              "mAP, mAP@R, CMC, Recall@k, pair AUC, P@Z, Hamming (trained S-bit heads and projected codes); "
-              "last- and best-epoch mAP, final margins, collapse flags; margin curves; query strips.")
+              "mAP, mAP@R, CMC, Recall@k, pair AUC, P@Z, Hamming (trained S-bit heads and "
+              "projected codes); last- and best-epoch mAP, final margins, collapse flags; "
+              "margin curves; query strips.")
     def comparison(context: dg.AssetExecutionContext, config: RetrievalSettings,
                    storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
         from sphr.retrieval import run_comparison
