@@ -64,8 +64,9 @@ def test_the_report_block_names_the_shipped_score_and_its_spread():
             "male": {"sphr_joint": {"passes": False, "above_half": False,
                                     "sd_at_most_raw": False, "sd": 0.011, "raw_sd": 0.002}}}
     judged = sphr_trust({**rec, "spread": {**ENTRY, "rule": rule}}, ["sphr_joint"])["sentence"]
-    assert "women: passes; men: does not pass (its interval reaches 0.5; its refit SD " \
-           "(0.011) exceeds the raw distance's (0.002))" in judged
+    assert "the shipped score: in women it passes; in men it does not pass (its interval " \
+           "reaches 0.5; its refit SD (0.011) exceeds the raw distance's (0.002))." in judged
+    assert "The shipped SPHR score is SPHR + markers." in judged
     unmeasured = sphr_trust({**rec, "spread": None}, ["sphr_joint"])
     assert "not been measured for the demo profile" in unmeasured["sentence"]
     assert unmeasured["table"] is None

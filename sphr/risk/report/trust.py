@@ -20,6 +20,11 @@ def _cell(v: dict[str, float] | None) -> str:
     return f"{v['mean']:.3f}, SD {v['sd']:.3f} [{v['min']:.3f}-{v['max']:.3f}]"
 
 
+def _plain(method: str) -> str:
+    """The method's display name without the "(shipped)" the name itself may carry."""
+    return method_name(method).replace(" (shipped)", "")
+
+
 def spread_table(spread: dict[str, dict[str, dict[str, float]]], shipped: str | None
                  ) -> pd.DataFrame:
     """One row per method of the recorded spread (the shipped SPHR score first, the raw
@@ -54,7 +59,7 @@ def sphr_trust(record: dict[str, Any] | None, methods: list[str]) -> dict[str, A
     profile, candidate = training.get("profile"), training.get("candidate")
     how = (f"the {profile} profile" if profile else "training settings of no profile") + \
         ("" if candidate in (None, "default") else f" with {candidate}")
-    first = (f"The shipped SPHR score is {method_name(shipped)}." if shipped else
+    first = (f"The shipped SPHR score is {_plain(shipped)}." if shipped else
              "The shipped SPHR score was not computed in this run.")
     entry = record.get("spread")
     if not entry:
@@ -86,12 +91,12 @@ def _verdict(rule: dict[str, Any] | None, shipped: str | None) -> str:
             ([] if r["above_half"] else ["its interval reaches 0.5"])
             + ([] if r["sd_at_most_raw"] else
                [f"its refit SD ({r['sd']:.3f}) exceeds the raw distance's ({r['raw_sd']:.3f})"]))
-        parts.append(f"{SEX_NAMES.get(sex, sex)}: " + ("passes" if r["passes"] else
-                                                      "does not pass (" + "; ".join(why) + ")"))
+        parts.append(f"in {SEX_NAMES.get(sex, sex)} it " + (
+            "passes" if r["passes"] else "does not pass (" + "; ".join(why) + ")"))
     if not parts:
         return ""
     return (" By the project's pre-registered stability rule (docs/METHODS.md, \"SPHR's "
-            "stability from fit to fit\") the shipped score " + "; ".join(parts) + ".")
+            "stability from fit to fit\"), the shipped score: " + "; ".join(parts) + ".")
 
 
 def with_refit_sd(frame: pd.DataFrame, record: dict[str, Any] | None) -> pd.DataFrame:
