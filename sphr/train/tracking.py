@@ -81,10 +81,11 @@ def severity_concordance(distance: np.ndarray, labels: np.ndarray) -> float:
     return float(concordant / pairs)
 
 
-def spearman(x: np.ndarray, y: np.ndarray | None) -> float:
-    """Spearman's rho over the rows where both are finite (NaN under three such rows)."""
+def spearman(x: np.ndarray, y: np.ndarray | None) -> float | None:
+    """Spearman's rho over the rows where both are finite (NaN under three such rows; None
+    without ``y``: not tracked, which an equality check of two runs can compare)."""
     if y is None:
-        return float("nan")
+        return None
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
     if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
@@ -94,10 +95,11 @@ def spearman(x: np.ndarray, y: np.ndarray | None) -> float:
     return float(spearmanr(x[ok], y[ok]).statistic)
 
 
-def death_concordance(distance: np.ndarray, facts: RowFacts) -> float:
-    """Harrell's C of the distance for death (NaN without follow-up or a death)."""
+def death_concordance(distance: np.ndarray, facts: RowFacts) -> float | None:
+    """Harrell's C of the distance for death (None without follow-up: not tracked; NaN
+    without a death)."""
     if facts.death_time is None or facts.death_event is None:
-        return float("nan")
+        return None
     from sphr.survival import c_index
 
     time = np.asarray(facts.death_time, float)
@@ -107,7 +109,7 @@ def death_concordance(distance: np.ndarray, facts: RowFacts) -> float:
 
 def track_epoch(z_fit: np.ndarray, y_fit: np.ndarray, facts_fit: RowFacts | None,
                 z_val: np.ndarray, y_val: np.ndarray, facts_val: RowFacts | None
-                ) -> tuple[float, ...]:
+                ) -> tuple[float | None, ...]:
     """One model's :data:`TRACK_COLUMNS` for one epoch, from the fitting and validation rows'
     embeddings and classes (the reference: the fitting rows' bona fide healthy)."""
     reference = z_fit[np.asarray(y_fit) == BONA_FIDE_HEALTHY]

@@ -179,7 +179,7 @@ class _Group(StackInputs, StackCheckpoint, StackLoop):
                               "best_val_loss": float(v.history[int(v.best[j][1]) - 1][j][0]),
                               "val_loss": [h[j][0] for h in v.history[:end]],
                               "val_knn_f1": [h[j][1] for h in v.history[:end]],
-                              **{name: [h[j][2 + i] if len(h[j]) > 2 + i else float("nan")
+                              **{name: [h[j][2 + i] if len(h[j]) > 2 + i else None
                                         for h in v.history[:end]]
                                  for i, name in enumerate(TRACK_COLUMNS)},
                               "fit_rows": len(split.fit_rows),
