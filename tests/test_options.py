@@ -14,13 +14,15 @@ from sphr.cohorts.config import CohortConfig
 from sphr.evaluate.config import EvalConfig
 from sphr.options import add_settings, field_docs, plain_doc
 from sphr.profiles import DEFAULT_PROFILE
+from sphr.risk.config import RiskConfig
 from sphr.train.config import TrainConfig
 
 #: sub-command with its required arguments -> the dataclass its settings options come from
 GENERATED = {("train", "cohort"): TrainConfig,
              ("cohorts", "baseline.parquet", "--out", "out"): CohortConfig,
              ("baselines", "cohort", "--out", "out"): BaselinesConfig,
-             ("evaluate", "run"): EvalConfig}
+             ("evaluate", "run"): EvalConfig,
+             ("risk", "run"): RiskConfig}
 
 
 def _command(name: str) -> argparse.ArgumentParser:
@@ -82,7 +84,11 @@ def test_every_existing_option_keeps_its_name():
                           "--xgboost-method", "--refit-baselines", "--no-fit-baselines",
                           "--landmarks", "--dp-epochs", "--losses", "--no-losses",
                           "--no-train-losses", "--loss-profile", "--loss-set",
-                          "--loss-classifiers")}
+                          "--loss-classifiers"),
+             "risk": ("--out", "--methods", "--modes", "--min-group-size", "--bootstrap",
+                      "--seed", "--device", "--distance-space", "--png"),
+             "score": ("--out", "--allow-out-of-range", "--device", "--on-drift", "--reanchor",
+                       "--reanchor-parts", "--seed")}
     for command, flags in names.items():
         known = {s for a in _command(command)._actions for s in a.option_strings}
         assert set(flags) <= known, (command, set(flags) - known)
@@ -123,6 +129,20 @@ def test_evaluate_options_build_the_librarys_config():
     assert config("--splits", "3", "--no-stratify", "--nn-epochs", "7", "--n-jobs", "2") == \
         EvalConfig(n_splits=3, stratify=False, n_jobs=2,
                    nn=dataclasses.replace(NN_EHR_CONFIG, epochs=7))
+
+
+def test_risk_options_build_the_librarys_config():
+    from sphr.risk.commands import config_from_args
+
+    assert config_from_args(_parse("risk", "run")) == RiskConfig()
+    args = _parse("risk", "run", "--methods", "sphr,mahalanobis", "--modes", "paper",
+                  "--bootstrap", "50", "--seed", "3", "--distance-space", "quantile",
+                  "--sexes", "male", "--absolute-recalibrate", "--n-bootstrap-linked", "20")
+    assert (args.methods, args.bootstrap) == (["sphr", "mahalanobis"], 50)  # as before
+    assert config_from_args(args) == RiskConfig(
+        methods=("sphr", "mahalanobis"), modes=("paper",), n_bootstrap=50, seed=3,
+        distance_space="quantile", sexes=("male",), absolute_recalibrate=True,
+        n_bootstrap_linked=20)
 
 
 @dataclasses.dataclass(frozen=True)
