@@ -14,6 +14,7 @@ from sphr.cohorts.config import CohortConfig
 from sphr.evaluate.config import EvalConfig
 from sphr.options import add_settings, field_docs, plain_doc
 from sphr.profiles import DEFAULT_PROFILE
+from sphr.retrieval.profiles import ComparisonConfig
 from sphr.risk.config import RiskConfig
 from sphr.train.config import TrainConfig
 
@@ -22,7 +23,8 @@ GENERATED = {("train", "cohort"): TrainConfig,
              ("cohorts", "baseline.parquet", "--out", "out"): CohortConfig,
              ("baselines", "cohort", "--out", "out"): BaselinesConfig,
              ("evaluate", "run"): EvalConfig,
-             ("risk", "run"): RiskConfig}
+             ("risk", "run"): RiskConfig,
+             ("retrieval", "digits"): ComparisonConfig}
 
 
 def _command(name: str) -> argparse.ArgumentParser:
@@ -88,7 +90,12 @@ def test_every_existing_option_keeps_its_name():
              "risk": ("--out", "--methods", "--modes", "--min-group-size", "--bootstrap",
                       "--seed", "--device", "--distance-space", "--png"),
              "score": ("--out", "--allow-out-of-range", "--device", "--on-drift", "--reanchor",
-                       "--reanchor-parts", "--seed")}
+                       "--reanchor-parts", "--seed"),
+             "retrieval": ("--losses", "--seeds", "--out", "--profile", "--device", "--threads",
+                           "--epochs", "--batch-size", "--m-per-class", "--lr", "--weight-decay",
+                           "--dim", "--backbone", "--weights", "--image-size", "--no-augment",
+                           "--val-fraction", "--code-heads", "--paper-schedules",
+                           "--data-option", "--no-strips", "--write-manifest")}
     for command, flags in names.items():
         known = {s for a in _command(command)._actions for s in a.option_strings}
         assert set(flags) <= known, (command, set(flags) - known)
@@ -143,6 +150,18 @@ def test_risk_options_build_the_librarys_config():
         methods=("sphr", "mahalanobis"), modes=("paper",), n_bootstrap=50, seed=3,
         distance_space="quantile", sexes=("male",), absolute_recalibrate=True,
         n_bootstrap_linked=20)
+
+
+def test_retrieval_options_build_the_librarys_config():
+    from sphr.retrieval.commands import config_from_args
+
+    assert config_from_args(_parse("retrieval", "digits")) == ComparisonConfig()
+    args = _parse("retrieval", "digits", "--losses", "nplb", "triplet_dams:threshold=0.9",
+                  "--seeds", "4", "5", "--profile", "quick", "--device", "cpu")
+    assert (args.losses, args.seeds) == (["nplb", "triplet_dams:threshold=0.9"], [4, 5])
+    assert config_from_args(args) == ComparisonConfig(
+        losses=("nplb", "triplet_dams:threshold=0.9"), seeds=(4, 5), profile="quick",
+        device="cpu")
 
 
 @dataclasses.dataclass(frozen=True)
