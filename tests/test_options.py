@@ -16,6 +16,7 @@ from sphr.options import add_settings, field_docs, plain_doc
 from sphr.profiles import DEFAULT_PROFILE
 from sphr.retrieval.profiles import ComparisonConfig
 from sphr.risk.config import RiskConfig
+from sphr.synth.config import SynthConfig
 from sphr.train.config import TrainConfig
 
 #: sub-command with its required arguments -> the dataclass its settings options come from
@@ -24,7 +25,8 @@ GENERATED = {("train", "cohort"): TrainConfig,
              ("baselines", "cohort", "--out", "out"): BaselinesConfig,
              ("evaluate", "run"): EvalConfig,
              ("risk", "run"): RiskConfig,
-             ("retrieval", "digits"): ComparisonConfig}
+             ("retrieval", "digits"): ComparisonConfig,
+             ("synth", "--out", "export.csv"): SynthConfig}
 
 
 def _command(name: str) -> argparse.ArgumentParser:
@@ -95,7 +97,9 @@ def test_every_existing_option_keeps_its_name():
                            "--epochs", "--batch-size", "--m-per-class", "--lr", "--weight-decay",
                            "--dim", "--backbone", "--weights", "--image-size", "--no-augment",
                            "--val-fraction", "--code-heads", "--paper-schedules",
-                           "--data-option", "--no-strips", "--write-manifest")}
+                           "--data-option", "--no-strips", "--write-manifest"),
+             "synth": ("--participants", "--seed", "--format", "--decoys", "--world",
+                       "--no-linked-records", "--out")}
     for command, flags in names.items():
         known = {s for a in _command(command)._actions for s in a.option_strings}
         assert set(flags) <= known, (command, set(flags) - known)
@@ -162,6 +166,17 @@ def test_retrieval_options_build_the_librarys_config():
     assert config_from_args(args) == ComparisonConfig(
         losses=("nplb", "triplet_dams:threshold=0.9"), seeds=(4, 5), profile="quick",
         device="cpu")
+
+
+def test_synth_options_build_the_librarys_config():
+    from sphr.synth.commands import config_from_args
+
+    assert config_from_args(_parse("synth", "--out", "x")) == SynthConfig()
+    args = _parse("synth", "--out", "x", "--participants", "100", "--seed", "2", "--format",
+                  "tsv", "--decoys", "0", "--world", "nonlinear", "--no-linked-records")
+    assert (args.participants, args.linked) == (100, False)  # the old destinations
+    assert config_from_args(args) == SynthConfig(participants=100, seed=2, format="tsv",
+                                                 decoys=0, world="nonlinear", linked=False)
 
 
 @dataclasses.dataclass(frozen=True)
