@@ -16,6 +16,7 @@ from sphr.options import add_settings, field_docs, plain_doc
 from sphr.profiles import DEFAULT_PROFILE
 from sphr.retrieval.profiles import ComparisonConfig
 from sphr.risk.config import RiskConfig
+from sphr.settings.stages import IngestSettings
 from sphr.synth.config import SynthConfig
 from sphr.train.config import TrainConfig
 
@@ -26,7 +27,11 @@ GENERATED = {("train", "cohort"): TrainConfig,
              ("evaluate", "run"): EvalConfig,
              ("risk", "run"): RiskConfig,
              ("retrieval", "digits"): ComparisonConfig,
-             ("synth", "--out", "export.csv"): SynthConfig}
+             ("synth", "--out", "export.csv"): SynthConfig,
+             ("ingest", "export.csv", "--out", "out"): IngestSettings}
+#: fields a command sets otherwise than by an option each: sphr ingest's outcome table,
+#: censoring dates and First Occurrence fields come as one JSON file (--outcomes FILE)
+SET_OTHERWISE = {"ingest": ("outcomes", "censoring", "first_occurrence_fields")}
 
 
 def _command(name: str) -> argparse.ArgumentParser:
@@ -51,7 +56,8 @@ def test_every_setting_has_an_option_whose_help_is_the_field_doc(argv):
     assert options.cls is cls
     docs = field_docs(cls)
     actions = {a.dest: a for a in command._actions}
-    fields = [f.name for f in dataclasses.fields(cls)]
+    fields = [f.name for f in dataclasses.fields(cls)
+              if f.name not in SET_OTHERWISE.get(argv[0], ())]
     assert [a.field for a in options.added] == fields  # every setting, none twice
     for name in fields:
         assert docs.get(name), f"{cls.__name__}.{name} has no #: doc"
@@ -99,7 +105,8 @@ def test_every_existing_option_keeps_its_name():
                            "--val-fraction", "--code-heads", "--paper-schedules",
                            "--data-option", "--no-strips", "--write-manifest"),
              "synth": ("--participants", "--seed", "--format", "--decoys", "--world",
-                       "--no-linked-records", "--out")}
+                       "--no-linked-records", "--out"),
+             "ingest": ("--out", "--drop-truncated-last-row", "--outcomes")}
     for command, flags in names.items():
         known = {s for a in _command(command)._actions for s in a.option_strings}
         assert set(flags) <= known, (command, set(flags) - known)
@@ -177,6 +184,24 @@ def test_synth_options_build_the_librarys_config():
     assert (args.participants, args.linked) == (100, False)  # the old destinations
     assert config_from_args(args) == SynthConfig(participants=100, seed=2, format="tsv",
                                                  decoys=0, world="nonlinear", linked=False)
+
+
+def test_ingest_options_build_the_librarys_settings():
+    """--drop-truncated-last-row is generated; the outcome fields come as one file, whose
+    keys are exactly the fields the command leaves to it."""
+    from sphr.data.commands import OUTCOME_FILE_KEYS
+    from sphr.data.outcomes.config import _OVERRIDE_KEYS
+
+    assert OUTCOME_FILE_KEYS == SET_OTHERWISE["ingest"] == _OVERRIDE_KEYS
+
+    def settings(*argv: str) -> IngestSettings:
+        args = _parse("ingest", "e", "--out", "o", *argv)
+        return IngestSettings(**args.setting_options.values(args))
+
+    assert settings() == IngestSettings()
+    args = _parse("ingest", "e", "--out", "o", "--drop-truncated-last-row", "--outcomes", "f")
+    assert (args.drop_truncated_last_row, str(args.outcomes)) == (True, "f")
+    assert settings("--drop-truncated-last-row") == IngestSettings(drop_truncated_last_row=True)
 
 
 @dataclasses.dataclass(frozen=True)
