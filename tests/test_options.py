@@ -78,6 +78,29 @@ def test_the_dagster_configs_describe_with_the_same_docs():
     assert help_["lr"].startswith(plain_doc(docs["lr"]))
 
 
+@pytest.mark.parametrize("stage", ["risk", "retrieval", "synth", "ingest"])
+def test_the_converted_stages_launchpad_and_help_share_the_docs(stage):
+    """The risk, retrieval, synth and ingest stages' Dagster fields describe themselves with
+    the docs their command-line options' help starts with."""
+    from sphr_dagster.assets.ingest import IngestConfig
+    from sphr_dagster.assets.retrieval import RetrievalSettings
+    from sphr_dagster.assets.risk import RiskSettings
+    from sphr_dagster.resources import SYNTH_PREFIX, DataSource
+
+    argv = next(a for a in GENERATED if a[0] == stage)
+    configs = {"risk": (RiskSettings, ""), "retrieval": (RetrievalSettings, ""),
+               "synth": (DataSource, SYNTH_PREFIX), "ingest": (IngestConfig, "")}
+    config, prefix = configs[stage]
+    docs = field_docs(GENERATED[argv])
+    options = _command(stage).get_default("setting_options")
+    help_ = {a.dest: a.help for a in _command(stage)._actions}
+    shared = [a.field for a in options.added if prefix + a.field in config.model_fields]
+    assert shared, stage
+    for name in shared:
+        assert config.model_fields[prefix + name].description == docs[name], name
+        assert help_[options.dest(name)].startswith(plain_doc(docs[name]).replace("%", "%%"))
+
+
 def test_every_existing_option_keeps_its_name():
     """The options before the generation keep their names (and argparse destinations)."""
     names = {"train": ("--loss", "--epochs", "--batch-size", "--seed", "--device", "--precision",
