@@ -14,13 +14,24 @@ from sphr.cohorts.config import CohortConfig
 from sphr.evaluate.config import EvalConfig
 from sphr.options import add_settings, field_docs, plain_doc
 from sphr.profiles import DEFAULT_PROFILE
+from sphr.retrieval.profiles import ComparisonConfig
+from sphr.risk.config import RiskConfig
+from sphr.settings.stages import IngestSettings
+from sphr.synth.config import SynthConfig
 from sphr.train.config import TrainConfig
 
 #: sub-command with its required arguments -> the dataclass its settings options come from
 GENERATED = {("train", "cohort"): TrainConfig,
              ("cohorts", "baseline.parquet", "--out", "out"): CohortConfig,
              ("baselines", "cohort", "--out", "out"): BaselinesConfig,
-             ("evaluate", "run"): EvalConfig}
+             ("evaluate", "run"): EvalConfig,
+             ("risk", "run"): RiskConfig,
+             ("retrieval", "digits"): ComparisonConfig,
+             ("synth", "--out", "export.csv"): SynthConfig,
+             ("ingest", "export.csv", "--out", "out"): IngestSettings}
+#: fields a command sets otherwise than by an option each: sphr ingest's outcome table,
+#: censoring dates and First Occurrence fields come as one JSON file (--outcomes FILE)
+SET_OTHERWISE = {"ingest": ("outcomes", "censoring", "first_occurrence_fields")}
 
 
 def _command(name: str) -> argparse.ArgumentParser:
@@ -45,7 +56,8 @@ def test_every_setting_has_an_option_whose_help_is_the_field_doc(argv):
     assert options.cls is cls
     docs = field_docs(cls)
     actions = {a.dest: a for a in command._actions}
-    fields = [f.name for f in dataclasses.fields(cls)]
+    fields = [f.name for f in dataclasses.fields(cls)
+              if f.name not in SET_OTHERWISE.get(argv[0], ())]
     assert [a.field for a in options.added] == fields  # every setting, none twice
     for name in fields:
         assert docs.get(name), f"{cls.__name__}.{name} has no #: doc"
@@ -66,6 +78,29 @@ def test_the_dagster_configs_describe_with_the_same_docs():
     assert help_["lr"].startswith(plain_doc(docs["lr"]))
 
 
+@pytest.mark.parametrize("stage", ["risk", "retrieval", "synth", "ingest"])
+def test_the_converted_stages_launchpad_and_help_share_the_docs(stage):
+    """The risk, retrieval, synth and ingest stages' Dagster fields describe themselves with
+    the docs their command-line options' help starts with."""
+    from sphr_dagster.assets.ingest import IngestConfig
+    from sphr_dagster.assets.retrieval import RetrievalSettings
+    from sphr_dagster.assets.risk import RiskSettings
+    from sphr_dagster.resources import SYNTH_PREFIX, DataSource
+
+    argv = next(a for a in GENERATED if a[0] == stage)
+    configs = {"risk": (RiskSettings, ""), "retrieval": (RetrievalSettings, ""),
+               "synth": (DataSource, SYNTH_PREFIX), "ingest": (IngestConfig, "")}
+    config, prefix = configs[stage]
+    docs = field_docs(GENERATED[argv])
+    options = _command(stage).get_default("setting_options")
+    help_ = {a.dest: a.help for a in _command(stage)._actions}
+    shared = [a.field for a in options.added if prefix + a.field in config.model_fields]
+    assert shared, stage
+    for name in shared:
+        assert config.model_fields[prefix + name].description == docs[name], name
+        assert help_[options.dest(name)].startswith(plain_doc(docs[name]).replace("%", "%%"))
+
+
 def test_every_existing_option_keeps_its_name():
     """The options before the generation keep their names (and argparse destinations)."""
     names = {"train": ("--loss", "--epochs", "--batch-size", "--seed", "--device", "--precision",
@@ -82,7 +117,19 @@ def test_every_existing_option_keeps_its_name():
                           "--xgboost-method", "--refit-baselines", "--no-fit-baselines",
                           "--landmarks", "--dp-epochs", "--losses", "--no-losses",
                           "--no-train-losses", "--loss-profile", "--loss-set",
-                          "--loss-classifiers")}
+                          "--loss-classifiers"),
+             "risk": ("--out", "--methods", "--modes", "--min-group-size", "--bootstrap",
+                      "--seed", "--device", "--distance-space", "--png"),
+             "score": ("--out", "--allow-out-of-range", "--device", "--on-drift", "--reanchor",
+                       "--reanchor-parts", "--seed"),
+             "retrieval": ("--losses", "--seeds", "--out", "--profile", "--device", "--threads",
+                           "--epochs", "--batch-size", "--m-per-class", "--lr", "--weight-decay",
+                           "--dim", "--backbone", "--weights", "--image-size", "--no-augment",
+                           "--val-fraction", "--code-heads", "--paper-schedules",
+                           "--data-option", "--no-strips", "--write-manifest"),
+             "synth": ("--participants", "--seed", "--format", "--decoys", "--world",
+                       "--no-linked-records", "--out"),
+             "ingest": ("--out", "--drop-truncated-last-row", "--outcomes")}
     for command, flags in names.items():
         known = {s for a in _command(command)._actions for s in a.option_strings}
         assert set(flags) <= known, (command, set(flags) - known)
@@ -123,6 +170,61 @@ def test_evaluate_options_build_the_librarys_config():
     assert config("--splits", "3", "--no-stratify", "--nn-epochs", "7", "--n-jobs", "2") == \
         EvalConfig(n_splits=3, stratify=False, n_jobs=2,
                    nn=dataclasses.replace(NN_EHR_CONFIG, epochs=7))
+
+
+def test_risk_options_build_the_librarys_config():
+    from sphr.risk.commands import config_from_args
+
+    assert config_from_args(_parse("risk", "run")) == RiskConfig()
+    args = _parse("risk", "run", "--methods", "sphr,mahalanobis", "--modes", "paper",
+                  "--bootstrap", "50", "--seed", "3", "--distance-space", "quantile",
+                  "--sexes", "male", "--absolute-recalibrate", "--n-bootstrap-linked", "20")
+    assert (args.methods, args.bootstrap) == (["sphr", "mahalanobis"], 50)  # as before
+    assert config_from_args(args) == RiskConfig(
+        methods=("sphr", "mahalanobis"), modes=("paper",), n_bootstrap=50, seed=3,
+        distance_space="quantile", sexes=("male",), absolute_recalibrate=True,
+        n_bootstrap_linked=20)
+
+
+def test_retrieval_options_build_the_librarys_config():
+    from sphr.retrieval.commands import config_from_args
+
+    assert config_from_args(_parse("retrieval", "digits")) == ComparisonConfig()
+    args = _parse("retrieval", "digits", "--losses", "nplb", "triplet_dams:threshold=0.9",
+                  "--seeds", "4", "5", "--profile", "quick", "--device", "cpu")
+    assert (args.losses, args.seeds) == (["nplb", "triplet_dams:threshold=0.9"], [4, 5])
+    assert config_from_args(args) == ComparisonConfig(
+        losses=("nplb", "triplet_dams:threshold=0.9"), seeds=(4, 5), profile="quick",
+        device="cpu")
+
+
+def test_synth_options_build_the_librarys_config():
+    from sphr.synth.commands import config_from_args
+
+    assert config_from_args(_parse("synth", "--out", "x")) == SynthConfig()
+    args = _parse("synth", "--out", "x", "--participants", "100", "--seed", "2", "--format",
+                  "tsv", "--decoys", "0", "--world", "nonlinear", "--no-linked-records")
+    assert (args.participants, args.linked) == (100, False)  # the old destinations
+    assert config_from_args(args) == SynthConfig(participants=100, seed=2, format="tsv",
+                                                 decoys=0, world="nonlinear", linked=False)
+
+
+def test_ingest_options_build_the_librarys_settings():
+    """--drop-truncated-last-row is generated; the outcome fields come as one file, whose
+    keys are exactly the fields the command leaves to it."""
+    from sphr.data.commands import OUTCOME_FILE_KEYS
+    from sphr.data.outcomes.config import _OVERRIDE_KEYS
+
+    assert OUTCOME_FILE_KEYS == SET_OTHERWISE["ingest"] == _OVERRIDE_KEYS
+
+    def settings(*argv: str) -> IngestSettings:
+        args = _parse("ingest", "e", "--out", "o", *argv)
+        return IngestSettings(**args.setting_options.values(args))
+
+    assert settings() == IngestSettings()
+    args = _parse("ingest", "e", "--out", "o", "--drop-truncated-last-row", "--outcomes", "f")
+    assert (args.drop_truncated_last_row, str(args.outcomes)) == (True, "f")
+    assert settings("--drop-truncated-last-row") == IngestSettings(drop_truncated_last_row=True)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,21 +6,29 @@ import argparse
 import json
 from pathlib import Path
 
+#: the ingest settings (IngestSettings fields) that ``--outcomes FILE`` sets, as one JSON
+#: override file (as ``sphr run --outcomes`` does), not an option each
+OUTCOME_FILE_KEYS: tuple[str, ...] = ("outcomes", "censoring", "first_occurrence_fields")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
+    # every other ingest setting's option is generated from the library's IngestSettings: its
+    # default, and its help the field's doc (sphr.options)
+    from sphr.options import add_settings
+    from sphr.settings.stages import IngestSettings
+
     p = sub.add_parser("ingest", help="read a UKB export into baseline/followup parquet",
                        description="Read a UK Biobank main-dataset export (ukbconv CSV, TSV, R "
                        ".tab, RAP CSV with codes or labels, parquet; detected from the header), "
                        "reading only the columns sphr uses.")
     p.add_argument("export", type=Path)
     p.add_argument("--out", type=Path, required=True, help="output folder")
-    p.add_argument("--drop-truncated-last-row", action="store_true",
-                   help="go on (with a warning) when the file's last line is cut off")
+    options = add_settings(p, IngestSettings, defaults=IngestSettings(), skip=OUTCOME_FILE_KEYS)
     p.add_argument("--outcomes", type=Path, default=None,
                    help='JSON override of the outcome table and censoring dates, e.g. '
                    '{"outcomes": {"copd": {"codes": ["J44"], "sources": ["hospital"]}}, '
                    '"censoring": {"hospital": "2021-03-31"}} (docs/OUTCOMES.md)')
-    p.set_defaults(func=_ingest)
+    p.set_defaults(func=_ingest, setting_options=options)
 
     p = sub.add_parser("fields", help="list the UK Biobank fields the pipeline reads",
                        description="The catalog's fields: Showcase id, title, unit, the "

@@ -47,8 +47,10 @@ def _by_profile(setting: str) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    # every default and every default in a help text is read from the library's ComparisonConfig
-    # and Profile
+    # every option of a setting is generated from the library's ComparisonConfig (sphr.options);
+    # every other default and default in a help text is read from the library's Profile
+    from sphr.options import Option, add_settings
+
     defaults = ComparisonConfig()
     p = sub.add_parser(
         "retrieval", help="compare image-retrieval losses (AdaTriplet, DAMS, OCAM, NPLB, ...)",
@@ -57,16 +59,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset", metavar="DATASET",
                    help="digits, forensic, or a manifest .csv / .parquet")
-    p.add_argument("--losses", nargs="+", default=list(defaults.losses), metavar="LOSS")
-    p.add_argument("--seeds", nargs="+", type=int, default=list(defaults.seeds),
-                   help=f"default: {' '.join(map(str, defaults.seeds))}")
+    # the comparison's settings: one option per ComparisonConfig field, its help the field's doc
+    options = add_settings(p, ComparisonConfig, defaults=defaults, options={
+        "losses": Option(kwargs={"nargs": "+", "type": str, "metavar": "LOSS"},
+                         note="this option: space-separated"),
+        "seeds": Option(kwargs={"nargs": "+", "type": int, "metavar": None}, read=tuple,
+                        note="this option: space-separated")})
     p.add_argument("--out", default=None,
                    help="output folder (default runs/demo/retrieval/<dataset>)")
-    p.add_argument("--profile", default=defaults.profile,
-                   help="quick (about a minute per dataset), demo (CPU-minutes), paper (AdaTriplet "
-                        "protocol) or smoke (default: %(default)s)")
-    p.add_argument("--device", default=defaults.device,
-                   help="auto, cpu or cuda[:N] (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: all allowed cores)")
     p.add_argument("--epochs", type=int, help="override the profile's epochs")
@@ -96,7 +96,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-strips", action="store_true", help="skip the query / result strip PNGs")
     p.add_argument("--write-manifest", metavar="DIR",
                    help="write DATASET as PNG files + DIR/manifest.csv and stop (no training)")
-    p.set_defaults(func=_run)
+    p.set_defaults(func=_run, setting_options=options)
+
+
+def config_from_args(args: argparse.Namespace) -> ComparisonConfig:
+    """The library's ComparisonConfig the parsed options ask for."""
+    return ComparisonConfig(**args.setting_options.values(args))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -108,11 +113,12 @@ def _run(args: argparse.Namespace) -> int:
     from sphr.retrieval.profiles import get_profile
 
     configure_threads(args.threads)
+    cfg = config_from_args(args)
     data_options = dict(args.data_option)
     if args.write_manifest:
         from sphr.retrieval.data import write_manifest
 
-        prof = get_profile(args.profile)
+        prof = get_profile(cfg.profile)
         kind = args.dataset if args.dataset in prof.data else "manifest"
         data = load_retrieval_data(args.dataset, **{**prof.data.get(kind, {}), **data_options})
         path = write_manifest(data, args.write_manifest)
@@ -135,13 +141,13 @@ def _run(args: argparse.Namespace) -> int:
         overrides["scale_schedules"] = False
         overrides["loss_options"] = {}
     if args.image_size is not None:
-        base = get_profile(args.profile).image_size
+        base = get_profile(cfg.profile).image_size
         kind = args.dataset if args.dataset in base else "manifest"
         overrides["image_size"] = {**base, kind: args.image_size}
     name = Path(args.dataset).stem if args.dataset not in ("digits", "forensic") else args.dataset
     out = args.out or f"runs/demo/retrieval/{name}"
-    result = run_comparison(args.dataset, args.losses, args.seeds, out_dir=out, device=args.device,
-                            profile=args.profile, data_options=data_options,
+    result = run_comparison(args.dataset, cfg.losses, cfg.seeds, out_dir=out, device=cfg.device,
+                            profile=cfg.profile, data_options=data_options,
                             profile_overrides=overrides, strips=not args.no_strips)
     print(result.markdown)
     print(f"wrote {len(result.files)} files to {out}")

@@ -110,10 +110,16 @@ class ComparisonConfig:
     :func:`sphr.retrieval.run_comparison` and ``sphr retrieval`` take these defaults, the Dagster
     assets :data:`PIPELINE_COMPARISON`."""
 
+    #: the losses to compare, each a name or NAME:key=value,... (e.g.
+    #: ``triplet_dams:threshold=0.9``; :data:`sphr.retrieval.losses.LOSSES`)
     losses: tuple[str, ...] = DEFAULT_LOSSES
+    #: the seeds of model initialization, sampling and augmentation (one run per loss and
+    #: seed; the data split stays fixed)
     seeds: tuple[int, ...] = (0, 1, 2)
-    #: a name in :data:`PROFILES`
+    #: a name in :data:`PROFILES`: quick (about a minute per dataset), demo (CPU-minutes),
+    #: paper (AdaTriplet protocol) or smoke
     profile: str = "demo"
+    #: torch device: auto, cpu or cuda[:N]
     device: str = "auto"
 
 

@@ -10,21 +10,23 @@ if TYPE_CHECKING:
     from sphr.risk.config import RiskConfig
 
 
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
 def register(sub: argparse._SubParsersAction) -> None:
-    # every default and every default in a help text is read from the library's RiskConfig
+    # every option of a setting is generated from the library's RiskConfig: its default, and
+    # its help the field's doc (sphr.options); every default in a help text is read from there
+    from sphr.options import Option, add_settings, csv_list
+    from sphr.risk.config import (
+        ABSOLUTE_CANDIDATES,
+        DISTANCE_SPACES,
+        ON_DRIFT,
+        REANCHOR_ALL_PARTS,
+        REANCHOR_PARTS,
+        RiskConfig,
+    )
     from sphr.risk.config import ALL_METHODS as METHODS
-    from sphr.risk.config import ON_DRIFT, REANCHOR_ALL_PARTS, REANCHOR_PARTS, RiskConfig
     from sphr.risk.config import REANCHOR_MIN_BFH as MIN_BFH
     from sphr.risk.intervals import MODES
 
     defaults = RiskConfig()
-
-    def listing(default: tuple[str, ...], every: tuple[str, ...]) -> str:
-        return "all" if tuple(default) == tuple(every) else ",".join(default)
 
     p = sub.add_parser(
         "risk", help="Normal / Lower Risk / Higher Risk groups, validation, HTML report",
@@ -35,30 +37,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "validation tables, model/ (for sphr score) and report.html.")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR/risk)")
-    p.add_argument("--methods", type=_csv, default=list(defaults.methods),
-                   help=f"comma-separated subset of {','.join(METHODS)} (default: "
-                   f"{listing(defaults.methods, METHODS)}; a method whose model or input is "
-                   "missing is skipped with a warning)")
-    p.add_argument("--modes", type=_csv, default=list(defaults.modes),
-                   help=f"comma-separated subset of {','.join(MODES)} "
-                   f"(default: {listing(defaults.modes, MODES)})")
-    p.add_argument("--min-group-size", type=int, default=defaults.min_group_size,
-                   help="fewest real BFH members per age group before borrowing neighbours "
-                   "(default %(default)s)")
-    p.add_argument("--bootstrap", type=int, default=defaults.n_bootstrap,
-                   help="participant bootstrap resamples of the discrimination intervals "
-                   "(default %(default)s)")
-    p.add_argument("--seed", type=int, default=defaults.seed, help="default: %(default)s")
-    p.add_argument("--device", default=defaults.device,
-                   help="torch device for the deep methods (default: %(default)s)")
-    p.add_argument("--distance-space", choices=("marker", "quantile"),
-                   default=defaults.distance_space,
-                   help="input of the raw, Mahalanobis, homeostatic-dysregulation and P0 "
-                   "distances: marker (log-robust, linear beyond the fit) or quantile (the "
-                   "cohort's normalized features); default %(default)s (docs/METHODS.md)")
+    options = add_settings(p, RiskConfig, defaults=defaults, options={
+        "methods": Option(note=f"this option: comma-separated, of {','.join(METHODS)}"),
+        "modes": Option(note=f"this option: comma-separated, of {','.join(MODES)}"),
+        "validate_on": Option(kwargs={"choices": ("test",)}),
+        "n_bootstrap": Option("--bootstrap"),
+        "sexes": Option(note="this option: comma-separated"),
+        "distance_space": Option(kwargs={"choices": DISTANCE_SPACES}),
+        "absolute_method": Option(kwargs={"choices": ABSOLUTE_CANDIDATES})})
     p.add_argument("--png", action="store_true",
                    help="also render report.html to report.png with headless Chromium")
-    p.set_defaults(func=_risk)
+    p.set_defaults(func=_risk, setting_options=options)
 
     p = sub.add_parser(
         "score", help="risk groups for a new UKB export with a fitted risk model",
@@ -83,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="refit the parts of --reanchor-parts on the export's own people (never "
                    f"their outcomes; at least {MIN_BFH} bona fide healthy per sex) and save the "
                    "re-anchored model as OUT/model")
-    p.add_argument("--reanchor-parts", type=_csv, default=list(REANCHOR_PARTS),
+    p.add_argument("--reanchor-parts", type=csv_list, default=list(REANCHOR_PARTS),
                    help=f"comma-separated subset of {','.join(REANCHOR_ALL_PARTS)} (default: "
                    f"{','.join(REANCHOR_PARTS)}, the pre-registered rule's choice; "
                    "docs/notes/TRANSPORT.md)")
@@ -97,9 +86,7 @@ def config_from_args(args: argparse.Namespace) -> RiskConfig:
     """The library's RiskConfig the parsed ``sphr risk`` options ask for."""
     from sphr.risk.config import RiskConfig
 
-    return RiskConfig(methods=tuple(args.methods), modes=tuple(args.modes),
-                      min_group_size=args.min_group_size, n_bootstrap=args.bootstrap,
-                      seed=args.seed, device=args.device, distance_space=args.distance_space)
+    return RiskConfig(**args.setting_options.values(args))
 
 
 def _risk(args: argparse.Namespace) -> int:

@@ -70,10 +70,16 @@ REANCHOR_MIN_BFH = 50
 
 @dataclass
 class RiskConfig:
+    #: the methods to compute, of :data:`ALL_METHODS` (by default every one but the SPHR
+    #: variants that did not win); a method whose model or input is missing is skipped with a
+    #: warning
     methods: tuple[str, ...] = DEFAULT_METHODS
+    #: the interval modes, of :data:`sphr.risk.intervals.MODES`: ``calibrated`` (one-sided
+    #: split-conformal bounds from the calibration partition) and ``paper`` (Eq. A.4)
     modes: tuple[str, ...] = MODES
     #: validation population: ``test`` participants (no fit has seen them)
     validate_on: str = "test"
+    #: fewest real BFH members per age group before the reference borrows neighbouring ages
     min_group_size: int = 10
     #: fewest training BFH per age group for the score's age standardization
     standardize_min_group: int = 30
@@ -81,8 +87,12 @@ class RiskConfig:
     n_bootstrap: int = 500
     #: resamples for the linked-outcome intervals (Cox and Kaplan-Meier fits are slower)
     n_bootstrap_linked: int = 200
+    #: seed of the stage's random steps (the bootstrap resamples, the supervised comparators'
+    #: folds)
     seed: int = 0
+    #: torch device for the deep methods: auto (CUDA when present), cpu or cuda
     device: str = "auto"
+    #: the sexes to group (those whose cohort the run has)
     sexes: tuple[str, ...] = SEXES
     #: input of the four marker-space distances: ``marker`` (log-robust standardized markers,
     #: linear beyond the fit; the default by the pre-registered rule, docs/REAL.md) or

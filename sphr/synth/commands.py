@@ -4,44 +4,47 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sphr.synth.config import SynthConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    # every default and every default in a help text is read from the library's SynthConfig
+    # every option of a setting is generated from the library's SynthConfig: its default, and
+    # its help the field's doc (sphr.options)
+    from sphr.options import Option, add_settings
     from sphr.synth.config import FORMATS, WORLDS, SynthConfig
 
     defaults = SynthConfig()
     p = sub.add_parser("synth", help="write a synthetic cohort as a UK Biobank export",
                        description="Generate a synthetic cohort in true UKB export format. The "
                        "latent ground truth goes to NAME.truth.parquet next to the export.")
-    p.add_argument("--participants", type=int, default=defaults.participants,
-                   help="default: %(default)s")
-    p.add_argument("--seed", type=int, default=defaults.seed, help="default: %(default)s")
-    p.add_argument("--format", default=defaults.format, choices=FORMATS,
-                   help="default: %(default)s")
-    p.add_argument("--decoys", type=int, default=defaults.decoys,
-                   help="columns of fields the pipeline does not use (default: %(default)s)")
-    p.add_argument("--world", default=defaults.world, choices=WORLDS,
-                   help="how conditions and new diagnoses depend on the health state: linear "
-                   "(the null world) or nonlinear (a positive control: ratios, U-shapes, "
-                   "latent subtypes, age interactions); docs/SYNTH.md. The truth file's metadata "
-                   "holds the world and its oracle ceilings (default: %(default)s)")
-    p.add_argument("--no-linked-records", dest="linked", action="store_false",
-                   default=defaults.linked,
-                   help="leave out the hospital, cancer and death records (41270/41280, "
-                   "40005/40006, 40000-40002)")
+    options = add_settings(p, SynthConfig, defaults=defaults, options={
+        "format": Option(kwargs={"choices": FORMATS}),
+        "world": Option(kwargs={"choices": WORLDS}),
+        "linked": Option("--no-linked-records", {"dest": "linked", "action": "store_false"},
+                         note="this option: leave them out")})
     p.add_argument("--out", type=Path, required=True, help="export file to write")
-    p.set_defaults(func=_synth)
+    p.set_defaults(func=_synth, setting_options=options)
+
+
+def config_from_args(args: argparse.Namespace) -> SynthConfig:
+    """The library's SynthConfig the parsed options ask for."""
+    from sphr.synth.config import SynthConfig
+
+    return SynthConfig(**args.setting_options.values(args))
 
 
 def _synth(args: argparse.Namespace) -> int:
     from sphr.synth.cohort import generate_cohort
     from sphr.synth.export import write_export
 
-    cohort = generate_cohort(args.participants, args.seed, world=args.world)
-    path = write_export(cohort, args.out, args.format, decoys=args.decoys, seed=args.seed,
-                        linked=args.linked)
+    cfg = config_from_args(args)
+    cohort = generate_cohort(cfg.participants, cfg.seed, world=cfg.world)
+    path = write_export(cohort, args.out, cfg.format, decoys=cfg.decoys, seed=cfg.seed,
+                        linked=cfg.linked)
     ceiling = cohort.truth.attrs["world"]["oracle_auroc"]["labels"]["unhealthy"]["all"]
-    print(f"wrote {path} ({args.participants} participants, {args.format}, {args.world} world; "
+    print(f"wrote {path} ({cfg.participants} participants, {cfg.format}, {cfg.world} world; "
           f"oracle AUROC unhealthy {ceiling:.3f})")
     return 0
