@@ -10,8 +10,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_train_selection import _data as selection_data
 
-from sphr.cohorts.triplets import mine_triplets
 from sphr.errors import ConfigError
 from sphr.survival import c_index
 from sphr.train import TrainConfig, train_sphr
@@ -26,14 +26,9 @@ from sphr.train.tracking import (
 
 
 def _data(n: int = 600, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    labels = rng.integers(0, 3, n)
-    X = (rng.normal(size=(n, 8)) + labels[:, None] * 0.8).astype(np.float32)
-    augmented = np.zeros(n, bool)
-    augmented[-60:] = True
-    labels[-60:] = 2
-    age = rng.uniform(40, 70, n)
-    return X, labels, augmented, mine_triplets(labels, 4000, seed=1), age
+    """Model selection's test cohort (test_train_selection), with ages."""
+    X, labels, augmented, triplets = selection_data(n, seed)
+    return X, labels, augmented, triplets, np.random.default_rng([seed, 1]).uniform(40, 70, n)
 
 
 @settings(max_examples=40, deadline=None)
