@@ -462,9 +462,17 @@ def test_the_library_never_imports_dagster():
 #: the longest a function may be (``end_lineno - lineno + 1``: from ``def`` to its last line,
 #: docstring and comments included): longer ones get split into named steps
 MAX_FUNCTION_LINES = 80
-def function_lengths(path: Path, root: Path) -> dict[str, int]:
-    """``{"<path from root>:<qualified name>": lines}`` of every function and method in
-    ``path``, nested ones included (``Class.method``, ``outer.inner``)."""
+PACKAGES: tuple[str, ...] = ("sphr", "sphr_dagster")
+
+
+def _sources(root: Path) -> list[Path]:
+    return [p for package in PACKAGES for p in sorted((root / package).rglob("*.py"))]
+
+
+def definition_lengths(path: Path, root: Path, kinds: tuple[type, ...]) -> dict[str, int]:
+    """``{"<path from root>:<qualified name>": lines}`` of every definition of ``kinds`` in
+    ``path`` (``end_lineno - lineno + 1``), nested ones included (``Class.method``,
+    ``outer.inner``, a class inside a function)."""
     rel = path.relative_to(root).as_posix()
     out: dict[str, int] = {}
 
@@ -472,7 +480,7 @@ def function_lengths(path: Path, root: Path) -> dict[str, int]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 name = f"{prefix}{child.name}"
-                if not isinstance(child, ast.ClassDef):
+                if isinstance(child, kinds):
                     out[f"{rel}:{name}"] = child.end_lineno - child.lineno + 1
                 visit(child, f"{name}.")
             else:
@@ -482,11 +490,15 @@ def function_lengths(path: Path, root: Path) -> dict[str, int]:
     return out
 
 
+def function_lengths(path: Path, root: Path) -> dict[str, int]:
+    """Every function and method in ``path`` (:func:`definition_lengths`)."""
+    return definition_lengths(path, root, (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
 def long_functions(root: Path = SPHR.parent) -> dict[str, int]:
     lengths: dict[str, int] = {}
-    for package in ("sphr", "sphr_dagster"):
-        for path in sorted((root / package).rglob("*.py")):
-            lengths.update(function_lengths(path, root))
+    for path in _sources(root):
+        lengths.update(function_lengths(path, root))
     return {name: n for name, n in lengths.items() if n > MAX_FUNCTION_LINES}
 
 
@@ -520,13 +532,6 @@ MAX_MODULE_LINES = 500
 #: the longest a class may be (``end_lineno - lineno + 1``, from ``class`` to its last line):
 #: a longer one gets split into named parts (helpers, one reader per source, ...)
 MAX_CLASS_LINES = 200
-PACKAGES: tuple[str, ...] = ("sphr", "sphr_dagster")
-
-
-def _sources(root: Path) -> list[Path]:
-    return [p for package in PACKAGES for p in sorted((root / package).rglob("*.py"))]
-
-
 def long_modules(root: Path = SPHR.parent) -> dict[str, int]:
     """``{"<path from root>": lines}`` of every module over :data:`MAX_MODULE_LINES`."""
     lengths = {p.relative_to(root).as_posix(): len(p.read_text().splitlines())
@@ -535,23 +540,8 @@ def long_modules(root: Path = SPHR.parent) -> dict[str, int]:
 
 
 def class_lengths(path: Path, root: Path) -> dict[str, int]:
-    """``{"<path from root>:<qualified name>": lines}`` of every class in ``path``, nested ones
-    (``Outer.Inner``, a class inside a function) included."""
-    rel = path.relative_to(root).as_posix()
-    out: dict[str, int] = {}
-
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = f"{prefix}{child.name}"
-                if isinstance(child, ast.ClassDef):
-                    out[f"{rel}:{name}"] = child.end_lineno - child.lineno + 1
-                visit(child, f"{name}.")
-            else:
-                visit(child, prefix)
-
-    visit(ast.parse(path.read_text(), filename=str(path)), "")
-    return out
+    """Every class in ``path``, nested ones included (:func:`definition_lengths`)."""
+    return definition_lengths(path, root, (ast.ClassDef,))
 
 
 def long_classes(root: Path = SPHR.parent) -> dict[str, int]:
