@@ -118,14 +118,15 @@ class Validator:
         self.queries = _at_most(np.arange(len(split.validation_rows)), KNN_ROWS, rng)
         self.xf = X[torch.as_tensor(fit_real, device=dev)]
         self.yf = np.asarray(labels)[fit_real]
-        self.yv = np.asarray(labels)[split.validation_rows][self.queries]
-        # the per-epoch tracking (sphr.train.tracking) reads every validation row
+        # every validation row's class: the per-epoch tracking (sphr.train.tracking) reads
+        # all of them, the kNN check its queries, the loss its triplets (on the device)
         self.yv_all = np.asarray(labels)[split.validation_rows]
+        self.yv = self.yv_all[self.queries]
         self.facts_fit = facts.take(fit_real) if facts is not None else None
         self.facts_val = facts.take(split.validation_rows) if facts is not None else None
         pos = np.searchsorted(split.validation_rows, split.validation_triplets)
         self.tv = torch.as_tensor(pos, device=dev)
-        self.labels_v = torch.as_tensor(np.asarray(labels)[split.validation_rows], device=dev)
+        self.labels_v = torch.as_tensor(self.yv_all, device=dev)
         # index tensors made once: a host list turned into a device index each epoch would
         # be a copy and a sync per epoch
         self._batches = [self.tv[i:i + batch_size] for i in range(0, len(self.tv), batch_size)]
