@@ -167,12 +167,13 @@ def refit_seed(seed: int, refit: int) -> int:
     """The seed of every random step of refit ``refit``'s fits (cohort split, augmentation,
     triplets, SPHR's initialization and epochs, DeepPatient, the risk stage); the folds stay
     those of ``seed``. Refit 0 is ``seed`` itself (the run without ``--refits``); refit r >= 1
-    the first 31-bit word of ``numpy.random.SeedSequence([seed, r])``."""
+    the first 31-bit word of ``numpy.random.SeedSequence([seed, r])``: the derivation an
+    ensemble's members take their seeds by (:func:`sphr.train.trainer.member_seed`)."""
+    from sphr.train.trainer import member_seed
+
     if refit < 0:
         raise ValueError(f"refit must be >= 0, got {refit}")
-    if refit == 0:
-        return seed
-    return int(np.random.SeedSequence([seed, refit]).generate_state(1)[0] % 2**31)
+    return member_seed(seed, refit)
 
 
 def refit_dir(out: Path, refit: int) -> Path:
@@ -539,8 +540,10 @@ SPREAD_FILE = REPO / "sphr" / "risk" / "refit_spread.json"
 
 def candidate_name(train: dict) -> str:
     """The training settings a refit run changed, as the key of its spread (``default``:
-    the profile as it is)."""
-    return ",".join(f"{k}={train[k]}" for k in sorted(train)) or "default"
+    the profile as it is), written as the report looks it up."""
+    from sphr.risk.refits import candidate_key
+
+    return candidate_key(train)
 
 
 def measuring_command(args: argparse.Namespace) -> str:

@@ -12,10 +12,10 @@ so the report, and every later ``sphr score`` of that model, shows it beside SPH
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from sphr.io import read_json
 from sphr.profiles import PROFILES
 from sphr.risk.config import SHIPPED_SPHR, SPHR_VARIANTS
 
@@ -47,12 +47,18 @@ def candidate_of(train: dict[str, Any]) -> str:
     """The candidate name of ``train``: the candidate settings it changed (``default``:
     none), as ``benchmarks/real_nhanes.py`` names them."""
     changed = {k: train[k] for k, v in CANDIDATE_SETTINGS.items() if train.get(k, v) != v}
+    return candidate_key(changed)
+
+
+def candidate_key(changed: dict[str, Any]) -> str:
+    """The key of a candidate in ``refit_spread.json``: its changed settings, ``key=value``
+    sorted and joined by commas; ``default`` when none changed."""
     return ",".join(f"{k}={changed[k]}" for k in sorted(changed)) or "default"
 
 
 def measured_spreads(path: Path = SPREAD_FILE) -> dict[str, Any]:
     """profile -> candidate -> the recorded run (empty when nothing was measured)."""
-    return json.loads(path.read_text()) if path.exists() else {}
+    return read_json(path) if path.exists() else {}
 
 
 def sphr_record(train_reports: list[dict[str, Any]], methods: list[str],
