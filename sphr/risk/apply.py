@@ -88,11 +88,10 @@ def report_page(report: dict[str, Any], table: pd.DataFrame) -> tuple[str, str]:
 
 def _sphr_blocks(record: dict[str, Any] | None) -> list[tuple[str, Any]]:
     """Which SPHR score ships and its measured refit spread (:mod:`sphr.risk.refits`)."""
-    from sphr.risk.refits import SPHR_METHODS
     from sphr.risk.report.trust import sphr_trust
 
     shipped = (record or {}).get("shipped_sphr")
-    trust = sphr_trust(record, [shipped] if shipped in SPHR_METHODS else [])
+    trust = sphr_trust(record, [shipped] if shipped else [])
     if trust is None:
         return []
     blocks: list[tuple[str, Any]] = [("h2", "How far one SPHR fit can be trusted"),
