@@ -538,12 +538,15 @@ def tracking_markdown(summary: dict) -> str:
 SPREAD_FILE = REPO / "sphr" / "risk" / "refit_spread.json"
 
 
-def candidate_name(train: dict) -> str:
-    """The training settings a refit run changed, as the key of its spread (``default``:
-    the profile as it is), written as the report looks it up."""
+def candidate_name(train: dict, profile: str) -> str:
+    """The training settings a refit run changed from ``profile``, as the key of its spread
+    (``default``: the profile as it is), written as the report looks it up: an override that
+    restates the profile's value (``ensemble=1``) changes nothing, so it is no part of the key."""
     from sphr.risk.refits import candidate_key
+    from sphr.train.config import TrainConfig
 
-    return candidate_key(train)
+    base = TrainConfig.profile(profile).to_dict()
+    return candidate_key({k: v for k, v in train.items() if base.get(k, object()) != v})
 
 
 def measuring_command(args: argparse.Namespace) -> str:
@@ -577,7 +580,8 @@ def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
              "spread": result["refits"]["spread"][space],
              "interval": result["refits"].get("interval", {}).get(space),
              "rule": result.get("rule")}
-    held.setdefault(args.profile, {})[candidate_name(train_overrides(args.train))] = entry
+    name = candidate_name(train_overrides(args.train), args.profile)
+    held.setdefault(args.profile, {})[name] = entry
     write_json(held, path)
     return entry
 

@@ -67,10 +67,26 @@ def test_refit_spread_reads_each_refit_and_each_fold():
 
 
 def test_train_overrides_and_the_candidate_name():
-    over = real_nhanes.train_overrides(["selection=severity", "ensemble=5", "lr=0.001"])
-    assert over == {"selection": "severity", "ensemble": 5, "lr": 0.001}
-    assert real_nhanes.candidate_name(over) == "ensemble=5,lr=0.001,selection=severity"
-    assert real_nhanes.candidate_name({}) == "default"
+    over = real_nhanes.train_overrides(["selection=severity", "ensemble=5", "lr=0.002"])
+    assert over == {"selection": "severity", "ensemble": 5, "lr": 0.002}
+    assert real_nhanes.candidate_name(over, "paper") == "ensemble=5,lr=0.002,selection=severity"
+    assert real_nhanes.candidate_name({}, "paper") == "default"
+
+
+def test_an_override_that_restates_the_profile_names_the_default_candidate():
+    """``--train ensemble=1`` trains what the profile trains: its spread must be filed where a
+    model of that profile looks it up (sphr.risk.refits.candidate_of)."""
+    from sphr.risk.refits import candidate_of
+    from sphr.train.config import TrainConfig
+
+    for profile in ("demo", "paper"):
+        over = real_nhanes.train_overrides(["ensemble=1", "selection=loss"])
+        name = real_nhanes.candidate_name(over, profile)
+        assert name == "default"
+        assert candidate_of(TrainConfig.profile(profile, **over).to_dict()) == name
+        # the demo's epochs restated at the demo profile change nothing; at the paper's they do
+    assert real_nhanes.candidate_name({"epochs": 8}, "demo") == "default"
+    assert real_nhanes.candidate_name({"epochs": 8}, "paper") == "epochs=8"
 
 
 def test_record_spread_keeps_other_entries(tmp_path):
