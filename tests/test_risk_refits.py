@@ -67,6 +67,12 @@ def test_the_report_block_names_the_shipped_score_and_its_spread():
     assert "the shipped score: in women it passes; in men it does not pass (its interval " \
            "reaches 0.5; its refit SD (0.011) exceeds the raw distance's (0.002))." in judged
     assert "The shipped SPHR score is SPHR + markers." in judged
+    # a sex where it did not pass is named with what to read instead; none when all pass
+    assert "So in men its groups are one fit's ordering" in judged
+    assert "Euclidean (raw), measured over the same refits" in judged
+    passed = {sex: {"sphr_joint": {**rule["female"]["sphr_joint"]}} for sex in rule}
+    assert "one fit's ordering" not in sphr_trust(
+        {**rec, "spread": {**ENTRY, "rule": passed}}, ["sphr_joint"])["sentence"]
     unmeasured = sphr_trust({**rec, "spread": None}, ["sphr_joint"])
     assert "not been measured for the demo profile" in unmeasured["sentence"]
     assert unmeasured["table"] is None

@@ -95,8 +95,16 @@ def _verdict(rule: dict[str, Any] | None, shipped: str | None) -> str:
             "passes" if r["passes"] else "does not pass (" + "; ".join(why) + ")"))
     if not parts:
         return ""
+    failed = [SEX_NAMES.get(sex, sex) for sex, by in rule.items()
+              if by.get(shipped) is not None and not by[shipped]["passes"]]
+    # what a reader forwarding the report should do with a score that did not pass
+    caution = "" if not failed else (
+        f" So in {' and '.join(failed)} its groups are one fit's ordering, which the next fit "
+        f"of the same data may not keep; {method_name('raw_euclidean')}, measured over the same "
+        f"refits, is the steadier ranking.")
     return (" By the project's pre-registered stability rule (docs/METHODS.md, \"SPHR's "
-            "stability from fit to fit\"), the shipped score: " + "; ".join(parts) + ".")
+            "stability from fit to fit\"), the shipped score: " + "; ".join(parts) + "."
+            + caution)
 
 
 def with_refit_sd(frame: pd.DataFrame, record: dict[str, Any] | None) -> pd.DataFrame:
