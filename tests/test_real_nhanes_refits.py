@@ -84,7 +84,7 @@ def test_an_override_that_restates_the_profile_names_the_default_candidate():
         name = real_nhanes.candidate_name(over, profile)
         assert name == "default"
         assert candidate_of(TrainConfig.profile(profile, **over).to_dict()) == name
-        # the demo's epochs restated at the demo profile change nothing; at the paper's they do
+    # the demo's epochs restated at the demo profile change nothing; at the paper's they do
     assert real_nhanes.candidate_name({"epochs": 8}, "demo") == "default"
     assert real_nhanes.candidate_name({"epochs": 8}, "paper") == "epochs=8"
 

@@ -82,7 +82,7 @@ def _verdict(rule: dict[str, Any] | None, shipped: str | None) -> str:
     """The pre-registered stability rule's verdict on the shipped score, per sex."""
     if not rule or not shipped:
         return ""
-    parts = []
+    parts, failed = [], []
     for sex, by in rule.items():
         r = by.get(shipped)
         if r is None:
@@ -93,10 +93,10 @@ def _verdict(rule: dict[str, Any] | None, shipped: str | None) -> str:
                [f"its refit SD ({r['sd']:.3f}) exceeds the raw distance's ({r['raw_sd']:.3f})"]))
         parts.append(f"in {SEX_NAMES.get(sex, sex)} it " + (
             "passes" if r["passes"] else "does not pass (" + "; ".join(why) + ")"))
+        if not r["passes"]:
+            failed.append(SEX_NAMES.get(sex, sex))
     if not parts:
         return ""
-    failed = [SEX_NAMES.get(sex, sex) for sex, by in rule.items()
-              if by.get(shipped) is not None and not by[shipped]["passes"]]
     # what a reader forwarding the report should do with a score that did not pass
     caution = "" if not failed else (
         f" So in {' and '.join(failed)} its groups are one fit's ordering, which the next fit "
