@@ -541,12 +541,14 @@ SPREAD_FILE = REPO / "sphr" / "risk" / "refit_spread.json"
 def candidate_name(train: dict, profile: str) -> str:
     """The training settings a refit run changed from ``profile``, as the key of its spread
     (``default``: the profile as it is), written as the report looks it up: an override that
-    restates the profile's value (``ensemble=1``) changes nothing, so it is no part of the key."""
+    restates the profile's value (``ensemble=1``) changes nothing, so it is no part of the key;
+    values as the saved config holds them (``anchor=1`` is ``anchor=1.0``)."""
     from sphr.risk.refits import candidate_key
     from sphr.train.config import TrainConfig
 
     base = TrainConfig.profile(profile).to_dict()
-    return candidate_key({k: v for k, v in train.items() if base.get(k, object()) != v})
+    given = TrainConfig.profile(profile, **train).to_dict()
+    return candidate_key({k: given[k] for k in train if base.get(k, object()) != given[k]})
 
 
 def measuring_command(args: argparse.Namespace) -> str:

@@ -4,10 +4,11 @@ stability from fit to fit").
 SPHR's C for death moves from fit to fit. ``benchmarks/real_nhanes.py --refits K
 --record-spread`` measures that spread on the development set (every fold fitted K times,
 cross-fitted) and keeps it in ``refit_spread.json`` beside this module, per training profile
-and training candidate (``default``, ``ensemble=5``, ``selection=severity``). When the risk
-stage fits, :func:`sphr_record` finds the profile and candidate of the SPHR model it was given
-and copies the matching spread into ``risk_model.json`` (``shipped_sphr``, ``sphr_refits``),
-so the report, and every later ``sphr score`` of that model, shows it beside SPHR's rows.
+and training candidate (``default``, ``ensemble=5``, ``selection=severity``,
+``anchor=1.0``). When the risk stage fits, :func:`sphr_record` finds the profile and
+candidate of the SPHR model it was given and copies the matching spread into
+``risk_model.json`` (``shipped_sphr``, ``sphr_refits``), so the report, and every later
+``sphr score`` of that model, shows it beside SPHR's rows.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sphr.risk.config import SHIPPED_SPHR, SPHR_VARIANTS
 #: the measured spreads (written by benchmarks/real_nhanes.py --record-spread)
 SPREAD_FILE = Path(__file__).with_name("refit_spread.json")
 #: the training settings a candidate may change, with their defaults
-CANDIDATE_SETTINGS: dict[str, Any] = {"selection": "loss", "ensemble": 1}
+CANDIDATE_SETTINGS: dict[str, Any] = {"selection": "loss", "ensemble": 1, "anchor": 0.0}
 #: settings that change where and how fast a model trains, not what it learns
 RUNTIME_SETTINGS: tuple[str, ...] = ("seed", "device", "threads", "precision", "compile",
                                      "cuda_graphs", "steps_per_graph", "checkpoint_every")

@@ -73,6 +73,10 @@ class TrainConfig:
     #: members' side by side (:class:`sphr.models.SPHREnsemble`; docs/METHODS.md, "SPHR's
     #: stability from fit to fit")
     ensemble: int = 1
+    #: w > 0: add w times the normalized stress between the embedding's and the input
+    #: markers' distances of each triplet to the loss (:mod:`sphr.losses.anchor`;
+    #: docs/METHODS.md, "SPHR's stability from fit to fit", R3)
+    anchor: float = 0.0
     #: the compiled step's epoch as CUDA graph replays (:mod:`sphr.train.graph`); applies with
     #: ``compile`` and losses that are all pure
     cuda_graphs: str = "auto"
@@ -97,6 +101,10 @@ class TrainConfig:
         if self.lr <= 0 or not 0 < self.lr_gamma <= 1:
             raise ConfigError(f"need lr > 0 and 0 < lr_gamma <= 1, "
                               f"got {self.lr}, {self.lr_gamma}")
+        if (isinstance(self.anchor, bool) or not isinstance(self.anchor, (int, float))
+                or not 0 <= self.anchor < float("inf")):
+            raise ConfigError(f"anchor must be a number >= 0, got {self.anchor!r}")
+        object.__setattr__(self, "anchor", float(self.anchor))  # 1 and 1.0: one setting
         if not 0 <= self.dropout < 1:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.checkpoint_every < 0:

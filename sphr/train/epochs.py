@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from sphr.losses.anchor import anchored_stress
 from sphr.train import fused, graph
 from sphr.train.stacked import stacked_forward
 
@@ -97,6 +98,8 @@ class StackLoop:
                     labels = (lab[s, :b], lab[s, b:2 * b], lab[s, 2 * b:])
                 values.append(loss(z[j, :b], z[j, b:2 * b], z[j, 2 * b:], labels))
             v = torch.stack(values)
+            if cfg.anchor:  # the marker-geometry anchor (sphr.losses.anchor)
+                v = v + cfg.anchor * anchored_stress(z, x.float())
             self.opt.zero_grad(set_to_none=True)
             v.sum().backward()  # models share no parameters: each gets its own gradient
             self.opt.step()

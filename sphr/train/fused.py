@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch.optim.adam import adam
 
+from sphr.losses.anchor import anchored_stress
 from sphr.models import HIDDEN
 from sphr.train.stacked import stacked_forward
 
@@ -110,8 +111,9 @@ class FusedStep:
 
     def __init__(self, params: list[torch.Tensor], opt: torch.optim.Adam,
                  losses: Sequence[torch.nn.Module], dropout: float, bf16: bool,
-                 compile: bool = True) -> None:
+                 compile: bool = True, anchor: float = 0.0) -> None:
         self.params, self.opt, self.losses = params, opt, list(losses)
+        self.anchor = anchor  # the marker-geometry anchor's weight (sphr.losses.anchor)
         # the same storage outside autograd: func.grad differentiates them inside the step,
         # and Adam writes into them in place
         self.leaves = [p.detach() for p in params]
@@ -130,7 +132,7 @@ class FusedStep:
         self._grad = torch.func.grad_and_value(self._objective, has_aux=True)
         # torch.compile is lazy: a step never called is never compiled
         kind = (len(params), params[0].shape[0], tuple(type(x).__name__ for x in self.losses),
-                self.kept, bf16)
+                self.kept, bf16, anchor)
         self._step = _compiled(self._update, kind) if compile else self._update
         self._step_at = _compiled(self._update_at, kind) if compile else self._update_at
 
@@ -143,6 +145,8 @@ class FusedStep:
         b = z.shape[1] // 3
         values = torch.stack([loss(z[j, :b], z[j, b:2 * b], z[j, 2 * b:])
                               for j, loss in enumerate(self.losses)])
+        if self.anchor:
+            values = values + self.anchor * anchored_stress(z, x)
         return values.sum(), values
 
     def _update(self, params: list[torch.Tensor], X: torch.Tensor, rows: torch.Tensor,

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from sphr.errors import ConfigError
+from sphr.losses.anchor import geometry_stress
 from sphr.train.tracking import SELECTIONS, RowFacts, track_epoch
 
 #: neighbours of the validation kNN vote
@@ -103,12 +104,14 @@ class Validator:
     def __init__(self, X: torch.Tensor, labels: np.ndarray, augmented: np.ndarray,
                  split: ValidationSplit, patience: int | None, batch_size: int = 512,
                  knn_on_device: bool | None = None, selection: str = "loss",
-                 facts: RowFacts | None = None) -> None:
+                 facts: RowFacts | None = None, anchor: float = 0.0) -> None:
         if selection not in SELECTIONS:
             raise ConfigError(f"selection must be one of {', '.join(SELECTIONS)}, "
                               f"got {selection!r}")
         self.split, self.patience, self.batch_size = split, patience, batch_size
         self.selection = selection
+        # the marker-geometry anchor's weight: the validation loss is the training objective
+        self.anchor = anchor
         dev = X.device
         self.xv = X[torch.as_tensor(split.validation_rows, device=dev)]
         fit_real = np.setdiff1d(split.fit_rows, np.flatnonzero(np.asarray(augmented, bool)))
@@ -163,7 +166,12 @@ class Validator:
             lab = None
             if loss.uses_labels:
                 lab = (self.labels_v[t[:, 0]], self.labels_v[t[:, 1]], self.labels_v[t[:, 2]])
-            out.append(loss(z[t[:, 0]], z[t[:, 1]], z[t[:, 2]], lab).detach().reshape(()))
+            value = loss(z[t[:, 0]], z[t[:, 1]], z[t[:, 2]], lab).reshape(())
+            if self.anchor:
+                value = value + self.anchor * geometry_stress(
+                    z[t[:, 0]], z[t[:, 1]], z[t[:, 2]],
+                    self.xv[t[:, 0]], self.xv[t[:, 1]], self.xv[t[:, 2]])
+            out.append(value.detach())
         loss.train(was_training)
         return torch.stack(out)
 

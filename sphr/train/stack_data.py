@@ -103,7 +103,8 @@ class StackInputs:
                 rows = self.X[s:s + len(d.X)]  # a view: this data set's rows
                 self.validators.append(Validator(rows, d.labels, d.augmented, d.split,
                                                  cfg.patience, cfg.batch_size,
-                                                 selection=cfg.selection, facts=d.facts))
+                                                 selection=cfg.selection, facts=d.facts,
+                                                 anchor=cfg.anchor))
         self.validator = self.validators[0] if self.validators else None
         self._members = [[j for j, x in enumerate(self.data_of) if x == d]
                          for d in range(len(self.validators))]

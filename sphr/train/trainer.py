@@ -149,7 +149,7 @@ class _Group(StackInputs, StackCheckpoint, StackLoop):
         self.graph: graph.DeviceEpoch | None = None
         if cfg.compile and fused.supports(self.losses):
             self.fused = fused.FusedStep(self.params, self.opt, self.losses, cfg.dropout,
-                                         bf16=cfg.precision == "bf16")
+                                         bf16=cfg.precision == "bf16", anchor=cfg.anchor)
             if graph.wanted(cfg.cuda_graphs, cfg.compile, self.device):
                 self.graph = graph.DeviceEpoch(
                     self.fused, self.X, self.T, self.gens, batch_size=cfg.batch_size,

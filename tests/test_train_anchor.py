@@ -1,0 +1,148 @@
+"""Remedy R3, the marker-geometry anchor (sphr.losses.anchor; docs/METHODS.md, "SPHR's stability
+from fit to fit"): the stress's invariants, that every training path adds the same term, that
+model selection's validation loss carries it on validation rows only, and that it keeps the
+embedding's distances nearer the markers'."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_train_selection import _data as selection_data
+
+from sphr.errors import ConfigError
+from sphr.losses import build_loss
+from sphr.losses.anchor import anchored_stress, geometry_stress
+from sphr.train import TrainConfig, train_sphr
+from sphr.train.fused import FusedStep, hashed_masks
+from sphr.train.selection import Validator, split_validation
+from sphr.train.stacked import init_model, stack_params, stacked_forward
+
+needs_compiler = pytest.mark.skipif(not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
+                                    reason="torch.compile needs a C++ compiler on the CPU")
+
+
+def _triplet_rows(seed: int, b: int, n: int) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(b, n, generator=g, dtype=torch.float64) for _ in range(3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 30), st.integers(2, 12),
+       st.floats(0.1, 100.0))
+def test_stress_is_zero_for_an_isometry_one_for_a_collapse_and_scale_free(seed, b, n, scale):
+    xa, xp, xn = _triplet_rows(seed, b, n)
+    q, _ = torch.linalg.qr(torch.randn(n, n, generator=torch.Generator().manual_seed(seed),
+                                       dtype=torch.float64))
+    shift = torch.randn(n, dtype=torch.float64)
+    # a rotation and a shift keep every distance
+    iso = [x @ q + shift for x in (xa, xp, xn)]
+    assert float(geometry_stress(*iso, xa, xp, xn)) < 1e-6
+    point = [torch.zeros(b, 3, dtype=torch.float64)] * 3
+    # 1 but for the 1e-6 that the row-wise distance adds to a difference (finite gradients)
+    assert float(geometry_stress(*point, xa, xp, xn)) == pytest.approx(1.0, abs=1e-3)
+    z = [x[:, :2] * 0.5 for x in (xa, xp, xn)]
+    s = float(geometry_stress(*z, xa, xp, xn))
+    scaled = float(geometry_stress(*(v * scale for v in z), *(x * scale for x in (xa, xp, xn))))
+    assert scaled == pytest.approx(s, rel=1e-4)  # the 1e-6 added to differences aside
+    assert s >= 0
+
+
+def test_stress_of_a_stack_is_each_model_alone():
+    z = torch.randn(3, 60, 4)
+    x = torch.randn(3, 60, 7)
+    per_model = anchored_stress(z, x)
+    assert per_model.shape == (3,)
+    for j in range(3):
+        alone = geometry_stress(z[j, :20], z[j, 20:40], z[j, 40:], x[j, :20], x[j, 20:40],
+                                x[j, 40:])
+        assert torch.allclose(per_model[j], alone)
+
+
+def test_the_anchor_is_a_number_at_least_zero_and_names_its_candidate():
+    from sphr.risk.refits import candidate_of
+
+    assert TrainConfig(anchor=1).anchor == 1.0
+    assert candidate_of(TrainConfig(anchor=1).to_dict()) == "anchor=1.0"
+    assert candidate_of(TrainConfig().to_dict()) == "default"
+    for bad in (-0.5, float("inf"), "1", True):
+        with pytest.raises(ConfigError, match="anchor"):
+            TrainConfig(anchor=bad)
+
+
+@needs_compiler
+def test_the_fused_step_adds_the_anchor_as_autograd_does():
+    torch.manual_seed(0)
+    X = torch.randn(120, 16)
+    loss = build_loss("nplb")
+    templates = [init_model(16, 0), init_model(16, 1)]
+    ours = stack_params(templates, torch.device("cpu"))
+    ref = stack_params(templates, torch.device("cpu"))
+    opt = torch.optim.Adam(ours, lr=1e-2, fused=True)
+    ref_opt = torch.optim.Adam(ref, lr=1e-2)
+    step = FusedStep(ours, opt, [loss, loss], dropout=0.1, bf16=False, anchor=0.7)
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(3):
+        rows = torch.randint(0, 120, (2, 3 * 20), generator=gen)
+        keys = torch.randint(0, 2**31 - 1, (2,), generator=gen, dtype=torch.int32)
+        values = step(X, rows, keys)
+        z = stacked_forward(ref, X[rows], hashed_masks(keys, rows.shape[1], round(0.9 * 65536)))
+        expect = torch.stack([loss(z[j, :20], z[j, 20:40], z[j, 40:]) for j in range(2)])
+        expect = expect + 0.7 * anchored_stress(z, X[rows])
+        ref_opt.zero_grad()
+        expect.sum().backward()
+        ref_opt.step()
+        assert torch.allclose(values, expect.detach(), atol=1e-5)
+    for p, q in zip(ours, ref, strict=True):
+        assert torch.allclose(p, q, atol=0.03 * 1e-2)
+
+
+def test_the_validation_loss_carries_the_anchor_on_validation_rows_only():
+    X, labels, augmented, triplets = selection_data(300, 0)
+    split = split_validation(labels, augmented, triplets, 0.2, seed=0)
+    Xt = torch.from_numpy(X)
+    params = stack_params([init_model(X.shape[1], 0)], torch.device("cpu"))
+    loss = build_loss("nplb")
+    plain = Validator(Xt, labels, augmented, split, patience=2)
+    anchored = Validator(Xt, labels, augmented, split, patience=2, anchor=2.0)
+    base = plain.compute(params, [loss], stacked_forward)[0]
+    with_anchor = anchored.compute(params, [loss], stacked_forward)[0]
+    z = stacked_forward(params, anchored.xv.unsqueeze(0), None)[0]
+    for i, t in enumerate(anchored._batches):
+        stress = geometry_stress(z[t[:, 0]], z[t[:, 1]], z[t[:, 2]], anchored.xv[t[:, 0]],
+                                 anchored.xv[t[:, 1]], anchored.xv[t[:, 2]])
+        assert torch.allclose(with_anchor[0, i], base[0, i] + 2.0 * stress, atol=1e-5)
+    # a fitting row's markers changed: the validation loss, anchor and all, does not move
+    moved = Xt.clone()
+    moved[torch.as_tensor(split.fit_rows)] += 5.0
+    again = Validator(moved, labels, augmented, split, patience=2, anchor=2.0)
+    assert torch.equal(again.compute(params, [loss], stacked_forward)[0], with_anchor)
+
+
+def _final_stress(result, X: np.ndarray, triplets: np.ndarray) -> float:
+    from sphr.train.model_io import embed
+
+    z = torch.from_numpy(embed(result.model, X, device="cpu"))
+    x = torch.from_numpy(X)
+    t = torch.from_numpy(triplets)
+    return float(geometry_stress(z[t[:, 0]], z[t[:, 1]], z[t[:, 2]], x[t[:, 0]], x[t[:, 1]],
+                                 x[t[:, 2]]))
+
+
+@pytest.mark.parametrize("compile", [False, pytest.param(True, marks=needs_compiler)])
+def test_training_with_the_anchor_keeps_the_markers_geometry_and_repeats_bit_for_bit(compile):
+    X, labels, augmented, triplets = selection_data(300, 0)
+    cfg = TrainConfig(epochs=4, batch_size=128, validation_size=0.2, device="cpu",
+                      checkpoint_every=0, compile=compile, lr=3e-3)
+    plain = train_sphr(X, triplets, cfg, labels=labels, augmented=augmented)
+    anchored_cfg = dataclasses.replace(cfg, anchor=1.0)
+    anchored = train_sphr(X, triplets, anchored_cfg, labels=labels, augmented=augmented)
+    assert _final_stress(anchored, X, triplets) < 0.5 * _final_stress(plain, X, triplets)
+    again = train_sphr(X, triplets, anchored_cfg, labels=labels, augmented=augmented)
+    assert anchored.loss_curve == again.loss_curve
+    assert anchored.config.anchor == 1.0 and plain.config.anchor == 0.0
