@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from sphr.losses import build_loss
+from sphr.losses.anchor import anchored_stress
 from sphr.train import TrainConfig
 from sphr.train.fused import FusedStep, _mix32, hashed_masks, supports
 from sphr.train.stacked import init_model, stack_params, stacked_forward
@@ -54,7 +55,8 @@ def test_only_pure_losses_take_the_fused_path():
 
 
 @needs_compiler
-def test_fused_step_equals_autograd_and_adam_on_the_same_masks():
+@pytest.mark.parametrize("anchor", [0.0, 0.7])  # 0.7: remedy R3's term (sphr.losses.anchor)
+def test_fused_step_equals_autograd_and_adam_on_the_same_masks(anchor):
     torch.manual_seed(0)
     X = torch.randn(120, 16)
     losses = [build_loss("nplb"), build_loss("triplet", margin=0.5)]
@@ -63,7 +65,7 @@ def test_fused_step_equals_autograd_and_adam_on_the_same_masks():
     ref = stack_params(templates, torch.device("cpu"))
     opt = torch.optim.Adam(ours, lr=1e-2, fused=True)
     ref_opt = torch.optim.Adam(ref, lr=1e-2)
-    step = FusedStep(ours, opt, losses, dropout=0.1, bf16=False)
+    step = FusedStep(ours, opt, losses, dropout=0.1, bf16=False, anchor=anchor)
     gen = torch.Generator().manual_seed(3)
     for _ in range(3):
         rows = torch.randint(0, 120, (2, 3 * 20), generator=gen)
@@ -73,6 +75,7 @@ def test_fused_step_equals_autograd_and_adam_on_the_same_masks():
         z = stacked_forward(ref, X[rows], masks)
         expect = torch.stack([loss(z[j, :20], z[j, 20:40], z[j, 40:])
                               for j, loss in enumerate(losses)])
+        expect = expect + anchor * anchored_stress(z, X[rows])
         ref_opt.zero_grad()
         expect.sum().backward()
         ref_opt.step()
