@@ -33,6 +33,25 @@ def test_the_profile_and_candidate_of_a_saved_training_config():
     both = TrainConfig.profile("demo", ensemble=3, selection="severity").to_dict()
     assert candidate_of(both) == "ensemble=3,selection=severity"
     assert profile_of(TrainConfig.profile("demo", epochs=3).to_dict()) is None
+    # R3 / R4: an anchor given as 1 is filed as the saved config holds it
+    anchored = TrainConfig.profile("paper", anchor=1, ensemble=5).to_dict()
+    assert profile_of(anchored) == "paper" and candidate_of(anchored) == "anchor=1.0,ensemble=5"
+
+
+def test_every_recorded_candidate_is_one_a_trained_model_can_name():
+    """Each key of the shipped refit_spread.json is what candidate_of gives for a model
+    trained with its settings, so the report finds every measured spread."""
+    from sphr.risk.refits import CANDIDATE_SETTINGS, measured_spreads
+
+    held = measured_spreads()
+    assert held, "refit_spread.json holds no measured run"
+    for profile, candidates in held.items():
+        for key in candidates:
+            settings = dict(item.split("=", 1) for item in key.split(",")) if key != "default" \
+                else {}
+            assert set(settings) <= set(CANDIDATE_SETTINGS), key
+            typed = {k: type(CANDIDATE_SETTINGS[k])(v) for k, v in settings.items()}
+            assert candidate_of(TrainConfig.profile(profile, **typed).to_dict()) == key
 
 
 def test_sphr_record_takes_the_spread_measured_for_the_models_training(tmp_path):
