@@ -122,9 +122,11 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
         death = pd.read_parquet(run / "ingest" / "outcomes.parquet")
         death = death.loc[death["outcome"] == "death", ["eid", "time_years", "event"]]
         for sex in () if absolute_only else SEXES:
+            # the CPU unless told (--train device=cuda compile=true: the paper profile's
+            # ensembles on a GPU); the refit's seed always
+            settings = {"device": "cpu", **(train or {}), "seed": seed}
             run_train(cohort_dir(run, sex), train_dir(run, sex),
-                      TrainConfig.profile(profile, **(train or {}), seed=seed, device="cpu"),
-                      death=death)
+                      TrainConfig.profile(profile, **settings), death=death)
             run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), ["deep_patient"],
                           seed=seed, device="cpu")
     from sphr.risk.config import DEFAULT_METHODS, SPHR_VARIANTS
@@ -542,13 +544,15 @@ def candidate_name(train: dict, profile: str) -> str:
     """The training settings a refit run changed from ``profile``, as the key of its spread
     (``default``: the profile as it is), written as the report looks it up: an override that
     restates the profile's value (``ensemble=1``) changes nothing, so it is no part of the key;
-    values as the saved config holds them (``anchor=1`` is ``anchor=1.0``)."""
-    from sphr.risk.refits import candidate_key
+    values as the saved config holds them (``anchor=1`` is ``anchor=1.0``). Where and how fast
+    the fits ran (``device=cuda``, ``compile=true``) is no part of it."""
+    from sphr.risk.refits import RUNTIME_SETTINGS, candidate_key
     from sphr.train.config import TrainConfig
 
     base = TrainConfig.profile(profile).to_dict()
     given = TrainConfig.profile(profile, **train).to_dict()
-    return candidate_key({k: given[k] for k in train if base.get(k, object()) != given[k]})
+    return candidate_key({k: given[k] for k in train
+                          if k not in RUNTIME_SETTINGS and base.get(k, object()) != given[k]})
 
 
 def measuring_command(args: argparse.Namespace) -> str:
@@ -847,7 +851,8 @@ def main() -> None:
                         help="a cohort setting for every fold, e.g. triplet_classes=severity")
     parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE",
                         help="a training setting for every fold's SPHR fit, e.g. "
-                             "selection=severity (docs/METHODS.md)")
+                             "selection=severity or anchor=1 (docs/METHODS.md); device=cuda "
+                             "with compile=true trains on a GPU")
     parser.add_argument("--record-spread", action="store_true",
                         help="with --refits: keep the refit spread in "
                              f"{SPREAD_FILE.relative_to(REPO)} for the report")

@@ -87,6 +87,10 @@ def test_an_override_that_restates_the_profile_names_the_default_candidate():
     # the demo's epochs restated at the demo profile change nothing; at the paper's they do
     assert real_nhanes.candidate_name({"epochs": 8}, "demo") == "default"
     assert real_nhanes.candidate_name({"epochs": 8}, "paper") == "epochs=8"
+    # on a GPU: the candidate is what was trained, not where
+    gpu = real_nhanes.train_overrides(["anchor=1", "ensemble=5", "device=cuda", "compile=true"])
+    assert gpu["compile"] is True
+    assert real_nhanes.candidate_name(gpu, "paper") == "anchor=1.0,ensemble=5"
 
 
 def test_record_spread_keeps_other_entries(tmp_path):
