@@ -47,8 +47,8 @@ def test_every_recorded_candidate_is_one_a_trained_model_can_name():
     assert held, "refit_spread.json holds no measured run"
     for profile, candidates in held.items():
         for key in candidates:
-            settings = dict(item.split("=", 1) for item in key.split(",")) if key != "default" \
-                else {}
+            items = [] if key == "default" else key.split(",")
+            settings = dict(item.split("=", 1) for item in items)
             assert set(settings) <= set(CANDIDATE_SETTINGS), key
             typed = {k: type(CANDIDATE_SETTINGS[k])(v) for k, v in settings.items()}
             assert candidate_of(TrainConfig.profile(profile, **typed).to_dict()) == key

@@ -99,7 +99,7 @@ class StackLoop:
                 values.append(loss(z[j, :b], z[j, b:2 * b], z[j, 2 * b:], labels))
             v = torch.stack(values)
             if cfg.anchor:  # the marker-geometry anchor (sphr.losses.anchor)
-                v = v + cfg.anchor * anchored_stress(z, x.float())
+                v = v + cfg.anchor * anchored_stress(z, x)
             self.opt.zero_grad(set_to_none=True)
             v.sum().backward()  # models share no parameters: each gets its own gradient
             self.opt.step()

@@ -166,11 +166,11 @@ class Validator:
             lab = None
             if loss.uses_labels:
                 lab = (self.labels_v[t[:, 0]], self.labels_v[t[:, 1]], self.labels_v[t[:, 2]])
-            value = loss(z[t[:, 0]], z[t[:, 1]], z[t[:, 2]], lab).reshape(())
+            za, zp, zn = z[t[:, 0]], z[t[:, 1]], z[t[:, 2]]
+            value = loss(za, zp, zn, lab).reshape(())
             if self.anchor:
                 value = value + self.anchor * geometry_stress(
-                    z[t[:, 0]], z[t[:, 1]], z[t[:, 2]],
-                    self.xv[t[:, 0]], self.xv[t[:, 1]], self.xv[t[:, 2]])
+                    za, zp, zn, self.xv[t[:, 0]], self.xv[t[:, 1]], self.xv[t[:, 2]])
             out.append(value.detach())
         loss.train(was_training)
         return torch.stack(out)
