@@ -214,7 +214,7 @@ def c_index(time: np.ndarray, event: np.ndarray, score: np.ndarray) -> float:
 
 
 def c_index_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray,
-                     weights: np.ndarray) -> np.ndarray:
+                     weights: np.ndarray, strata: np.ndarray | None = None) -> np.ndarray:
     """Harrell's C for each row of multiplicities ``weights`` (R, n), with lifelines' tie rules
     (i before j is comparable if i had the event and T_i < T_j, or T_i = T_j and j is
     censored; a score tie counts 0.5); NaN without a comparable pair.
@@ -224,6 +224,8 @@ def c_index_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray,
     instead of one lifelines call each (equal to them; tested). Only event rows can start a
     comparable pair, so the matrices are (events, n). Every term is a multiple of 0.5, so the
     sums are exact and the result does not depend on the order of summation.
+    ``strata``: only pairs within one stratum count (e.g. the folds of a cross-fit, whose
+    scores come from different fits and are comparable only within a fold).
     """
     t, e, s = np.asarray(time, float), np.asarray(event, bool), np.asarray(score, float)
     w = np.atleast_2d(np.asarray(weights, float))
@@ -232,6 +234,9 @@ def c_index_weighted(time: np.ndarray, event: np.ndarray, score: np.ndarray,
         return np.full(w.shape[0], np.nan)
     ti, si = t[ev][:, None], s[ev][:, None]
     comparable = (ti < t[None, :]) | ((ti == t[None, :]) & ~e[None, :])
+    if strata is not None:
+        st = np.asarray(strata)
+        comparable &= st[ev][:, None] == st[None, :]
     concordant = np.where(si > s[None, :], 1.0, np.where(si == s[None, :], 0.5, 0.0))
     num = ((w @ (comparable * concordant).T) * w[:, ev]).sum(axis=1)
     den = ((w @ comparable.T.astype(float)) * w[:, ev]).sum(axis=1)

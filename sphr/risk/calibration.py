@@ -99,29 +99,64 @@ def calibrated_groups(score: np.ndarray, normal_bound: float, lower_bound: float
                     ).astype(object)
 
 
-class AgeStandardizer:
-    """Per age group location and scale of a score among the training BFH, so one pooled
-    calibration set serves every age group (a few dozen calibration BFH per sex cannot give
-    per-group percentiles).
+#: how a score is made comparable across ages before the calibrated bounds (docs/METHODS.md,
+#: "Age standardization"): ``<source>_<form>``, source ``training`` (the training BFH) or
+#: ``calibration`` (the calibration BFH, cross-fitted for the bounds), form ``groups`` (median
+#: and IQR per age group) or ``line`` (a location and a scale linear in age)
+STANDARDIZATIONS: tuple[str, ...] = ("training_groups", "calibration_groups",
+                                     "calibration_line", "training_line")
+#: folds of the calibration BFH when they set the standardization too (module docstring)
+CALIBRATION_FOLDS = 5
+#: the standard deviation of a normal variable per unit of mean absolute deviation
+_MAD_TO_SD = math.sqrt(math.pi / 2)
 
-    **Decision**: z = (s - median_g) / (IQR_g / 1.349), median and IQR of the *training*
-    real BFH scores of age group g, borrowing neighbouring groups until ``min_group_size``
-    members (nearest first). These are fits, so they come from training rows; the
-    calibration rows only set the bounds on z. Robust statistics because a score's tail is
-    what the bound is about and must not move the centre.
+
+def _midpoint(name: str) -> float:
+    lo, _, hi = str(name).partition("-")
+    return (float(lo) + float(hi)) / 2
+
+
+class AgeStandardizer:
+    """The location and scale of a score among healthy people, by age, so one pooled
+    calibration set serves every age (a few dozen calibration BFH per sex cannot give
+    per-group percentiles): z = (s - location(age)) / scale(age).
+
+    ``form="groups"``: median_g and IQR_g / 1.349 of the age group g, borrowing neighbouring
+    groups until ``min_group_size`` members (nearest first); robust, because a score's tail
+    is what the bound is about and must not move the centre. ``form="line"``: location
+    a + b age by least squares and scale (c + d age) sqrt(pi / 2) from the absolute residuals
+    on age (a normal's SD per mean absolute deviation), floored at a tenth of their mean: two
+    lines over every age, so no group's few members set its own scale. Which rows it is
+    fitted on is the caller's choice (:func:`calibrate`).
     """
 
-    def __init__(self, group_names: list[str], min_group_size: int = 30) -> None:
+    def __init__(self, group_names: list[str], min_group_size: int = 30,
+                 form: str = "groups") -> None:
+        if form not in ("groups", "line"):
+            raise ValueError(f"form must be 'groups' or 'line', got {form!r}")
         self.group_names = list(group_names)
         self.min_group_size = min_group_size
+        self.form = form
         self.center_: dict[str, float] = {}
         self.scale_: dict[str, float] = {}
         self.pooled_: dict[str, list[str]] = {}
+        self.line_: list[float] = []
 
-    def fit(self, scores: np.ndarray, groups: np.ndarray) -> AgeStandardizer:
+    def _ages(self, groups: np.ndarray, ages: np.ndarray | None) -> np.ndarray:
+        """The ages given, or each group's midpoint where an age is missing."""
+        mid = np.array([_midpoint(g) for g in groups], np.float64)
+        if ages is None:
+            return mid
+        a = np.asarray(ages, np.float64)
+        return np.where(np.isfinite(a), a, mid)
+
+    def fit(self, scores: np.ndarray, groups: np.ndarray,
+            ages: np.ndarray | None = None) -> AgeStandardizer:
         scores, groups = np.asarray(scores, np.float64), np.asarray(groups, object)
         if scores.size < 3:
-            raise InputError(f"need at least 3 training BFH scores, got {scores.size}")
+            raise InputError(f"need at least 3 healthy people's scores, got {scores.size}")
+        if self.form == "line":
+            return self._fit_line(scores, self._ages(groups, ages))
         counts = [int((groups == g).sum()) for g in self.group_names]
         windows = pooled_windows(counts, min(self.min_group_size, scores.size))
         for name, window in zip(self.group_names, windows, strict=True):
@@ -134,26 +169,105 @@ class AgeStandardizer:
             self.pooled_[name] = members
         return self
 
-    def transform(self, scores: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    def _fit_line(self, scores: np.ndarray, ages: np.ndarray) -> AgeStandardizer:
+        design = np.column_stack([np.ones_like(ages), ages])
+        if np.ptp(ages) == 0:  # one age: a constant location and scale
+            design = design[:, :1]
+        loc = np.linalg.lstsq(design, scores, rcond=None)[0]
+        resid = np.abs(scores - design @ loc)
+        spread = np.linalg.lstsq(design, resid, rcond=None)[0]
+        loc, spread = np.resize(np.append(loc, 0.0), 2), np.resize(np.append(spread, 0.0), 2)
+        self.line_ = [float(loc[0]), float(loc[1]), float(spread[0]), float(spread[1]),
+                      float(max(resid.mean() / 10, 1e-12))]
+        return self
+
+    def location_scale(self, groups: np.ndarray, ages: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """(location, scale) for each row's age group (``groups``) and age."""
         groups = np.asarray(groups, object)
+        if self.form == "line":
+            a = self._ages(groups, ages)
+            b0, b1, g0, g1, floor = self.line_
+            return b0 + b1 * a, np.maximum(g0 + g1 * a, floor) * _MAD_TO_SD
         unknown = sorted(set(groups) - set(self.center_))
         if unknown:
             raise InputError(f"age groups {unknown} are not in the fitted standardizer",
                              field="age_group")
-        c = np.array([self.center_[g] for g in groups], np.float64)
-        s = np.array([self.scale_[g] for g in groups], np.float64)
-        return (np.asarray(scores, np.float64) - c) / s if len(groups) else np.empty(0)
+        return (np.array([self.center_[g] for g in groups], np.float64),
+                np.array([self.scale_[g] for g in groups], np.float64))
+
+    def transform(self, scores: np.ndarray, groups: np.ndarray,
+                  ages: np.ndarray | None = None) -> np.ndarray:
+        if not len(groups):
+            return np.empty(0)
+        c, s = self.location_scale(groups, ages)
+        return (np.asarray(scores, np.float64) - c) / s
 
     def to_dict(self) -> dict:
-        return {"min_group_size": self.min_group_size, "center": self.center_,
-                "scale": self.scale_, "pooled_groups": self.pooled_}
+        return {"min_group_size": self.min_group_size, "form": self.form,
+                "center": self.center_, "scale": self.scale_, "pooled_groups": self.pooled_,
+                "line": self.line_}
 
     @classmethod
     def from_dict(cls, data: dict, group_names: list[str]) -> AgeStandardizer:
-        out = cls(group_names, data["min_group_size"])
+        out = cls(group_names, data["min_group_size"], data.get("form", "groups"))
         out.center_, out.scale_ = dict(data["center"]), dict(data["scale"])
         out.pooled_ = dict(data.get("pooled_groups", {}))
+        out.line_ = list(data.get("line", []))
         return out
+
+
+@dataclass(frozen=True)
+class Healthy:
+    """A set of bona fide healthy people's scores, age groups and ages (NaN: age unknown)."""
+
+    scores: np.ndarray
+    groups: np.ndarray
+    ages: np.ndarray | None = None
+
+    def rows(self, mask: np.ndarray) -> Healthy:
+        return Healthy(self.scores[mask], self.groups[mask],
+                       None if self.ages is None else self.ages[mask])
+
+
+def _crossfitted_z(make: AgeStandardizer, people: Healthy) -> np.ndarray:
+    """Each calibration person's z from the standardizer fitted on the other folds (folds by
+    position, so the same rows give the same folds): the bounds then rest on z's that no fit
+    of theirs has seen."""
+    n = people.scores.size
+    fold = np.arange(n) % min(CALIBRATION_FOLDS, n)
+    z = np.empty(n)
+    for k in np.unique(fold):
+        held = fold == k
+        rest = people.rows(~held)
+        part = AgeStandardizer(make.group_names, make.min_group_size, make.form).fit(
+            rest.scores, rest.groups, rest.ages)
+        z[held] = part.transform(people.scores[held], people.groups[held],
+                                 None if people.ages is None else people.ages[held])
+    return z
+
+
+def calibrate(standardization: str, group_names: list[str], train: Healthy,
+              calibration: Healthy, min_group_size: int = 30
+              ) -> tuple[AgeStandardizer, CalibratedBounds]:
+    """The age standardizer and the calibrated bounds of one score (:data:`STANDARDIZATIONS`).
+
+    Source ``training``: the standardizer is fitted on the training BFH and the bounds on the
+    calibration BFH's z. Source ``calibration``: the standardizer new people are measured with
+    is fitted on every calibration BFH, and the bounds on the calibration BFH's cross-fitted z
+    (:func:`_crossfitted_z`), so no scale that a fit has seen sets the bounds' scale."""
+    if standardization not in STANDARDIZATIONS:
+        raise InputError(f"standardization {standardization!r}: choose from "
+                         f"{', '.join(STANDARDIZATIONS)}", field="standardization")
+    source, _, form = standardization.partition("_")
+    if calibration.scores.size < 3:
+        raise InputError(f"need at least 3 calibration BFH scores, got {calibration.scores.size}")
+    fit_on = train if source == "training" else calibration
+    std = AgeStandardizer(group_names, min_group_size, form).fit(
+        fit_on.scores, fit_on.groups, fit_on.ages)
+    z = (std.transform(calibration.scores, calibration.groups, calibration.ages)
+         if source == "training" else _crossfitted_z(std, calibration))
+    return std, CalibratedBounds.fit(z)
 
 
 @dataclass(frozen=True)

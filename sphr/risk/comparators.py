@@ -11,8 +11,9 @@
     The supervised comparators (:mod:`sphr.risk.supervised`): they use the outcome.
 
 Every score goes through the same calibration and groups as the distance methods:
-:class:`ScoreModel` standardizes the score per age group among the training BFH and
-takes the bounds from the calibration BFH (people without a score are left out of both).
+:class:`ScoreModel` standardizes the score for age among healthy people and takes the
+bounds from the calibration BFH (:func:`sphr.risk.calibration.calibrate`; people without a
+score are left out of both).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pandas as pd
 
 from sphr.cohorts.age import group_names
 from sphr.errors import InputError
-from sphr.risk.calibration import AgeStandardizer, CalibratedBounds
+from sphr.risk.calibration import AgeStandardizer, CalibratedBounds, Healthy, calibrate
 
 log = logging.getLogger(__name__)
 
@@ -33,31 +34,34 @@ class ScoreModel:
     """Calibrated Normal / Lower Risk / Higher Risk for a score given per person."""
 
     def __init__(self, method: str, age_groups: tuple[tuple[int, int], ...],
-                 standardize_min_group: int = 30) -> None:
+                 standardize_min_group: int = 30,
+                 standardization: str = "training_groups") -> None:
         self.method = method
         self.age_groups = tuple(tuple(g) for g in age_groups)
+        self.standardize_min_group = standardize_min_group
+        self.standardization = standardization
         self.standardizer = AgeStandardizer(group_names(self.age_groups), standardize_min_group)
         self.bounds: CalibratedBounds | None = None
 
-    def fit(self, train_scores: np.ndarray, train_groups: np.ndarray,
-            calibration_scores: np.ndarray, calibration_groups: np.ndarray) -> ScoreModel:
-        """Training BFH scores set the age standardization, calibration BFH scores the bounds
-        (people without a score, NaN, are left out of both)."""
-        t = np.isfinite(np.asarray(train_scores, float))
-        c = np.isfinite(np.asarray(calibration_scores, float))
+    def fit(self, train: Healthy, calibration: Healthy) -> ScoreModel:
+        """The age standardization and the bounds from the training and calibration BFH's
+        scores (:func:`sphr.risk.calibration.calibrate`; people without a score, NaN, are
+        left out of both)."""
+        t, c = np.isfinite(train.scores), np.isfinite(calibration.scores)
         if t.sum() < 2 or c.sum() < 3:
             raise InputError(f"too few bona fide healthy people with a {self.method} score "
                              f"({int(t.sum())} training, {int(c.sum())} calibration)")
-        self.standardizer.fit(np.asarray(train_scores, float)[t], np.asarray(train_groups)[t])
-        self.bounds = CalibratedBounds.fit(self.standardizer.transform(
-            np.asarray(calibration_scores, float)[c], np.asarray(calibration_groups)[c]))
+        self.standardizer, self.bounds = calibrate(
+            self.standardization, group_names(self.age_groups), train.rows(t),
+            calibration.rows(c), self.standardize_min_group)
         return self
 
-    def transform(self, scores: np.ndarray, groups: np.ndarray) -> pd.DataFrame:
+    def transform(self, scores: np.ndarray, groups: np.ndarray,
+                  ages: np.ndarray | None = None) -> pd.DataFrame:
         """One row per person; a person without a score (NaN) gets no group (None)."""
-        z = self.standardizer.transform(scores, groups)
-        c = np.array([self.standardizer.center_[g] for g in groups], float)
-        s = np.array([self.standardizer.scale_[g] for g in groups], float)
+        z = self.standardizer.transform(scores, groups, ages)
+        c, s = self.standardizer.location_scale(groups, ages) if len(groups) else (
+            np.empty(0), np.empty(0))
         group = np.full(len(z), None, dtype=object)
         scored = np.isfinite(z)
         group[scored] = self.bounds.groups(z[scored])
@@ -70,11 +74,13 @@ class ScoreModel:
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "mode": "calibrated",
                 "age_groups": [list(g) for g in self.age_groups],
+                "standardization": self.standardization,
                 "standardizer": self.standardizer.to_dict(), "bounds": self.bounds.as_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScoreModel:
-        model = cls(data["method"], tuple(tuple(g) for g in data["age_groups"]))
+        model = cls(data["method"], tuple(tuple(g) for g in data["age_groups"]),
+                    standardization=data.get("standardization", "training_groups"))
         model.standardizer = AgeStandardizer.from_dict(data["standardizer"],
                                                        group_names(model.age_groups))
         model.bounds = CalibratedBounds.from_dict(data["bounds"])

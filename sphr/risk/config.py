@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from sphr.errors import ConfigError
 from sphr.labels import SEXES
+from sphr.risk.calibration import STANDARDIZATIONS
 from sphr.risk.intervals import MODES
 
 #: SPHR variants aimed at risk (docs/METHODS.md, "SPHR variants aimed at risk"): the same
@@ -81,8 +82,12 @@ class RiskConfig:
     validate_on: str = "test"
     #: fewest real BFH members per age group before the reference borrows neighbouring ages
     min_group_size: int = 10
-    #: fewest training BFH per age group for the score's age standardization
+    #: fewest healthy people per age group for the score's age standardization (form
+    #: ``groups``)
     standardize_min_group: int = 30
+    #: how the score is made comparable across ages before the calibrated bounds, of
+    #: :data:`sphr.risk.calibration.STANDARDIZATIONS` (docs/METHODS.md, "Age standardization")
+    standardization: str = "training_groups"
     #: participant bootstrap resamples of the discrimination intervals
     n_bootstrap: int = 500
     #: resamples for the linked-outcome intervals (Cox and Kaplan-Meier fits are slower)
@@ -118,6 +123,9 @@ class RiskConfig:
             [m for m in self.modes if m not in MODES]
         if bad:
             raise ConfigError(f"unknown method/mode {bad}: methods {ALL_METHODS}, modes {MODES}")
+        if self.standardization not in STANDARDIZATIONS:
+            raise ConfigError(f"standardization {self.standardization!r}: choose from "
+                              f"{', '.join(STANDARDIZATIONS)}")
         if self.distance_space not in DISTANCE_SPACES:
             raise ConfigError(f"distance_space {self.distance_space!r}: choose from "
                               f"{', '.join(DISTANCE_SPACES)}")

@@ -29,11 +29,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
 from sphr.errors import ConfigError, InputError
 from sphr.labels import BONA_FIDE_HEALTHY
-from sphr.risk.calibration import AgeStandardizer, CalibratedBounds, pooled_windows
+from sphr.risk.calibration import (
+    STANDARDIZATIONS,
+    AgeStandardizer,
+    CalibratedBounds,
+    Healthy,
+    calibrate,
+    pooled_windows,
+)
 from sphr.risk.config import METHODS
 from sphr.risk.intervals import (
     LOWER_Q,
@@ -61,6 +69,14 @@ def age_groups_of(frame: pd.DataFrame, age_groups: tuple[tuple[int, int], ...]) 
             return assign_age_groups(frame[col].to_numpy(float), age_groups)[0]
     raise InputError("need an age_group, age_years or age column to pick the age reference",
                      field="age_group")
+
+
+def ages_of(frame: pd.DataFrame) -> np.ndarray | None:
+    """The frame's ages (``age_years`` or ``age``), or None: the age groups' midpoints then."""
+    for col in ("age_years", "age"):
+        if col in frame.columns:
+            return frame[col].to_numpy(float)
+    return None
 
 
 def bfh_rows(frame: pd.DataFrame) -> np.ndarray:
@@ -106,20 +122,22 @@ class DistanceModel(BaseEstimator):
     groups, percentile distances, intervals), ``standardizer_`` and, in mode
     ``calibrated``, ``bounds_``.
 
-    ``score`` is the distance standardized per age group among the training BFH
-    (:class:`sphr.risk.calibration.AgeStandardizer`): comparable across ages, so it
-    is the continuous score the discrimination metrics use.
+    ``score_samples`` is the distance standardized for age among healthy people
+    (``standardization``, one of :data:`sphr.risk.calibration.STANDARDIZATIONS`; mode
+    ``paper`` has no calibration rows and standardizes on the training BFH in the same form):
+    comparable across ages, so it is the continuous score the discrimination metrics use.
     """
 
     def __init__(self, method: str, mode: str, features: list[str], *,
                  age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS,
                  min_group_size: int = 10, standardize_min_group: int = 30,
-                 space: Space | None = None) -> None:
+                 standardization: str = "training_groups", space: Space | None = None) -> None:
         self.method, self.mode = method, mode
         self.features = features
         self.age_groups = age_groups
         self.min_group_size = min_group_size
         self.standardize_min_group = standardize_min_group
+        self.standardization = standardization
         self.space = space
 
     def _check_params(self) -> None:
@@ -130,6 +148,9 @@ class DistanceModel(BaseEstimator):
             raise ConfigError(f"unknown risk mode {self.mode!r}: choose from {', '.join(MODES)}")
         if self.min_group_size < 2:
             raise ConfigError("min_group_size must be at least 2")
+        if self.standardization not in STANDARDIZATIONS:
+            raise ConfigError(f"unknown standardization {self.standardization!r}: choose from "
+                              f"{', '.join(STANDARDIZATIONS)}")
 
     @property
     def _groups(self) -> tuple[tuple[int, int], ...]:
@@ -157,12 +178,14 @@ class DistanceModel(BaseEstimator):
                                                                       list(self.features))
         self.space_ = space.fit(X, ages=ages)
         self._fit_strata(X, groups)
-        own, _ = self.distance(frame)
-        names = group_names(self._groups)
-        self.standardizer_ = AgeStandardizer(names, self.standardize_min_group).fit(own, groups)
         self.bounds_: CalibratedBounds | None = None
         if self.mode == "calibrated":
-            self._calibrate(calibration)
+            self._calibrate(frame, calibration)
+        else:  # Eq. A.4's own intervals: the score for the metrics, from training BFH
+            own, _ = self.distance(frame)
+            self.standardizer_ = AgeStandardizer(
+                group_names(self._groups), self.standardize_min_group,
+                self.standardization.partition("_")[2]).fit(own, groups, ages_of(frame))
         return self
 
     def _fit_strata(self, X: np.ndarray, groups: np.ndarray) -> None:
@@ -182,21 +205,33 @@ class DistanceModel(BaseEstimator):
                                                 Z[members], counts[names.index(name)],
                                                 [names[j] for j in window])
 
-    def _calibrate(self, calibration: pd.DataFrame | None) -> None:
+    def _healthy(self, frame: pd.DataFrame) -> Healthy:
+        d, groups = self.distance(frame)
+        return Healthy(d, groups, ages_of(frame))
+
+    def _calibrate(self, train_bfh: pd.DataFrame, calibration: pd.DataFrame | None) -> None:
+        """The age standardizer and the bounds (:func:`sphr.risk.calibration.calibrate`) from
+        the real BFH rows ``train_bfh`` and the calibration partition's BFH."""
         if calibration is None or calibration.empty:
             raise InputError("mode 'calibrated' needs the calibration partition "
                              "(cohorts/<sex>/calibration.parquet; re-run `sphr cohorts`)")
         cal = calibration.loc[bfh_rows(calibration)]
         if len(cal) < 3:
             raise InputError(f"need at least 3 calibration BFH rows, got {len(cal)}")
-        self.bounds_ = CalibratedBounds.fit(self.score(cal))
+        self.standardizer_, self.bounds_ = calibrate(
+            self.standardization, group_names(self._groups), self._healthy(train_bfh),
+            self._healthy(cal), self.standardize_min_group)
         self._calibrated_intervals()
 
     def _calibrated_intervals(self) -> None:
-        """Each age group's bounds in distance units: the standardizer's inverse of the
-        calibrated bounds on the standardized score."""
-        for name, st in self.strata_.items():
-            c, sc = self.standardizer_.center_[name], self.standardizer_.scale_[name]
+        """Each age group's bounds in distance units at the group's midpoint age: the
+        standardizer's inverse of the calibrated bounds on the standardized score (a
+        standardization linear in age moves them within the group; each person's own bounds
+        are in :meth:`transform`'s columns)."""
+        names = list(self.strata_)
+        centers, scales = self.standardizer_.location_scale(np.array(names, object))
+        for name, c, sc in zip(names, centers, scales, strict=True):
+            st = self.strata_[name]
             st["intervals"] = {"normal_low": None,
                                "normal_high": c + sc * self.bounds_.normal.value,
                                "lower_low": None,
@@ -219,15 +254,19 @@ class DistanceModel(BaseEstimator):
         frame = train.loc[bfh_rows(train)]
         if references:
             out._fit_strata(out._matrix(frame), age_groups_of(frame, self._groups))
-        if standardizer:
+        if self.mode == "calibrated" and standardizer and bounds:
+            out._calibrate(frame, calibration)
+            return out
+        if standardizer:  # the anchor BFH, in the model's form
             own, groups = out.distance(frame)
-            out.standardizer_ = AgeStandardizer(group_names(self._groups),
-                                                self.standardize_min_group).fit(own, groups)
+            out.standardizer_ = AgeStandardizer(
+                group_names(self._groups), self.standardize_min_group,
+                self.standardizer_.form).fit(own, groups, ages_of(frame))
         if self.mode == "calibrated":
             if bounds:
-                out._calibrate(calibration)
-            else:
-                out._calibrated_intervals()
+                cal = calibration.loc[bfh_rows(calibration)]
+                out.bounds_ = CalibratedBounds.fit(out.score_samples(cal))
+            out._calibrated_intervals()
         return out
 
     def intervals(self, age_group: str) -> Intervals:
@@ -239,7 +278,7 @@ class DistanceModel(BaseEstimator):
     def distance(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """(health distance, age group) of every row."""
         if not getattr(self, "strata_", None):
-            raise ConfigError("DistanceModel is not fitted")
+            raise NotFittedError("this DistanceModel is not fitted yet: call fit first")
         groups = age_groups_of(frame, self._groups)
         unknown = sorted(set(groups) - set(self.strata_))
         if unknown:
@@ -250,19 +289,28 @@ class DistanceModel(BaseEstimator):
             else np.empty((0, Z.shape[1]))
         return euclidean(Z, refs), groups
 
-    def score(self, frame: pd.DataFrame) -> np.ndarray:
-        """Age-standardized distance (larger is worse)."""
+    def score_samples(self, frame: pd.DataFrame) -> np.ndarray:
+        """The age-standardized distance of every row (larger is worse)."""
         d, groups = self.distance(frame)
-        return self.standardizer_.transform(d, groups)
+        return self.standardizer_.transform(d, groups, ages_of(frame))
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """distance, score, group and the interval used, one row per input row (same order)."""
+        """distance, score, group and the interval used, one row per input row (same order).
+        Mode ``calibrated``: the group from the score against the calibrated bounds, and the
+        bounds in the person's distance units; mode ``paper``: the age group's intervals."""
         s, groups = self.distance(frame)
+        ages = ages_of(frame)
         out = pd.DataFrame({"age_group": groups, "distance": s,
-                            "score": self.standardizer_.transform(s, groups),
+                            "score": self.standardizer_.transform(s, groups, ages),
                             "group": np.empty(len(s), dtype=object)})
         for col in INTERVAL_COLUMNS:
             out[col] = np.nan
+        if self.mode == "calibrated" and len(s):
+            c, sc = self.standardizer_.location_scale(groups, ages)
+            out["group"] = self.bounds_.groups(out["score"].to_numpy())
+            out["normal_high"] = c + sc * self.bounds_.normal.value
+            out["lower_high"] = c + sc * max(self.bounds_.lower.value, self.bounds_.normal.value)
+            return out
         for g in np.unique(groups):
             rows = np.flatnonzero(groups == g)
             iv = self.intervals(g)
@@ -276,6 +324,7 @@ class DistanceModel(BaseEstimator):
         return {"method": self.method, "mode": self.mode, "features": list(self.features),
                 "age_groups": [list(g) for g in self._groups],
                 "min_group_size": self.min_group_size, "strata": self.strata_,
+                "standardization": self.standardization,
                 "standardizer": self.standardizer_.to_dict() if self.standardizer_ else None,
                 "bounds": self.bounds_.as_dict() if self.bounds_ else None}
 
@@ -284,7 +333,9 @@ class DistanceModel(BaseEstimator):
         """The model :meth:`to_dict` saved, with its fitted ``space`` (nothing refitted)."""
         model = cls(data["method"], data["mode"], data["features"],
                     age_groups=tuple(tuple(g) for g in data["age_groups"]),
-                    min_group_size=data["min_group_size"], space=space)
+                    min_group_size=data["min_group_size"],
+                    standardization=data.get("standardization", "training_groups"),
+                    space=space)
         model._check_params()
         model.space_ = space
         model.strata_ = data["strata"]

@@ -47,7 +47,7 @@ from sphr.cohorts.ranges import assign_classes, ranges_from_records
 from sphr.errors import ConfigError, InputError
 from sphr.io import write_json
 from sphr.labels import BONA_FIDE_HEALTHY, SEX_CODE
-from sphr.risk.calibration import AgeStandardizer, CalibratedBounds
+from sphr.risk.calibration import AgeStandardizer, CalibratedBounds, Healthy
 from sphr.risk.comparators import ScoreModel
 from sphr.risk.config import REANCHOR_ALL_PARTS, REANCHOR_MIN_BFH, REANCHOR_PARTS
 from sphr.risk.model import DistanceMethod, RiskModel, ScoreMethod, SexModel
@@ -144,16 +144,22 @@ def _score(method: ScoreMethod, name: str, anchor: Any, calibration: Any,
     """A per-person score's standardizer (anchor BFH) and bounds (calibration BFH)."""
     model: ScoreModel = copy.copy(method.model)
     a, c = method.score(anchor, name), method.score(calibration, name)
-    sa, sc = a["distance"].to_numpy(float), c["distance"].to_numpy(float)
-    ga, gc = a["age_group"].to_numpy(object), c["age_group"].to_numpy(object)
-    ta, tc = np.isfinite(sa), np.isfinite(sc)
+    healthy = [Healthy(f["distance"].to_numpy(float), f["age_group"].to_numpy(object),
+                       f["age_years"].to_numpy(float)) for f in (a, c)]
+    if "standardizers" in parts and "bounds" in parts:
+        return ScoreMethod(copy.copy(model).fit(*healthy), method.about, method.line,
+                           method.supervised)
+    anchor_h, cal_h = (h.rows(np.isfinite(h.scores)) for h in healthy)
     if "standardizers" in parts:
-        model.standardizer = AgeStandardizer(model.standardizer.group_names,
-                                             model.standardizer.min_group_size).fit(sa[ta], ga[ta])
+        model.standardizer = AgeStandardizer(
+            model.standardizer.group_names, model.standardizer.min_group_size,
+            model.standardizer.form).fit(anchor_h.scores, anchor_h.groups, anchor_h.ages)
     if "bounds" in parts:
-        if tc.sum() < 3:
-            raise InputError(f"too few calibration BFH with a {name} score ({int(tc.sum())})")
-        model.bounds = CalibratedBounds.fit(model.standardizer.transform(sc[tc], gc[tc]))
+        if cal_h.scores.size < 3:
+            raise InputError(f"too few calibration BFH with a {name} score "
+                             f"({cal_h.scores.size})")
+        model.bounds = CalibratedBounds.fit(model.standardizer.transform(
+            cal_h.scores, cal_h.groups, cal_h.ages))
     return ScoreMethod(model, method.about, method.line, method.supervised)
 
 

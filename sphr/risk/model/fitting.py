@@ -22,6 +22,7 @@ import pandas as pd
 from sphr.cohorts.normalize import MarkerScaler
 from sphr.errors import InputError, SphrError
 from sphr.risk import absolute
+from sphr.risk.calibration import Healthy
 from sphr.risk.comparators import ScoreModel, phenoage_scores
 from sphr.risk.config import MARKER_SPACE_METHODS, OPTIONAL_METHODS, PAPER_METHODS, RiskConfig
 from sphr.risk.distance import DistanceModel, bfh_rows
@@ -135,6 +136,7 @@ class SexFit:
             model = DistanceModel(method, mode, inputs.features, age_groups=self.groups,
                                   min_group_size=config.min_group_size,
                                   standardize_min_group=config.standardize_min_group,
+                                  standardization=config.standardization,
                                   space=space).fit(frames["train"], frames["calibration"])
             self.add(model.transform(people), method, mode)
             modes[mode] = model
@@ -148,9 +150,12 @@ class SexFit:
         age_group = people["age_group"].astype(str).to_numpy(object)
         bfh, role = bfh_rows(people), people["partition"].to_numpy()
         fit, cal = bfh & (role == "train"), bfh & (role == "calibration")
-        model = ScoreModel(method, self.groups, self.config.standardize_min_group).fit(
-            raw[fit], age_group[fit], raw[cal], age_group[cal])
-        self.add(model.transform(raw, age_group), method, "calibrated")
+        ages = people["age_years"].to_numpy(float)
+        model = ScoreModel(method, self.groups, self.config.standardize_min_group,
+                           self.config.standardization).fit(
+            Healthy(raw[fit], age_group[fit], ages[fit]),
+            Healthy(raw[cal], age_group[cal], ages[cal]))
+        self.add(model.transform(raw, age_group, ages), method, "calibrated")
         self.fitted.methods[method] = ScoreMethod(model, about, **source)
 
     def method(self, method: str) -> None:

@@ -57,6 +57,8 @@ class DistanceMethod:
 
     def score(self, people: NewPeople, method: str) -> pd.DataFrame:
         data = people.marker() if self.input == "marker" else people.normalized
+        # the age itself, for a standardization linear in age
+        data = data.assign(age_years=people.frame["age"].to_numpy(float))
         return pd.concat([people.rows(m.transform(data), method, mode)
                           for mode, m in self.modes.items()], ignore_index=True)
 
@@ -99,7 +101,9 @@ class ScoreMethod:
         else:
             raw = self.supervised.predict_margin(
                 people.normalized[people.features].to_numpy(np.float32))
-        return people.rows(self.model.transform(raw, people.groups), method, "calibrated")
+        return people.rows(self.model.transform(raw, people.groups,
+                                                people.frame["age"].to_numpy(float)),
+                           method, "calibrated")
 
 
 def method_kind(entry: dict[str, Any]) -> str:

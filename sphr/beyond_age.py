@@ -1,0 +1,274 @@
+"""The beyond-age yardstick: what a score says about an outcome that age does not.
+
+The risk groups promise "higher risk than healthy people *of your age and sex*", so a score is
+judged by what it adds to age, never by its C-index alone (a score that drifts with age gains
+or loses C through age, not through health). One implementation, used by every stage and
+benchmark (docs/METHODS.md, "The beyond-age yardstick"):
+
+* **dC** = C(age + score) - C(age): Harrell's C of the linear predictor of a Cox model on age
+  and the score, minus that of a Cox model on age alone. Both models are **cross-fitted** on
+  the rows evaluated (``folds`` folds stratified by event, seeded): each row's linear
+  predictor comes from the models fitted on the other folds, so no row is scored by a fit that
+  saw it, and C counts the pairs within a fold (a Cox predictor has no intercept, so two
+  folds' predictors are on different scales). The interval is a paired participant
+  bootstrap: both Cs on the same resamples.
+* the **age-adjusted hazard ratio per SD** of the score (Cox on age and score / SD(score),
+  Wald interval);
+* **Spearman** of the score with age, among everyone and among the bona fide healthy (BFH):
+  a score standardized for age should not track age among healthy people;
+* **group ordering**: per risk group n, Kaplan-Meier risk by the horizon, and the
+  age-adjusted hazard ratio of Lower and of Higher Risk against Normal. Groups are
+  *ordered* when both ratios exceed 1 and Higher's is at least Lower's; a comparison needs
+  >= 10 people and >= 5 events in each group it involves, otherwise it is "too few". Where
+  only one of Lower / Higher has enough, the verdict rests on that one against Normal (said
+  in ``basis``); where neither has, on everyone outside Normal pooled.
+
+Imports no stage: only numpy, pandas, scipy and :mod:`sphr.survival`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from sphr.survival import (
+    c_index_weighted,
+    cox_fit,
+    cox_wald,
+    hazard_ratio,
+    km_cumulative,
+    percentile_interval,
+    resample_counts,
+    risk_set_times,
+)
+
+__all__ = [
+    "GROUP_MIN_EVENTS",
+    "GROUP_MIN_N",
+    "ORDERING_STATUSES",
+    "BeyondAge",
+    "beyond_age",
+    "beyond_age_table",
+    "crossfit_predictors",
+    "group_ordering",
+    "ordering_table",
+    "spearman",
+]
+
+#: the smallest group (people, events) any estimate is made from
+GROUP_MIN_N, GROUP_MIN_EVENTS = 10, 5
+#: the group-ordering verdicts
+ORDERING_STATUSES = ("ordered", "not ordered", "too few")
+NORMAL, LOWER, HIGHER = "Normal", "Lower Risk", "Higher Risk"
+
+
+@dataclass(frozen=True)
+class BeyondAge:
+    """One score's gain over age on one set of rows (NaN where it cannot be estimated)."""
+
+    n: int
+    events: int
+    c_age: float
+    c_age_score: float
+    dc: float
+    dc_low: float
+    dc_high: float
+    hr_per_sd: float
+    hr_low: float
+    hr_high: float
+    hr_p: float
+    spearman_age: float
+    spearman_age_bfh: float
+    n_bfh: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+def _folds(event: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """A fold per row, drawn within events and non-events so every fold has events."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x0A6E]))
+    fold = np.empty(event.size, int)
+    for value in (False, True):
+        idx = rng.permutation(np.flatnonzero(event == value))
+        fold[idx] = np.arange(idx.size) % folds
+    return fold
+
+
+def _linear_predictor(frame: pd.DataFrame, fit_rows: np.ndarray, covariates: list[str]
+                      ) -> np.ndarray | None:
+    """The Cox model's linear predictor on every row of ``frame``, fitted on ``fit_rows``."""
+    fit = cox_fit(risk_set_times(frame.loc[fit_rows, ["time", "event", *covariates]]),
+                  penalizer=1e-6)
+    if fit is None:
+        return None
+    beta = fit.params_.reindex(covariates).fillna(0.0).to_numpy(float)
+    return frame[covariates].to_numpy(float) @ beta
+
+
+def crossfit_predictors(time: np.ndarray, event: np.ndarray, age: np.ndarray,
+                        score: np.ndarray, *, folds: int = 5, seed: int = 0
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(age alone, age + score, fold): each row's Cox linear predictor from the models fitted
+    on the other folds. The score is scaled to unit SD first (the fit's conditioning, not its
+    ranking). NaN rows where a fold's fit fails. A Cox linear predictor has no intercept, so
+    predictors of different folds are not on one scale: compare them within a fold only."""
+    s = np.asarray(score, float)
+    sd = s.std() or 1.0
+    frame = pd.DataFrame({"time": np.asarray(time, float), "event": np.asarray(event, int),
+                          "age": np.asarray(age, float), "score": (s - s.mean()) / sd})
+    e = frame["event"].to_numpy(bool)
+    fold = _folds(e, max(2, min(folds, int(e.sum()))), seed)
+    lp_age, lp_both = np.full(len(frame), np.nan), np.full(len(frame), np.nan)
+    for k in np.unique(fold):
+        held, fit_rows = fold == k, fold != k
+        for out, cov in ((lp_age, ["age"]), (lp_both, ["age", "score"])):
+            lp = _linear_predictor(frame, fit_rows, cov)
+            if lp is not None:
+                out[held] = lp[held]
+    return lp_age, lp_both, fold
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rho of the finite pairs; NaN with fewer than 3 or a constant side."""
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+        return float("nan")
+    return float(spearmanr(x[ok], y[ok]).statistic)
+
+
+def _hr_per_sd(t: np.ndarray, e: np.ndarray, age: np.ndarray, s: np.ndarray
+               ) -> tuple[float, float, float, float]:
+    sd = s.std()
+    if not sd > 0:
+        return (np.nan,) * 4
+    return cox_wald(t, e, {"age": age, "score": (s - s.mean()) / sd})["score"]
+
+
+def beyond_age(time: np.ndarray, event: np.ndarray, age: np.ndarray, score: np.ndarray, *,
+               bfh: np.ndarray | None = None, folds: int = 5, n_bootstrap: int = 1000,
+               seed: int = 0, resamples: np.ndarray | None = None
+               ) -> tuple[BeyondAge, np.ndarray]:
+    """The yardstick of one score on the rows given (rows without a finite score or age are
+    left out): (figures, bootstrap draws of dC). ``resamples``: multiplicities (B, n) over the
+    rows given, to pair draws across scores (default: ``n_bootstrap`` drawn from ``seed``)."""
+    t, e = np.asarray(time, float), np.asarray(event, bool)
+    a, s = np.asarray(age, float), np.asarray(score, float)
+    b = np.zeros(t.size, bool) if bfh is None else np.asarray(bfh, bool)
+    ok = np.isfinite(s) & np.isfinite(a) & np.isfinite(t)
+    if resamples is None:
+        resamples = resample_counts(np.random.default_rng([seed, 1]), t.size, n_bootstrap)
+    n, ev = int(ok.sum()), int(e[ok].sum())
+    nan = float("nan")
+    rho_bfh = spearman(s[ok & b], a[ok & b])
+    if n < GROUP_MIN_N or ev < GROUP_MIN_EVENTS:
+        return BeyondAge(n, ev, nan, nan, nan, nan, nan, nan, nan, nan, nan,
+                         spearman(s[ok], a[ok]), rho_bfh, int((ok & b).sum())), \
+            np.full(len(resamples), np.nan)
+    t, e, a, s = t[ok], e[ok], a[ok], s[ok]
+    lp_age, lp_both, fold = crossfit_predictors(t, e, a, s, folds=folds, seed=seed)
+    fine = np.isfinite(lp_age) & np.isfinite(lp_both)
+    w = np.vstack([np.ones(n), resamples[:, ok]])[:, fine]
+    # pairs within a fold: each fold's predictors come from one fit
+    c_age = c_index_weighted(t[fine], e[fine], lp_age[fine], w, strata=fold[fine])
+    c_both = c_index_weighted(t[fine], e[fine], lp_both[fine], w, strata=fold[fine])
+    draws = c_both[1:] - c_age[1:]
+    lo, hi = percentile_interval(draws)
+    hr = _hr_per_sd(t, e, a, s)
+    return BeyondAge(n, ev, float(c_age[0]), float(c_both[0]), float(c_both[0] - c_age[0]),
+                     lo, hi, *hr, spearman(s, a), rho_bfh, int((ok & b).sum())), draws
+
+
+def beyond_age_table(frame: pd.DataFrame, scores: list[str], *, time: str = "time_years",
+                     event: str = "event", age: str = "age", bfh: str | None = None,
+                     by: str | None = "sex", folds: int = 5, n_bootstrap: int = 1000,
+                     seed: int = 0) -> tuple[pd.DataFrame, dict]:
+    """:func:`beyond_age` of every score in ``scores`` (columns of ``frame``) per level of
+    ``by``: a tidy table (``by``, score, the :class:`BeyondAge` fields) and the dC draws keyed
+    (level, score), paired across scores (one stream of resamples per level)."""
+    rows, draws = [], {}
+    levels = sorted(frame[by].unique()) if by else [None]
+    for k, level in enumerate(levels):
+        sub = frame if level is None else frame.loc[frame[by] == level]
+        counts = resample_counts(np.random.default_rng([seed, k]), len(sub), n_bootstrap)
+        for name in scores:
+            fig, d = beyond_age(sub[time], sub[event], sub[age], sub[name],
+                                bfh=None if bfh is None else sub[bfh], folds=folds,
+                                seed=seed, resamples=counts)
+            rows.append({**({by: level} if by else {}), "score": name, **fig.as_dict()})
+            draws[(level, name)] = d
+    return pd.DataFrame(rows), draws
+
+
+def _group_row(t: np.ndarray, e: np.ndarray, age: np.ndarray, group: np.ndarray, name: str,
+               horizon: float) -> dict:
+    m = group == name
+    return {"group": name, "n": int(m.sum()), "events": int(e[m].sum()),
+            "mean_age": float(age[m].mean()) if m.any() else np.nan,
+            "risk": km_cumulative(t[m], e[m], horizon) if m.any() else np.nan}
+
+
+def _enough(row: dict) -> bool:
+    return row["n"] >= GROUP_MIN_N and row["events"] >= GROUP_MIN_EVENTS
+
+
+def _hr_against_normal(t, e, age, member: np.ndarray, normal: np.ndarray) -> tuple:
+    both = member | normal
+    return hazard_ratio(t[both], e[both], member[both].astype(float), age[both])
+
+
+def group_ordering(time: np.ndarray, event: np.ndarray, age: np.ndarray, group: np.ndarray,
+                   *, horizon: float = 10.0) -> tuple[pd.DataFrame, dict]:
+    """Per group (Normal, Lower Risk, Higher Risk, outside Normal): n, events, mean age, the
+    Kaplan-Meier risk by ``horizon`` and the age-adjusted hazard ratio against Normal (NaN
+    where a group is too small, module docstring); and the verdict ``{"status", "basis"}``."""
+    t, e = np.asarray(time, float), np.asarray(event, bool)
+    a, g = np.asarray(age, float), np.asarray(group, object)
+    outside = np.where(g == NORMAL, NORMAL, "outside Normal")
+    rows = [_group_row(t, e, a, g, name, horizon) for name in (NORMAL, LOWER, HIGHER)]
+    rows.append(_group_row(t, e, a, outside, "outside Normal", horizon))
+    normal = g == NORMAL
+    for row in rows[1:]:
+        member = (g != NORMAL) if row["group"] == "outside Normal" else g == row["group"]
+        hr = (_hr_against_normal(t, e, a, member, normal) if _enough(row) and _enough(rows[0])
+              else (np.nan,) * 4)
+        row.update(hr=hr[0], hr_low=hr[1], hr_high=hr[2], hr_p=hr[3])
+    rows[0].update(hr=1.0, hr_low=np.nan, hr_high=np.nan, hr_p=np.nan)
+    table = pd.DataFrame(rows)
+    return table, _ordering_verdict(table)
+
+
+def _ordering_verdict(table: pd.DataFrame) -> dict:
+    by = table.set_index("group")
+    lower, higher = by.loc[LOWER, "hr"], by.loc[HIGHER, "hr"]
+    if np.isfinite(lower) and np.isfinite(higher):
+        ok = lower > 1 and higher > 1 and higher >= lower
+        return {"status": ORDERING_STATUSES[0 if ok else 1], "basis": "Lower and Higher Risk"}
+    for name, hr in ((HIGHER, higher), (LOWER, lower), ("outside Normal",
+                                                        by.loc["outside Normal", "hr"])):
+        if np.isfinite(hr):
+            return {"status": ORDERING_STATUSES[0 if hr > 1 else 1], "basis": name}
+    return {"status": "too few", "basis": "none"}
+
+
+def ordering_table(frame: pd.DataFrame, *, keys: list[str], time: str = "time_years",
+                   event: str = "event", age: str = "age", group: str = "group",
+                   horizon: float = 10.0) -> pd.DataFrame:
+    """:func:`group_ordering` per combination of ``keys`` (e.g. sex, method, outcome): the
+    group rows with the keys, the verdict's ``status`` and ``basis`` on every row."""
+    parts = []
+    for values, sub in frame.groupby(keys, sort=True):
+        values = values if isinstance(values, tuple) else (values,)
+        table, verdict = group_ordering(sub[time], sub[event], sub[age], sub[group],
+                                        horizon=horizon)
+        parts.append(table.assign(**dict(zip(keys, values, strict=True)), **verdict))
+    if not parts:
+        return pd.DataFrame(columns=[*keys, "group", "n", "events", "mean_age", "risk", "hr",
+                                     "hr_low", "hr_high", "hr_p", "status", "basis"])
+    out = pd.concat(parts, ignore_index=True)
+    return out[[*keys, *[c for c in out.columns if c not in keys]]]
