@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from _docs import write_generated
 
 from .common import EXPORT, OUTCOMES, SEXES, death_outcome
 from .fits import crossfit, fold_of
@@ -168,7 +169,5 @@ def run_absolute(args: argparse.Namespace) -> dict:
     (args.out / "absolute.json").write_text(json.dumps(summary, indent=1))
     (args.out / "absolute.md").write_text(text)
     if args.docs is not None:
-        doc = args.docs.read_text()
-        begin, end = doc.index(ABSOLUTE_GENERATED[0]), doc.index(ABSOLUTE_GENERATED[1])
-        args.docs.write_text(doc[:begin + len(ABSOLUTE_GENERATED[0])] + "\n" + text + doc[end:])
+        write_generated(args.docs, ABSOLUTE_GENERATED, "\n" + text)
     return summary

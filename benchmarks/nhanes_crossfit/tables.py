@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from _docs import write_generated
+
 from .common import SEXES
 
 #: table order and labels of the scores (the distances, then the references)
@@ -48,6 +50,4 @@ def markdown(result: dict) -> str:
 
 def write_docs(path: Path, text: str) -> None:
     """Replace the generated part of ``path`` (between the :data:`GENERATED` markers)."""
-    doc = path.read_text()
-    begin, end = doc.index(GENERATED[0]), doc.index(GENERATED[1])
-    path.write_text(doc[:begin + len(GENERATED[0])] + "\n" + text + "\n" + doc[end:])
+    write_generated(path, GENERATED, "\n" + text + "\n")
