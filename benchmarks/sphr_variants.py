@@ -26,9 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _docs import write_generated
 
 VARIANTS = ("sphr", "sphr_age_line", "sphr_young", "sphr_joint", "sphr_severity")
 REFERENCES = ("raw_euclidean", "mahalanobis")
@@ -146,9 +150,7 @@ def main() -> None:
     text = markdown(dev, worlds, f1)
     print(text)
     if args.docs is not None:
-        doc = args.docs.read_text()
-        begin, end = doc.index(GENERATED[0]), doc.index(GENERATED[1])
-        args.docs.write_text(doc[:begin + len(GENERATED[0])] + "\n" + text + "\n" + doc[end:])
+        write_generated(args.docs, GENERATED, "\n" + text + "\n")
     print(json.dumps({"dev": dev, "worlds": worlds, "f1": f1}, default=float))
 
 

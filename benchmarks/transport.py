@@ -44,16 +44,10 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from real_nhanes import (  # the shared helpers of the real-people benchmark
-    EXPORT,
-    OUTCOMES,
-    SEXES,
-    c_indices,
-    death_outcome,
-    fit_and_score,
-    paired,
-    split_export,
-)
+from _docs import write_generated
+from nhanes_crossfit.cindex import c_indices, paired  # the real-people benchmark's parts
+from nhanes_crossfit.common import EXPORT, OUTCOMES, SEXES, death_outcome
+from nhanes_crossfit.fits import fit_and_score, split_export
 
 #: the candidates of the pre-registered rule (docs/METHODS.md), smallest first
 CANDIDATES: dict[str, tuple[str, ...]] = {
@@ -241,9 +235,7 @@ def markdown(result: dict) -> str:
 
 
 def write_docs(path: Path, text: str) -> None:
-    doc = path.read_text()
-    begin, end = doc.index(GENERATED[0]), doc.index(GENERATED[1])
-    path.write_text(doc[:begin + len(GENERATED[0])] + "\n" + text + "\n" + doc[end:])
+    write_generated(path, GENERATED, "\n" + text + "\n")
 
 
 def main() -> None:

@@ -266,7 +266,7 @@ def table_a8(linear_run: Path, out: Path, log: Path) -> list[dict]:
     return result
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/worlds")
     ap.add_argument("--profile", default="demo", choices=("demo", "paper"))
@@ -281,12 +281,85 @@ def main() -> int:
                     help="train the loss comparison outside the pipeline with `sphr train "
                     "--losses all --fast` (bf16 where the CPU has it, compiled forward), then "
                     "evaluate it: the paper profile's 7-loss stack in a session, not hours")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def run_world(args: argparse.Namespace, w: str, run: Path, log: Path) -> float | None:
+    """The pipeline on world ``w`` (and ``--fast-losses``' comparison), unless ``--reuse``
+    finds it done; its wall seconds (None when nothing ran)."""
+    done = (run / "risk" / "discrimination.parquet").exists()
+    seconds = None
+    if not (args.reuse and done):
+        in_pipeline = args.losses and not args.fast_losses
+        seconds = _sh([sys.executable, "-m", "sphr_dagster", "run", "--world", w, "--run-dir",
+                       str(run), "--profile", args.profile, "--no-retrieval",
+                       *([] if in_pipeline else ["--no-losses"])], log)
+    if args.fast_losses and not (args.reuse and all(
+            (run / "evaluate" / sex / "losses.parquet").exists()
+            for sex in ("female", "male"))):
+        sphr = [sys.executable, "-m", "sphr.cli", "-q"]
+        t0 = time.perf_counter()
+        # the two sexes side by side, each on its share of the cores: these small
+        # networks use one core well and two poorly (12.5 s per epoch for the paper
+        # profile's stack on one AVX512-BF16 core, 2026-11-25)
+        threads = max(1, len(os.sched_getaffinity(0)) // 2)
+        _sh_side_by_side([[*sphr, "train", str(run / "cohorts" / sex), "--losses", "all",
+                           "--profile", args.profile, "--fast", "--threads", str(threads)]
+                          for sex in ("female", "male")], log, threads=threads)
+        _sh([*sphr, "evaluate", str(run), "--no-fit-baselines", "--no-train-losses",
+             "--loss-profile", args.profile], log)
+        seconds = (seconds or 0) + time.perf_counter() - t0
+    return seconds
+
+
+def world_section(run: Path, w: str, seconds: float | None) -> tuple[list[str], dict]:
+    """World ``w``'s part of summary.md (oracle ceilings, representations, losses, risk,
+    linked records) and its entry of the JSON summary."""
+    from sphr.synth.worlds import read_world
+
+    world = read_world(str(run / "export" / "ukb_synthetic.truth.parquet"))
+    rep_lines, rep_v = representation_summary(run)
+    loss_lines, loss_v = loss_summary(run)
+    md = [f"\n## World `{w}`\n", world.get("definition", ""), "\n### Oracle ceilings "
+          "(AUROC of the true risk)\n", "| outcome | women | men |", "| --- | --- | --- |"]
+    for group, items in world.get("oracle_auroc", {}).items():
+        for k, v in items.items():
+            md.append(f"| {group}: {k} | {v.get('female', float('nan')):.3f} | "
+                      f"{v.get('male', float('nan')):.3f} |")
+    md += ["\n### Representations x classifiers\n", *rep_lines,
+           "\n### Loss comparison (XGBoost, weighted F1)\n", *loss_lines,
+           "\n### Risk discrimination: AUROC [95% CI] for a new diagnosis by the repeat "
+           "visit, held-out participants with a repeat visit (few: about 4% of a cohort "
+           "returns, as in UK Biobank)\n", *risk_summary(run, world)]
+    linked_lines, linked_best = linked_summary(run, world)
+    md += ["\n### Linked records: time-dependent AUROC at 10 years [95% CI], every held-out "
+           "participant (docs/OUTCOMES.md)\n", *linked_lines]
+    wins = [v for v in rep_v if v["sds"] > 0]
+    return md, {"pipeline_s": None if seconds is None else round(seconds),
+                "sphr_cells_won": f"{len(wins)}/{len(rep_v)}",
+                "sphr_vs_best_baseline": rep_v, "nplb_vs_best_loss": loss_v,
+                "linked_auroc_10y": linked_best}
+
+
+def a8_section(a8: list[dict]) -> list[str]:
+    """The Table A8 rows of summary.md (linear world)."""
+    md = ["\n## Table A8 row: augmentation of the BFH training rows (linear world)\n",
+          "SPHR + XGBoost, multi-class weighted F1, mean ± SD over 5 splits; the same test "
+          "participants in every row.\n", "| augmentation | women | men |",
+          "| --- | --- | --- |"]
+    for name in dict.fromkeys(r["augmentation"] for r in a8):
+        cells = [next(f"{r['mean']:.3f} ± {r['sd']:.3f}" for r in a8
+                      if r["augmentation"] == name and r["sex"] == s)
+                 for s in ("female", "male")]
+        md.append(f"| {name} | " + " | ".join(cells) + " |")
+    return md
+
+
+def main() -> int:
+    args = parse_args()
     out = (ROOT / args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     log = out / "worlds.log"
-    from sphr.synth.worlds import read_world
-
     md = [f"# Both synthetic worlds ({args.profile} profile)\n",
           "Produced by `python benchmarks/worlds.py`; the worlds and their oracle ceilings are "
           "defined in docs/SYNTH.md. Ceilings are AUROCs of the generator's true risk; the "
@@ -295,61 +368,12 @@ def main() -> int:
     summary: dict = {"profile": args.profile, "worlds": {}}
     for w in args.worlds:
         run = out / w
-        done = (run / "risk" / "discrimination.parquet").exists()
-        seconds = None
-        if not (args.reuse and done):
-            in_pipeline = args.losses and not args.fast_losses
-            seconds = _sh([sys.executable, "-m", "sphr_dagster", "run", "--world", w, "--run-dir",
-                           str(run), "--profile", args.profile, "--no-retrieval",
-                           *([] if in_pipeline else ["--no-losses"])], log)
-        if args.fast_losses and not (args.reuse and all(
-                (run / "evaluate" / sex / "losses.parquet").exists()
-                for sex in ("female", "male"))):
-            sphr = [sys.executable, "-m", "sphr.cli", "-q"]
-            t0 = time.perf_counter()
-            # the two sexes side by side, each on its share of the cores: these small
-            # networks use one core well and two poorly (12.5 s per epoch for the paper
-            # profile's stack on one AVX512-BF16 core, 2026-11-25)
-            threads = max(1, len(os.sched_getaffinity(0)) // 2)
-            _sh_side_by_side([[*sphr, "train", str(run / "cohorts" / sex), "--losses", "all",
-                               "--profile", args.profile, "--fast", "--threads", str(threads)]
-                              for sex in ("female", "male")], log, threads=threads)
-            _sh([*sphr, "evaluate", str(run), "--no-fit-baselines", "--no-train-losses",
-                 "--loss-profile", args.profile], log)
-            seconds = (seconds or 0) + time.perf_counter() - t0
-        world = read_world(str(run / "export" / "ukb_synthetic.truth.parquet"))
-        rep_lines, rep_v = representation_summary(run)
-        loss_lines, loss_v = loss_summary(run)
-        md += [f"\n## World `{w}`\n", world.get("definition", ""), "\n### Oracle ceilings "
-               "(AUROC of the true risk)\n", "| outcome | women | men |", "| --- | --- | --- |"]
-        for group, items in world.get("oracle_auroc", {}).items():
-            for k, v in items.items():
-                md.append(f"| {group}: {k} | {v.get('female', float('nan')):.3f} | "
-                          f"{v.get('male', float('nan')):.3f} |")
-        md += ["\n### Representations x classifiers\n", *rep_lines,
-               "\n### Loss comparison (XGBoost, weighted F1)\n", *loss_lines,
-               "\n### Risk discrimination: AUROC [95% CI] for a new diagnosis by the repeat "
-               "visit, held-out participants with a repeat visit (few: about 4% of a cohort "
-               "returns, as in UK Biobank)\n", *risk_summary(run, world)]
-        linked_lines, linked_best = linked_summary(run, world)
-        md += ["\n### Linked records: time-dependent AUROC at 10 years [95% CI], every held-out "
-               "participant (docs/OUTCOMES.md)\n", *linked_lines]
-        wins = [v for v in rep_v if v["sds"] > 0]
-        summary["worlds"][w] = {"pipeline_s": None if seconds is None else round(seconds),
-                                "sphr_cells_won": f"{len(wins)}/{len(rep_v)}",
-                                "sphr_vs_best_baseline": rep_v, "nplb_vs_best_loss": loss_v,
-                                "linked_auroc_10y": linked_best}
+        seconds = run_world(args, w, run, log)
+        lines, summary["worlds"][w] = world_section(run, w, seconds)
+        md += lines
     if args.a8 and "linear" in args.worlds:
         a8 = table_a8(out / "linear", out, log)
-        md += ["\n## Table A8 row: augmentation of the BFH training rows (linear world)\n",
-               "SPHR + XGBoost, multi-class weighted F1, mean ± SD over 5 splits; the same test "
-               "participants in every row.\n", "| augmentation | women | men |",
-               "| --- | --- | --- |"]
-        for name in dict.fromkeys(r["augmentation"] for r in a8):
-            cells = [next(f"{r['mean']:.3f} ± {r['sd']:.3f}" for r in a8
-                          if r["augmentation"] == name and r["sex"] == s)
-                     for s in ("female", "male")]
-            md.append(f"| {name} | " + " | ".join(cells) + " |")
+        md += a8_section(a8)
         summary["table_a8"] = a8
     (out / "summary.md").write_text("\n".join(md) + "\n")
     print(f"wrote {out / 'summary.md'}")

@@ -1,0 +1,63 @@
+"""What every part of the cross-fitted NHANES benchmark shares: the development set's files,
+the sexes, the refit seeds and directories, the death outcome, ``--train`` items read as
+settings, and the percentile interval of a row of bootstrap draws."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "sphr" / "data" / "real"
+EXPORT = DATA / "nhanes_ukb_dev.csv"
+OUTCOMES = DATA / "nhanes_ukb_outcomes.json"
+SEXES = ("female", "male")
+
+
+def train_overrides(items: list[str]) -> dict:
+    """``--train KEY=VALUE`` items as training settings: a value that reads as JSON (a
+    number, true, null) is that, anything else a string."""
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def refit_seed(seed: int, refit: int) -> int:
+    """The seed of every random step of refit ``refit``'s fits (cohort split, augmentation,
+    triplets, SPHR's initialization and epochs, DeepPatient, the risk stage); the folds stay
+    those of ``seed``. Refit 0 is ``seed`` itself (the run without ``--refits``); refit r >= 1
+    the first 31-bit word of ``numpy.random.SeedSequence([seed, r])``: the derivation an
+    ensemble's members take their seeds by (:func:`sphr.train.trainer.member_seed`)."""
+    from sphr.train.trainer import member_seed
+
+    if refit < 0:
+        raise ValueError(f"refit must be >= 0, got {refit}")
+    return member_seed(seed, refit)
+
+
+def refit_dir(out: Path, refit: int) -> Path:
+    """Where refit ``refit`` works: ``out`` itself for refit 0, ``out/refit<r>`` after it."""
+    return out if refit == 0 else out / f"refit{refit}"
+
+
+def death_outcome() -> pd.DataFrame:
+    from sphr.data.ingest import ingest
+    from sphr.data.outcomes import load_outcome_config
+
+    death = ingest(EXPORT, outcome_config=load_outcome_config(OUTCOMES)).outcomes.to_pandas()
+    return death.loc[death["outcome"] == "death"].set_index("eid")
+
+
+def interval(draws: np.ndarray) -> list[float]:
+    """[observed, low, high] of a statistic's draws (the observed first, then the bootstrap
+    resamples): the 95% percentile interval over the resamples, each rounded to 4 places."""
+    lo, hi = np.nanpercentile(draws[1:], (2.5, 97.5))
+    return [round(float(draws[0]), 4), round(float(lo), 4), round(float(hi), 4)]

@@ -1,0 +1,184 @@
+"""The cross-fit: the folds, each fold's fits on the other folds and ``sphr score`` of the
+held-out fold, run in worker processes, and every person's out-of-fold score per method."""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .common import EXPORT, OUTCOMES, SEXES, death_outcome, refit_dir, refit_seed, train_overrides
+
+
+def fold_of(export: Path, outcomes: Path, folds: int, seed: int) -> pd.DataFrame:
+    """eid, sex, fold: folds drawn within each sex x died stratum, so every fold has deaths."""
+    from sphr.data.ingest import ingest
+    from sphr.data.outcomes import load_outcome_config
+
+    result = ingest(export, outcome_config=load_outcome_config(outcomes))
+    base = result.baseline.to_pandas()[["eid", "sex"]]
+    death = result.outcomes.to_pandas()
+    death = death.loc[death["outcome"] == "death"].set_index("eid")
+    base["died"] = death["event"].reindex(base["eid"]).fillna(0).to_numpy(int)
+    rng = np.random.default_rng(seed)
+    base["fold"] = -1
+    for _, idx in base.groupby(["sex", "died"]).groups.items():
+        idx = rng.permutation(np.asarray(idx))
+        base.loc[idx, "fold"] = np.arange(idx.size) % folds
+    return base
+
+
+def split_export(export: Path, keep: set[int], out: Path) -> Path:
+    """The export's header and the rows whose eid is in ``keep``, byte for byte."""
+    with open(export, "rb") as src, open(out, "wb") as dst:
+        dst.write(src.readline())
+        for line in src:
+            if int(line.split(b",", 1)[0].strip(b'"')) in keep:
+                dst.write(line)
+    return out
+
+
+def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path,
+                  profile: str, seed: int, spaces: tuple[str, ...], variants: bool = False,
+                  cohort: dict | None = None, reuse_fits: bool = False,
+                  absolute_only: bool = False, train: dict | None = None) -> dict[str, str]:
+    """One fold: the stages on ``train_csv``, then ``sphr score`` of ``heldout_csv`` per space.
+    ``variants`` adds the SPHR variants of the risk stage; ``cohort`` overrides cohort
+    settings (e.g. ``{"triplet_classes": "severity"}``); ``absolute_only``: only what the
+    absolute-risk candidates read (ingest, cohorts, the raw Euclidean distance; no SPHR or
+    DeepPatient fit); ``train`` overrides training settings (e.g. ``{"selection": "severity"}``).
+    SPHR's per-epoch tracking gets the training folds' deaths (never the held-out fold's)."""
+    from sphr.baselines.pipeline import run_baselines
+    from sphr.cohorts.build import run_cohorts
+    from sphr.cohorts.config import CohortConfig
+    from sphr.data.ingest import run_ingest
+    from sphr.data.outcomes import load_outcome_config
+    from sphr.layout import baselines_dir, cohort_dir, train_dir
+    from sphr.risk.apply import run_score
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.pipeline import run_risk
+    from sphr.train import TrainConfig, run_train
+
+    run = work / "run"
+    fitted = all((train_dir(run, sex) / "model.pt").exists()
+                 and (baselines_dir(run, sex) / "deep_patient").exists() for sex in SEXES)
+    if not (reuse_fits and fitted):  # --reuse-fits: the risk stage again on the same models
+        run_ingest(train_csv, run / "ingest", outcome_config=load_outcome_config(outcomes))
+        run_cohorts(run / "ingest" / "baseline.parquet", run / "cohorts",
+                    CohortConfig.profile(profile, seed=seed, **(cohort or {})))
+        death = pd.read_parquet(run / "ingest" / "outcomes.parquet")
+        death = death.loc[death["outcome"] == "death", ["eid", "time_years", "event"]]
+        for sex in () if absolute_only else SEXES:
+            # the CPU unless told (--train device=cuda compile=true: the paper profile's
+            # ensembles on a GPU); the refit's seed always
+            settings = {"device": "cpu", **(train or {}), "seed": seed}
+            run_train(cohort_dir(run, sex), train_dir(run, sex),
+                      TrainConfig.profile(profile, **settings), death=death)
+            run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), ["deep_patient"],
+                          seed=seed, device="cpu")
+    from sphr.risk.config import DEFAULT_METHODS, SPHR_VARIANTS
+
+    methods = (*DEFAULT_METHODS, *SPHR_VARIANTS) if variants else DEFAULT_METHODS
+    if absolute_only:
+        methods = ("raw_euclidean",)
+    scored = {}
+    for space in spaces:
+        run_risk(run, work / f"risk_{space}", RiskConfig(methods=methods, distance_space=space,
+                                                         seed=seed, device="cpu"))
+        run_score(work / f"risk_{space}", heldout_csv, work / f"score_{space}", device="cpu")
+        scored[space] = str(work / f"score_{space}" / "risk_groups.parquet")
+        scored[f"absolute_{space}"] = str(work / f"score_{space}" /
+                                          "absolute_risk_candidates.parquet")
+    return scored
+
+
+def _fold_worker(args: tuple) -> dict[str, str]:
+    import torch
+
+    torch.set_num_threads(1)
+    return fit_and_score(*args)
+
+
+def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, ...],
+             jobs: int, variants: bool = False, cohort: dict | None = None,
+             reuse_fits: bool = False, absolute_only: bool = False, refits: int = 1,
+             train: dict | None = None) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
+    """Run every fold (``jobs`` at a time, one thread each); (folds table, scored files).
+    ``refits`` > 1: each fold fitted again with :func:`refit_seed` (r, fold) keys, r >= 1
+    in ``out/refit<r>``; the scored files are then keyed ``r * folds + fold``."""
+    out.mkdir(parents=True, exist_ok=True)
+    table = fold_of(EXPORT, OUTCOMES, folds, seed)
+    tasks = []
+    for r in range(refits):
+        for k in range(folds):
+            work = refit_dir(out, r) / f"fold{k}"
+            work.mkdir(parents=True, exist_ok=True)
+            held = set(table.loc[table["fold"] == k, "eid"].astype(int))
+            train_csv = split_export(EXPORT, set(table["eid"].astype(int)) - held,
+                                     work / "train.csv")
+            held_csv = split_export(EXPORT, held, work / "heldout.csv")
+            tasks.append((work, train_csv, held_csv, OUTCOMES, profile, refit_seed(seed, r),
+                          spaces, variants, cohort, reuse_fits, absolute_only, train))
+    os.environ["OMP_NUM_THREADS"] = "1"  # before the workers start their thread pools
+    # spawn, not fork: the parent holds polars / pyarrow thread pools, which a forked child
+    # inherits locked
+    with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(_fold_worker, tasks))
+    return table, dict(enumerate(results))
+
+
+def collect(scored: dict[int, dict[str, str]], space: str) -> pd.DataFrame:
+    """eid, sex, method -> the out-of-fold age-standardized score (mode calibrated)."""
+    parts = [pd.read_parquet(files[space]) for files in scored.values()]
+    rows = pd.concat(parts, ignore_index=True)
+    rows = rows.loc[rows["mode"] == "calibrated", ["eid", "sex", "method", "score"]]
+    return rows.pivot_table(index=["eid", "sex"], columns="method", values="score").reset_index()
+
+
+def reference_scores(eids: np.ndarray) -> pd.DataFrame:
+    """Age alone and PhenoAge itself: no fit, so no fold (read from the export's markers)."""
+    from sphr.data.ingest import ingest
+    from sphr.risk.phenoage import REQUIRED, phenoage
+
+    base = ingest(EXPORT).baseline.to_pandas().set_index("eid").loc[eids].reset_index()
+    return pd.DataFrame({"eid": eids, "age": base["age"].to_numpy(float),
+                         "phenoage_itself": phenoage(base[list(REQUIRED)])})
+
+
+def score_tables(args: argparse.Namespace, spaces: tuple[str, ...]) -> dict[str, pd.DataFrame]:
+    """Every person's out-of-fold score per method, per space (fitted now, or read back with
+    ``--reuse`` from an earlier run's crossfit_scores_<space>.parquet)."""
+    return refit_score_tables(args, spaces)[0]
+
+
+def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
+                       ) -> list[dict[str, pd.DataFrame]]:
+    """:func:`score_tables` of every refit (``--refits``, 1 without it), refit 0 first; refit
+    r >= 1 writes and reads its crossfit_scores_<space>.parquet in ``out/refit<r>``."""
+    refits = getattr(args, "refits", 1)
+    if args.reuse:
+        return [{s: pd.read_parquet(refit_dir(args.out, r) / f"crossfit_scores_{s}.parquet")
+                 for s in spaces} for r in range(refits)]
+    cohort = dict(item.split("=", 1) for item in args.cohort)
+    _, scored = crossfit(args.out, args.folds, args.seed, args.profile, spaces, args.jobs,
+                         args.variants, cohort, args.reuse_fits, refits=refits,
+                         train=train_overrides(getattr(args, "train", [])))
+    death = death_outcome()
+    out = []
+    for r in range(refits):
+        mine = {k % args.folds: f for k, f in scored.items() if k // args.folds == r}
+        tables = {}
+        for space in spaces:
+            wide = collect(mine, space)
+            wide = wide.merge(reference_scores(wide["eid"].to_numpy()), on="eid")
+            wide["time_years"] = death["time_years"].reindex(wide["eid"]).to_numpy(float)
+            wide["died"] = death["event"].reindex(wide["eid"]).to_numpy(int)
+            wide.to_parquet(refit_dir(args.out, r) / f"crossfit_scores_{space}.parquet")
+            tables[space] = wide
+        out.append(tables)
+    return out

@@ -1,0 +1,66 @@
+"""``--record-spread``: the refit spread kept in the risk stage's package data for the report
+(sphr.risk.refits), filed under the profile and the candidate the run's settings name."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+from .common import REPO, train_overrides
+
+#: where the measured refit spread is kept for the report (package data of sphr.risk)
+SPREAD_FILE = REPO / "sphr" / "risk" / "refit_spread.json"
+
+
+def candidate_name(train: dict, profile: str) -> str:
+    """The training settings a refit run changed from ``profile``, as the key of its spread
+    (``default``: the profile as it is), written as the report looks it up: an override that
+    restates the profile's value (``ensemble=1``) changes nothing, so it is no part of the key;
+    values as the saved config holds them (``anchor=1`` is ``anchor=1.0``). Where and how fast
+    the fits ran (``device=cuda``, ``compile=true``) is no part of it."""
+    from sphr.risk.refits import RUNTIME_SETTINGS, candidate_key
+    from sphr.train.config import TrainConfig
+
+    base = TrainConfig.profile(profile).to_dict()
+    given = TrainConfig.profile(profile, **train).to_dict()
+    return candidate_key({k: given[k] for k in train
+                          if k not in RUNTIME_SETTINGS and base.get(k, object()) != given[k]})
+
+
+def measuring_command(args: argparse.Namespace) -> str:
+    """The command that measures what ``args`` asked for, without where it wrote (a machine's
+    path) or whether it re-read an earlier run's scores."""
+    parts = ["python benchmarks/real_nhanes.py", f"--profile {args.profile}",
+             f"--refits {args.refits}", f"--folds {args.folds}", f"--seed {args.seed}",
+             f"--spaces {args.spaces}", f"--bootstrap {args.bootstrap}", "--no-main",
+             *(f"--train {t}" for t in args.train), "--record-spread"]
+    return " ".join(parts)
+
+
+def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
+    """Keep this run's refit spread of the default space's scores in ``path`` under its
+    profile and candidate (other entries kept), with the date, commit, command, n and
+    deaths; the report shows it beside SPHR's rows (sphr.risk.refits)."""
+    import datetime
+
+    from sphr.io import write_json
+
+    space = args.spaces.split(",")[0]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                            capture_output=True, text=True).stdout.strip() or None
+    held = json.loads(path.read_text()) if path.exists() else {}
+    entry = {"date": datetime.date.today().isoformat(), "commit": commit,
+             "command": measuring_command(args),
+             # --reuse: the scores of an earlier run at an earlier commit, re-read here
+             "scores_reread": bool(args.reuse),
+             "k": result["refits"]["k"], "folds": args.folds, "space": space,
+             "n": result["n"], "deaths": result["deaths"],
+             "spread": result["refits"]["spread"][space],
+             "interval": result["refits"].get("interval", {}).get(space),
+             "rule": result.get("rule")}
+    name = candidate_name(train_overrides(args.train), args.profile)
+    held.setdefault(args.profile, {})[name] = entry
+    write_json(held, path)
+    return entry

@@ -1,0 +1,32 @@
+"""benchmarks/_docs.py: the generated part of a docs page that a benchmark's ``--docs``
+rewrites (real_nhanes.py's two tables, transport.py, sphr_variants.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("bench_docs", ROOT / "benchmarks" / "_docs.py")
+bench_docs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_docs)
+MARKERS = ("<!-- gen: begin -->", "<!-- gen: end -->")
+
+
+def test_only_the_part_between_the_markers_changes(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("intro\n<!-- gen: begin -->\nold table\n<!-- gen: end -->\noutro\n")
+    bench_docs.write_generated(page, MARKERS, "\nnew | table\n")
+    assert page.read_text() == "intro\n<!-- gen: begin -->\nnew | table\n<!-- gen: end -->\noutro\n"
+    bench_docs.write_generated(page, MARKERS, "\nagain\n")  # a second run replaces, not appends
+    assert page.read_text() == "intro\n<!-- gen: begin -->\nagain\n<!-- gen: end -->\noutro\n"
+
+
+def test_a_page_without_the_markers_is_left_alone(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("no markers here\n")
+    with pytest.raises(ValueError):
+        bench_docs.write_generated(page, MARKERS, "\nx\n")
+    assert page.read_text() == "no markers here\n"
