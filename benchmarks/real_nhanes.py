@@ -66,6 +66,12 @@ from nhanes_crossfit.absolute import (
     evaluate_absolute,
     run_absolute,
 )
+from nhanes_crossfit.beyond import (
+    beyond_age_figures,
+    beyond_markdown,
+    dc_rule,
+    dc_rule_markdown,
+)
 from nhanes_crossfit.cindex import against, c_indices, comparisons, paired, plain_c
 from nhanes_crossfit.common import (
     DATA,
@@ -129,11 +135,13 @@ __all__ = [
     "absolute_markdown",
     "absolute_rule",
     "against",
+    "beyond_age_figures",
     "c_indices",
     "candidate_name",
     "collect",
     "comparisons",
     "crossfit",
+    "dc_rule",
     "death_outcome",
     "evaluate_absolute",
     "evaluated_on",
@@ -212,6 +220,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="a training setting for every fold's SPHR fit, e.g. "
                              "selection=severity or anchor=1 (docs/METHODS.md); device=cuda "
                              "with compile=true trains on a GPU")
+    parser.add_argument("--risk", action="append", default=[], metavar="KEY=VALUE",
+                        help="a risk-stage setting for every fold, e.g. "
+                             "standardization=calibration_line (docs/METHODS.md)")
     parser.add_argument("--record-spread", action="store_true",
                         help="with --refits: keep the refit spread in "
                              f"{SPREAD_FILE.relative_to(REPO)} for the report")
@@ -250,17 +261,20 @@ def death_table(args: argparse.Namespace, tables: dict[str, pd.DataFrame]
     result: dict = {"n": len(first), "deaths": int(first["died"].sum()), "folds": args.folds,
                     "seed": args.seed, "profile": args.profile, "bootstrap": args.bootstrap,
                     "cohort": dict(item.split("=", 1) for item in args.cohort),
-                    "train": train_overrides(args.train),
+                    "train": train_overrides(args.train), "risk": train_overrides(args.risk),
                     "c_index": {}, "n_scored": {}}
     draws = {}
     for space, wide in tables.items():
         if not np.array_equal(wide["eid"].to_numpy(), first["eid"].to_numpy()):
             raise SystemExit(f"the {space} scores cover other people than the first space's")
         # a supervised comparator is judged on the outcome it was fitted to only (death here)
-        names = [c for c in wide.columns if c not in ("eid", "sex", "time_years", "died")
+        names = [c for c in wide.columns if c not in ("eid", "sex", "time_years", "died", "label")
                  and evaluated_on(c, "death")]
         c, n, draws[space] = c_indices(wide, names, args.bootstrap, args.seed)
         result["c_index"][space], result["n_scored"][space] = c, n
+        # the primary figure: what each score adds to age (docs/METHODS.md)
+        result.setdefault("beyond_age", {})[space] = beyond_age_figures(
+            wide, names, args.bootstrap, args.seed)[0]
     return result, draws
 
 
@@ -274,7 +288,15 @@ def add_refits_and_tracking(args: argparse.Namespace, result: dict,
                                         fold_of(EXPORT, OUTCOMES, args.folds, args.seed), args.seed)
         intervals = refit_intervals(runs, spaces[0], args.bootstrap, args.seed)
         result["refits"]["interval"] = {spaces[0]: intervals}
-        result["rule"] = stability_rule(result["refits"]["spread"][spaces[0]], intervals)
+        # SPHR's rule by dC (docs/METHODS.md, "Higher risk for your age"): every refit's
+        # yardstick on the same resamples
+        judged = ["raw_euclidean", *RULE_SCORES]
+        per_refit = [beyond_age_figures(run[spaces[0]], [n for n in judged
+                                                         if n in run[spaces[0]]],
+                                        args.bootstrap, args.seed) for run in runs]
+        result["refits"]["beyond_age"] = {spaces[0]: [f for f, _ in per_refit]}
+        result["rule"] = dc_rule([f for f, _ in per_refit], [d for _, d in per_refit],
+                                 result["refits"]["spread"][spaces[0]])
     tracks = training_tracks(args.out, args.folds, args.refits)
     if len(tracks):  # one refit too: each fold's held-out C beside its training's tracking
         per_fold = result.get("refits") or refit_spread(
@@ -290,10 +312,11 @@ def write_outputs(args: argparse.Namespace, result: dict) -> None:
     (args.out / "real_nhanes.json").write_text(json.dumps(result, indent=1))
     (args.out / "real_nhanes.md").write_text(
         markdown(result) + ("\n" + refit_markdown(result["refits"]) if "refits" in result else "")
-        + ("\n" + rule_markdown(result["rule"]) if "rule" in result else "")
+        + ("\n" + dc_rule_markdown(result["rule"], LABELS) if "rule" in result else "")
+        + ("\n" + beyond_markdown(result, LABELS) if "beyond_age" in result else "")
         + ("\n" + tracking_markdown(result["tracking"]) if "tracking" in result else ""))
     if args.docs is not None:
-        write_docs(args.docs, markdown(result))
+        write_docs(args.docs, markdown(result) + "\n" + beyond_markdown(result, LABELS))
 
 
 def main() -> None:

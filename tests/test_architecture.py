@@ -45,7 +45,8 @@ RANK: dict[str, int] = {"shared": -1, "synth": 0, "ingest": 0, "cohorts": 1, "tr
                         "evaluate": 4, "risk": 4, "report": 5}
 SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.errors", "sphr.labels",
                            "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles",
-                           "sphr.survival", "sphr.representation", "sphr.options")
+                           "sphr.survival", "sphr.beyond_age", "sphr.representation",
+                           "sphr.options")
 #: outside the stage order: the CLI registers every stage's command, and the run's settings
 #: (sphr.settings) read every stage's config class
 OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli", "sphr.settings")

@@ -46,12 +46,14 @@ def split_export(export: Path, keep: set[int], out: Path) -> Path:
 def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path,
                   profile: str, seed: int, spaces: tuple[str, ...], variants: bool = False,
                   cohort: dict | None = None, reuse_fits: bool = False,
-                  absolute_only: bool = False, train: dict | None = None) -> dict[str, str]:
+                  absolute_only: bool = False, train: dict | None = None,
+                  risk: dict | None = None) -> dict[str, str]:
     """One fold: the stages on ``train_csv``, then ``sphr score`` of ``heldout_csv`` per space.
     ``variants`` adds the SPHR variants of the risk stage; ``cohort`` overrides cohort
     settings (e.g. ``{"triplet_classes": "severity"}``); ``absolute_only``: only what the
     absolute-risk candidates read (ingest, cohorts, the raw Euclidean distance; no SPHR or
-    DeepPatient fit); ``train`` overrides training settings (e.g. ``{"selection": "severity"}``).
+    DeepPatient fit); ``train`` overrides training settings (e.g. ``{"selection": "severity"}``)
+    and ``risk`` the risk stage's (e.g. ``{"standardization": "calibration_line"}``).
     SPHR's per-epoch tracking gets the training folds' deaths (never the held-out fold's)."""
     from sphr.baselines.pipeline import run_baselines
     from sphr.cohorts.build import run_cohorts
@@ -89,7 +91,8 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
     scored = {}
     for space in spaces:
         run_risk(run, work / f"risk_{space}", RiskConfig(methods=methods, distance_space=space,
-                                                         seed=seed, device="cpu"))
+                                                         seed=seed, device="cpu",
+                                                         **(risk or {})))
         run_score(work / f"risk_{space}", heldout_csv, work / f"score_{space}", device="cpu")
         scored[space] = str(work / f"score_{space}" / "risk_groups.parquet")
         scored[f"absolute_{space}"] = str(work / f"score_{space}" /
@@ -107,7 +110,8 @@ def _fold_worker(args: tuple) -> dict[str, str]:
 def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, ...],
              jobs: int, variants: bool = False, cohort: dict | None = None,
              reuse_fits: bool = False, absolute_only: bool = False, refits: int = 1,
-             train: dict | None = None) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
+             train: dict | None = None, risk: dict | None = None
+             ) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
     """Run every fold (``jobs`` at a time, one thread each); (folds table, scored files).
     ``refits`` > 1: each fold fitted again with :func:`refit_seed` (r, fold) keys, r >= 1
     in ``out/refit<r>``; the scored files are then keyed ``r * folds + fold``."""
@@ -123,7 +127,7 @@ def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, 
                                      work / "train.csv")
             held_csv = split_export(EXPORT, held, work / "heldout.csv")
             tasks.append((work, train_csv, held_csv, OUTCOMES, profile, refit_seed(seed, r),
-                          spaces, variants, cohort, reuse_fits, absolute_only, train))
+                          spaces, variants, cohort, reuse_fits, absolute_only, train, risk))
     os.environ["OMP_NUM_THREADS"] = "1"  # before the workers start their thread pools
     # spawn, not fork: the parent holds polars / pyarrow thread pools, which a forked child
     # inherits locked
@@ -136,8 +140,11 @@ def collect(scored: dict[int, dict[str, str]], space: str) -> pd.DataFrame:
     """eid, sex, method -> the out-of-fold age-standardized score (mode calibrated)."""
     parts = [pd.read_parquet(files[space]) for files in scored.values()]
     rows = pd.concat(parts, ignore_index=True)
-    rows = rows.loc[rows["mode"] == "calibrated", ["eid", "sex", "method", "score"]]
-    return rows.pivot_table(index=["eid", "sex"], columns="method", values="score").reset_index()
+    rows = rows.loc[rows["mode"] == "calibrated", ["eid", "sex", "method", "score", "label"]]
+    wide = rows.pivot_table(index=["eid", "sex"], columns="method", values="score").reset_index()
+    # the person's class from the export's answers (2: bona fide healthy), for the yardstick
+    label = rows.drop_duplicates("eid").set_index("eid")["label"]
+    return wide.assign(label=label.reindex(wide["eid"]).to_numpy())
 
 
 def reference_scores(eids: np.ndarray) -> pd.DataFrame:
@@ -167,7 +174,8 @@ def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
     cohort = dict(item.split("=", 1) for item in args.cohort)
     _, scored = crossfit(args.out, args.folds, args.seed, args.profile, spaces, args.jobs,
                          args.variants, cohort, args.reuse_fits, refits=refits,
-                         train=train_overrides(getattr(args, "train", [])))
+                         train=train_overrides(getattr(args, "train", [])),
+                         risk=train_overrides(getattr(args, "risk", [])))
     death = death_outcome()
     out = []
     for r in range(refits):

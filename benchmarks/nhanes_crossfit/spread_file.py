@@ -35,7 +35,8 @@ def measuring_command(args: argparse.Namespace) -> str:
     parts = ["python benchmarks/real_nhanes.py", f"--profile {args.profile}",
              f"--refits {args.refits}", f"--folds {args.folds}", f"--seed {args.seed}",
              f"--spaces {args.spaces}", f"--bootstrap {args.bootstrap}", "--no-main",
-             *(f"--train {t}" for t in args.train), "--record-spread"]
+             *(f"--train {t}" for t in args.train),
+             *(f"--risk {t}" for t in getattr(args, "risk", [])), "--record-spread"]
     return " ".join(parts)
 
 
@@ -59,6 +60,8 @@ def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
              "n": result["n"], "deaths": result["deaths"],
              "spread": result["refits"]["spread"][space],
              "interval": result["refits"].get("interval", {}).get(space),
+             "risk": train_overrides(getattr(args, "risk", [])),
+             "beyond_age": result["refits"].get("beyond_age", {}).get(space),
              "rule": result.get("rule")}
     name = candidate_name(train_overrides(args.train), args.profile)
     held.setdefault(args.profile, {})[name] = entry

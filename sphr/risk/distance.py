@@ -205,10 +205,6 @@ class DistanceModel(BaseEstimator):
                                                 Z[members], counts[names.index(name)],
                                                 [names[j] for j in window])
 
-    def _healthy(self, frame: pd.DataFrame) -> Healthy:
-        d, groups = self.distance(frame)
-        return Healthy(d, groups, ages_of(frame))
-
     def _calibrate(self, train_bfh: pd.DataFrame, calibration: pd.DataFrame | None) -> None:
         """The age standardizer and the bounds (:func:`sphr.risk.calibration.calibrate`) from
         the real BFH rows ``train_bfh`` and the calibration partition's BFH."""
@@ -219,8 +215,8 @@ class DistanceModel(BaseEstimator):
         if len(cal) < 3:
             raise InputError(f"need at least 3 calibration BFH rows, got {len(cal)}")
         self.standardizer_, self.bounds_ = calibrate(
-            self.standardization, group_names(self._groups), self._healthy(train_bfh),
-            self._healthy(cal), self.standardize_min_group)
+            self.standardization, group_names(self._groups), healthy_of(self, train_bfh),
+            healthy_of(self, cal), self.standardize_min_group)
         self._calibrated_intervals()
 
     def _calibrated_intervals(self) -> None:
@@ -241,33 +237,10 @@ class DistanceModel(BaseEstimator):
     def reanchored(self, train: pd.DataFrame, calibration: pd.DataFrame | None, *,
                    space: Space | None = None, references: bool = True,
                    standardizer: bool = True, bounds: bool = True) -> DistanceModel:
-        """A copy fitted anew on another population's BFH rows, for the parts named: the
-        age-group references (``train``'s real BFH), the age standardizer (the same rows)
-        and the calibrated bounds (``calibration``'s BFH, rows no other part has seen).
-        The space is kept (``space``: the same space with a new centre, where its reference
-        is its origin); the rest is the fitted model's."""
-        import copy
-
-        out = copy.copy(self)
-        out.space_ = space if space is not None else self.space_
-        out.strata_ = copy.deepcopy(self.strata_)
-        frame = train.loc[bfh_rows(train)]
-        if references:
-            out._fit_strata(out._matrix(frame), age_groups_of(frame, self._groups))
-        if self.mode == "calibrated" and standardizer and bounds:
-            out._calibrate(frame, calibration)
-            return out
-        if standardizer:  # the anchor BFH, in the model's form
-            own, groups = out.distance(frame)
-            out.standardizer_ = AgeStandardizer(
-                group_names(self._groups), self.standardize_min_group,
-                self.standardizer_.form).fit(own, groups, ages_of(frame))
-        if self.mode == "calibrated":
-            if bounds:
-                cal = calibration.loc[bfh_rows(calibration)]
-                out.bounds_ = CalibratedBounds.fit(out.score_samples(cal))
-            out._calibrated_intervals()
-        return out
+        """A copy fitted anew on another population's BFH rows for the parts named
+        (:func:`reanchored_copy`)."""
+        return reanchored_copy(self, train, calibration, space=space, references=references,
+                               standardizer=standardizer, bounds=bounds)
 
     def intervals(self, age_group: str) -> Intervals:
         d = self.strata_[age_group]["intervals"]
@@ -295,9 +268,8 @@ class DistanceModel(BaseEstimator):
         return self.standardizer_.transform(d, groups, ages_of(frame))
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """distance, score, group and the interval used, one row per input row (same order).
-        Mode ``calibrated``: the group from the score against the calibrated bounds, and the
-        bounds in the person's distance units; mode ``paper``: the age group's intervals."""
+        """distance, score, group and the interval used, one row per input row (same order);
+        mode ``calibrated``: the bounds in the person's own distance units."""
         s, groups = self.distance(frame)
         ages = ages_of(frame)
         out = pd.DataFrame({"age_group": groups, "distance": s,
@@ -311,14 +283,7 @@ class DistanceModel(BaseEstimator):
             out["normal_high"] = c + sc * self.bounds_.normal.value
             out["lower_high"] = c + sc * max(self.bounds_.lower.value, self.bounds_.normal.value)
             return out
-        for g in np.unique(groups):
-            rows = np.flatnonzero(groups == g)
-            iv = self.intervals(g)
-            out.loc[rows, "group"] = assign_groups(s[rows], iv)
-            for col in INTERVAL_COLUMNS:
-                v = getattr(iv, col)
-                out.loc[rows, col] = v if np.isfinite(v) else np.nan
-        return out
+        return _paper_groups(self, s, groups, out)
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "mode": self.mode, "features": list(self.features),
@@ -345,3 +310,56 @@ class DistanceModel(BaseEstimator):
         model.bounds_ = (CalibratedBounds.from_dict(data["bounds"]) if data.get("bounds")
                          else None)
         return model
+
+
+def reanchored_copy(model: DistanceModel, train: pd.DataFrame,
+                    calibration: pd.DataFrame | None, *, space: Space | None = None,
+                    references: bool = True, standardizer: bool = True, bounds: bool = True
+                    ) -> DistanceModel:
+    """A copy fitted anew on another population's BFH rows, for the parts named: the
+    age-group references (``train``'s real BFH), the age standardizer (the same rows, or the
+    calibration BFH for a standardization of source ``calibration``) and the calibrated
+    bounds (``calibration``'s BFH, rows no other part has seen).
+    The space is kept (``space``: the same space with a new centre, where its reference
+    is its origin); the rest is the fitted model's."""
+    import copy
+
+    out = copy.copy(model)
+    out.space_ = space if space is not None else model.space_
+    out.strata_ = copy.deepcopy(model.strata_)
+    frame = train.loc[bfh_rows(train)]
+    if references:
+        out._fit_strata(out._matrix(frame), age_groups_of(frame, model._groups))
+    if model.mode == "calibrated" and standardizer and bounds:
+        out._calibrate(frame, calibration)
+        return out
+    if standardizer:  # the anchor BFH, in the model's form
+        own, groups = out.distance(frame)
+        out.standardizer_ = AgeStandardizer(
+            group_names(model._groups), model.standardize_min_group,
+            model.standardizer_.form).fit(own, groups, ages_of(frame))
+    if model.mode == "calibrated":
+        if bounds:
+            cal = calibration.loc[bfh_rows(calibration)]
+            out.bounds_ = CalibratedBounds.fit(out.score_samples(cal))
+        out._calibrated_intervals()
+    return out
+
+
+def _paper_groups(model: DistanceModel, s: np.ndarray, groups: np.ndarray,
+                  out: pd.DataFrame) -> pd.DataFrame:
+    """Mode ``paper``: each age group's two-sided intervals (Eq. A.5) and the group they give."""
+    for g in np.unique(groups):
+        rows = np.flatnonzero(groups == g)
+        iv = model.intervals(g)
+        out.loc[rows, "group"] = assign_groups(s[rows], iv)
+        for col in INTERVAL_COLUMNS:
+            v = getattr(iv, col)
+            out.loc[rows, col] = v if np.isfinite(v) else np.nan
+    return out
+
+
+def healthy_of(model: DistanceModel, frame: pd.DataFrame) -> Healthy:
+    """The distances, age groups and ages of ``frame``'s rows under a fitted model."""
+    d, groups = model.distance(frame)
+    return Healthy(d, groups, ages_of(frame))
