@@ -109,25 +109,35 @@ def _linear_predictor(frame: pd.DataFrame, fit_rows: np.ndarray, covariates: lis
 
 
 def crossfit_predictors(time: np.ndarray, event: np.ndarray, age: np.ndarray,
-                        score: np.ndarray, *, folds: int = 5, seed: int = 0
+                        score: np.ndarray, *, folds: int = 5, seed: int = 0,
+                        cache: dict | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(age alone, age + score, fold): each row's Cox linear predictor from the models fitted
     on the other folds. The score is scaled to unit SD first (the fit's conditioning, not its
     ranking). NaN rows where a fold's fit fails. A Cox linear predictor has no intercept, so
-    predictors of different folds are not on one scale: compare them within a fold only."""
+    predictors of different folds are not on one scale: compare them within a fold only.
+    ``cache``: a dict kept across calls on the same rows (several scores), so the age-alone
+    models are fitted once."""
     s = np.asarray(score, float)
     sd = s.std() or 1.0
     frame = pd.DataFrame({"time": np.asarray(time, float), "event": np.asarray(event, int),
                           "age": np.asarray(age, float), "score": (s - s.mean()) / sd})
     e = frame["event"].to_numpy(bool)
     fold = _folds(e, max(2, min(folds, int(e.sum()))), seed)
-    lp_age, lp_both = np.full(len(frame), np.nan), np.full(len(frame), np.nan)
+    key = (frame["time"].to_numpy().tobytes(), frame["age"].to_numpy().tobytes(), folds, seed)
+    cached = (cache or {}).get(key)
+    lp_age = np.full(len(frame), np.nan) if cached is None else cached
+    lp_both = np.full(len(frame), np.nan)
     for k in np.unique(fold):
         held, fit_rows = fold == k, fold != k
         for out, cov in ((lp_age, ["age"]), (lp_both, ["age", "score"])):
+            if out is lp_age and cached is not None:
+                continue
             lp = _linear_predictor(frame, fit_rows, cov)
             if lp is not None:
                 out[held] = lp[held]
+    if cache is not None:
+        cache[key] = lp_age
     return lp_age, lp_both, fold
 
 
@@ -152,11 +162,12 @@ def _hr_per_sd(t: np.ndarray, e: np.ndarray, age: np.ndarray, s: np.ndarray
 
 def beyond_age(time: np.ndarray, event: np.ndarray, age: np.ndarray, score: np.ndarray, *,
                bfh: np.ndarray | None = None, folds: int = 5, n_bootstrap: int = 1000,
-               seed: int = 0, resamples: np.ndarray | None = None
+               seed: int = 0, resamples: np.ndarray | None = None, cache: dict | None = None
                ) -> tuple[BeyondAge, np.ndarray]:
     """The yardstick of one score on the rows given (rows without a finite score or age are
     left out): (figures, bootstrap draws of dC). ``resamples``: multiplicities (B, n) over the
-    rows given, to pair draws across scores (default: ``n_bootstrap`` drawn from ``seed``)."""
+    rows given, to pair draws across scores (default: ``n_bootstrap`` drawn from ``seed``);
+    ``cache``: see :func:`crossfit_predictors`."""
     t, e = np.asarray(time, float), np.asarray(event, bool)
     a, s = np.asarray(age, float), np.asarray(score, float)
     b = np.zeros(t.size, bool) if bfh is None else np.asarray(bfh, bool)
@@ -171,7 +182,8 @@ def beyond_age(time: np.ndarray, event: np.ndarray, age: np.ndarray, score: np.n
                          spearman(s[ok], a[ok]), rho_bfh, int((ok & b).sum())), \
             np.full(len(resamples), np.nan)
     t, e, a, s = t[ok], e[ok], a[ok], s[ok]
-    lp_age, lp_both, fold = crossfit_predictors(t, e, a, s, folds=folds, seed=seed)
+    lp_age, lp_both, fold = crossfit_predictors(t, e, a, s, folds=folds, seed=seed,
+                                                cache=cache)
     fine = np.isfinite(lp_age) & np.isfinite(lp_both)
     w = np.vstack([np.ones(n), resamples[:, ok]])[:, fine]
     # pairs within a fold: each fold's predictors come from one fit
@@ -196,10 +208,11 @@ def beyond_age_table(frame: pd.DataFrame, scores: list[str], *, time: str = "tim
     for k, level in enumerate(levels):
         sub = frame if level is None else frame.loc[frame[by] == level]
         counts = resample_counts(np.random.default_rng([seed, k]), len(sub), n_bootstrap)
+        cache: dict = {}
         for name in scores:
             fig, d = beyond_age(sub[time], sub[event], sub[age], sub[name],
                                 bfh=None if bfh is None else sub[bfh], folds=folds,
-                                seed=seed, resamples=counts)
+                                seed=seed, resamples=counts, cache=cache)
             rows.append({**({by: level} if by else {}), "score": name, **fig.as_dict()})
             draws[(level, name)] = d
     return pd.DataFrame(rows), draws

@@ -152,7 +152,8 @@ def sphr_of(run: Path, sexes: list[str], rows: pd.DataFrame) -> dict[str, Any]:
 
 
 #: the linked-outcome tables of :func:`sphr.risk.linked.linked_validation`
-LINKED_TABLES: tuple[str, ...] = ("discrimination", "hazard_ratio", "cumulative_incidence")
+LINKED_TABLES: tuple[str, ...] = ("discrimination", "hazard_ratio", "cumulative_incidence",
+                                  "beyond_age", "group_ordering")
 
 
 def linked_tables(run: Path, rows: pd.DataFrame, config: RiskConfig) -> dict[str, pd.DataFrame]:
@@ -164,20 +165,24 @@ def linked_tables(run: Path, rows: pd.DataFrame, config: RiskConfig) -> dict[str
     path = ingest_dir(run) / "outcomes.parquet"
     if not path.exists():
         return {}
+    from sphr.risk.beyond import beyond_age_tables
     from sphr.risk.linked import linked_validation
 
     outcomes = pd.read_parquet(path)
     pop = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test"),
-                   ["eid", "sex", "method", "score", "group", "age_years"]]
+                   ["eid", "sex", "method", "score", "group", "age_years", "label"]]
     if pop.empty or outcomes.empty:
         return {}
     # age alone, the reference every single-visit score has to beat (it has no groups)
     first = pop.drop_duplicates(["sex", "eid"])
     pop = pd.concat([pop, first.assign(method="age", score=first["age_years"], group=None)],
                     ignore_index=True)
-    tables = linked_validation(pop, outcomes.loc[outcomes["eid"].isin(pop["eid"])],
-                               n_bootstrap=config.n_bootstrap_linked, seed=config.seed,
-                               evaluated_on=evaluated_on)
+    outcomes = outcomes.loc[outcomes["eid"].isin(pop["eid"])]
+    tables = linked_validation(pop, outcomes, n_bootstrap=config.n_bootstrap_linked,
+                               seed=config.seed, evaluated_on=evaluated_on)
+    # what each score adds to age, and whether its groups are ordered (docs/METHODS.md)
+    tables.update(beyond_age_tables(pop, outcomes, n_bootstrap=config.n_bootstrap_linked,
+                                    seed=config.seed, evaluated_on=evaluated_on))
     return {k: tables[k] for k in LINKED_TABLES if k in tables}
 
 
