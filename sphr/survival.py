@@ -160,7 +160,14 @@ def cumulative_incidence(time: np.ndarray, event: np.ndarray, grid: np.ndarray, 
 # --------------------------------------------------------------------------- censoring
 class CensoringKM:
     """Weighted Kaplan-Meier of the censoring distribution G, for each row of multiplicities
-    ``weights`` (R, n): a censoring is the "event", an event censors it."""
+    ``weights`` (R, n): a censoring is the "event", an event censors it.
+
+    Ties as the reverse Kaplan-Meier of prodlim (pec, riskRegression) and scikit-survival
+    take them: at a time u with both, the events come first, so someone with the event at u
+    is not at risk of being censored at u. With T = [1, 1, 2, 3], E = [1, 0, 1, 0], G(1) is
+    1 - 1/3 = 2/3 (keeping the event in the risk set would give 3/4 and IPCW weights that no
+    longer sum to n; docs/OUTCOMES.md, "Validation on linked outcomes").
+    """
 
     def __init__(self, time: np.ndarray, event: np.ndarray, weights: np.ndarray) -> None:
         time, event = np.asarray(time, float), np.asarray(event, bool)
@@ -170,7 +177,8 @@ class CensoringKM:
         w = np.atleast_2d(np.asarray(weights, float))[:, order]
         censored = np.add.reduceat(w * ~event[order], start, axis=1)
         total = np.add.reduceat(w, start, axis=1)
-        at_risk = total[:, ::-1].cumsum(axis=1)[:, ::-1]  # weight with T >= u_k
+        # weight with T >= u_k, less the events at u_k (they happened first)
+        at_risk = total[:, ::-1].cumsum(axis=1)[:, ::-1] - (total - censored)
         with np.errstate(invalid="ignore", divide="ignore"):
             factor = np.where(at_risk > 0, 1 - censored / at_risk, 1.0)
             self.log_g = np.cumsum(np.log(np.maximum(factor, 0.0)), axis=1)  # log G(u_k)

@@ -12,11 +12,13 @@
 Imports are read with ``ast``: module-level and function-level ``import`` / ``from``
 statements (relative ones resolved), ``importlib.import_module("...")`` string literals, and
 string constants naming a ``sphr`` module (the lazy ``_LAZY`` maps of package
-``__init__`` files). ``sphr.cli`` (the entry point that registers every stage's command),
-``sphr.settings`` (a run's settings, every stage's) and ``sphr/__init__.py`` are outside the
-stages. The Dagster package ``sphr_dagster`` has layers of its own (``DAGSTER_LAYERS``), and
-``sphr`` never imports Dagster. No two modules of either package import each other, directly
-or through others (any import counts: function-level, ``TYPE_CHECKING``, lazy maps). Loading
+``__init__`` files). ``sphr.cli`` (the entry point that registers every stage's command) and
+``sphr.settings`` (a run's settings, composed of the stages' own settings classes) stand
+above every stage: they may import any stage, and no stage or shared module imports them.
+``sphr/__init__.py`` (``lazy_exports``) is shared. The Dagster package ``sphr_dagster`` has
+layers of its own (``DAGSTER_LAYERS``), and ``sphr`` never imports Dagster. No two modules of
+either package import each other, directly or through others (any import counts:
+function-level, ``TYPE_CHECKING``, lazy maps). Loading
 a fitted risk model (the package ``sphr.risk.model``) imports nothing of the fit of a run, the
 stage's commands and reports, or the run directory; reading a saved model and scoring with it
 import nothing of the model's own fitting either. No function in either package is longer
@@ -47,9 +49,12 @@ SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.err
                            "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles",
                            "sphr.survival", "sphr.beyond_age", "sphr.representation",
                            "sphr.options")
-#: outside the stage order: the CLI registers every stage's command, and the run's settings
-#: (sphr.settings) read every stage's config class
-OUTSIDE: tuple[str, ...] = ("sphr", "sphr.cli", "sphr.settings")
+#: above every stage: the CLI registers every stage's command, and the run's settings
+#: (sphr.settings) compose every stage's config class. They may import any stage; no stage
+#: imports them (a stage's settings class lives in the stage's own config module)
+COMPOSE: tuple[str, ...] = ("sphr.cli", "sphr.settings")
+#: the package root: ``lazy_exports``, which the packages' ``__init__`` files use
+ROOT = "sphr"
 #: what the retrieval branch may import besides the shared modules
 RETRIEVAL_MAY_IMPORT: tuple[str, ...] = ("sphr.losses", "sphr.models")
 #: what the synthetic generator may import of the ingest stage: the field catalog and the
@@ -128,9 +133,12 @@ def imports_of(path: Path) -> set[str]:
     return {m for m in found if m and m != me}
 
 
-def stage_of(module: str) -> str | None:
-    if module in OUTSIDE or module.startswith("sphr.settings."):  # the settings package
-        return None
+def stage_of(module: str) -> str:
+    if module == ROOT:
+        return "shared"
+    for prefix in COMPOSE:
+        if module == prefix or module.startswith(prefix + "."):
+            return "compose"
     for prefix in SHARED:
         if module == prefix or module.startswith(prefix + "."):
             return "shared"
@@ -143,7 +151,9 @@ def stage_of(module: str) -> str | None:
 
 def _allowed_by_direction(src: str, dst: str) -> bool:
     a, b = stage_of(src), stage_of(dst)
-    if a is None or b is None or a == b or b == "shared":
+    if b == "compose":
+        return a == "compose"  # no stage, and no shared module, reads the run's settings
+    if a == "compose" or a == b or b == "shared":
         return True
     if a == "shared":
         return False  # shared utilities import no stage
@@ -211,6 +221,17 @@ def test_allow_list_only_shrinks():
     ("sphr.data.ingest", "sphr.synth.cohort", False),  # ingest reads files, real or synthetic
     ("sphr.data.reader", "sphr.synth.export", False),
     ("sphr.risk.model", "sphr.synth.worlds", False),
+    # the settings compose the stages' own settings; no stage reads them (ingest once did,
+    # and through them depended on the training stage)
+    ("sphr.data.commands", "sphr.settings.stages", False),
+    ("sphr.data.commands", "sphr.settings", False),
+    ("sphr.io", "sphr.settings.run", False),
+    ("sphr.risk.commands", "sphr.cli", False),
+    ("sphr.settings.stages", "sphr.train.config", True),
+    ("sphr.settings", "sphr.data.config", True),
+    ("sphr.cli", "sphr.risk.commands", True),
+    ("sphr.settings.run", "sphr.cli", True),
+    ("sphr.data.ingest", "sphr", True),              # lazy_exports
 ])
 def test_the_rule_itself(src, dst, ok):
     assert _allowed_by_direction(src, dst) is ok

@@ -11,12 +11,12 @@ import pytest
 
 from sphr.baselines.config import BaselinesConfig
 from sphr.cohorts.config import CohortConfig
+from sphr.data.config import IngestSettings
 from sphr.evaluate.config import EvalConfig
 from sphr.options import add_settings, field_docs, plain_doc
 from sphr.profiles import DEFAULT_PROFILE
 from sphr.retrieval.profiles import ComparisonConfig
 from sphr.risk.config import RiskConfig
-from sphr.settings.stages import IngestSettings
 from sphr.synth.config import SynthConfig
 from sphr.train.config import TrainConfig
 

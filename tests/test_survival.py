@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from sphr.survival import (
     CensoringKM,
     auroc_td_weighted,
+    brier_weighted,
     c_index,
     c_index_weighted,
     cox_wald,
@@ -298,3 +299,58 @@ def test_kaplan_meier_is_a_cumulative_incidence(data):
     after = curve.iloc[1:]
     np.testing.assert_allclose(
         after["cum_inc"], kaplan_meier(t, e, after["time_years"].to_numpy())[0], atol=1e-15)
+
+
+# four people, an event and a censoring tied at t=1: events at 1 and 2, censored at 1 and 3
+T4 = np.array([1.0, 1.0, 2.0, 3.0])
+E4 = np.array([1, 0, 1, 0], bool)
+
+
+def test_censoring_km_takes_the_event_first_at_a_tie():
+    """prodlim's reverse Kaplan-Meier (and scikit-survival's): the event at t=1 happens before
+    the censoring at t=1, so only 3 people are at risk of it and G(1) = 1 - 1/3 = 2/3 (3/4 if
+    the event stayed in the risk set). Nobody is censored at 2; the last censoring at 3 takes
+    G to 0."""
+    g = CensoringKM(T4, E4, np.ones((1, 4))).before(np.array([1.0, 1.5, 2.0, 2.5, 3.0, 3.5]))
+    np.testing.assert_allclose(g[0], [1.0, 2 / 3, 2 / 3, 2 / 3, 2 / 3, 0.0], atol=1e-15)
+
+
+def test_brier_of_the_tied_example_by_hand():
+    """At 2.5, with G(1-) = 1 and G(2-) = G(2.5-) = 2/3:
+
+    - event at 1: (1 - 0.5)^2 / G(1-) = 0.25 / 1     = 0.25
+    - censored at 1: 0 (its weight goes to the others through G)
+    - event at 2: (1 - 0.5)^2 / G(2-) = 0.25 / (2/3) = 0.375
+    - followed past 2.5 (T = 3): 0.5^2 / G(2.5-)    = 0.375
+
+    Brier = (0.25 + 0.375 + 0.375) / 4 = 0.25 exactly (0.229 with G(1) = 3/4). The IPCW
+    weights are 1, 0, 1.5, 1.5 and sum to n = 4: a risk of 0 scores the cases' weights
+    alone, a risk of 1 the controls', and the two make 1."""
+    one = np.ones((1, 4))
+    assert brier_weighted(T4, E4, np.full(4, 0.5), 2.5, one)[0] == pytest.approx(0.25, abs=1e-15)
+    cases = brier_weighted(T4, E4, np.zeros(4), 2.5, one)[0]
+    controls = brier_weighted(T4, E4, np.ones(4), 2.5, one)[0]
+    assert cases == pytest.approx(2.5 / 4, abs=1e-15)
+    assert controls == pytest.approx(1.5 / 4, abs=1e-15)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ipcw_weights_sum_to_n_on_tied_data(seed):
+    """With the events-first rule the IPCW weights of cases (1 / G(T-)) and controls
+    (1 / G(t-)) sum to n at any horizon (S(t) G(t) is the share still followed after t), for
+    every row of multiplicities: Brier(risk 0) + Brier(risk 1) = 1, and Brier(risk 0) is the
+    Kaplan-Meier cumulative incidence at t. Times are rounded to one decimal, so events and
+    censorings tie often; the horizons fall between the times."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    t = np.round(rng.exponential(5, n), 1) + 0.1
+    e = rng.random(n) < 0.5
+    counts = np.vstack([np.ones(n), resample_counts(rng, n, 4)])
+    zeros, ones = np.zeros(n), np.ones(n)
+    for h in (1.05, 3.05, 6.05):
+        cases = brier_weighted(t, e, zeros, h, counts)
+        np.testing.assert_allclose(cases + brier_weighted(t, e, ones, h, counts), 1.0,
+                                   atol=1e-12)
+        for b in range(counts.shape[0]):
+            idx = np.repeat(np.arange(n), counts[b].astype(int))
+            assert cases[b] == pytest.approx(km_cumulative(t[idx], e[idx], h), abs=1e-12)

@@ -14,8 +14,8 @@ OUTCOME_FILE_KEYS: tuple[str, ...] = ("outcomes", "censoring", "first_occurrence
 def register(sub: argparse._SubParsersAction) -> None:
     # every other ingest setting's option is generated from the library's IngestSettings: its
     # default, and its help the field's doc (sphr.options)
+    from sphr.data.config import IngestSettings
     from sphr.options import add_settings
-    from sphr.settings.stages import IngestSettings
 
     p = sub.add_parser("ingest", help="read a UKB export into baseline/followup parquet",
                        description="Read a UK Biobank main-dataset export (ukbconv CSV, TSV, R "

@@ -26,15 +26,18 @@ An unknown table or key, or a value of the wrong type, is a :class:`~sphr.errors
 naming the file and the key. Precedence, lowest first: the dataclass's defaults, the
 profile's (``CohortConfig.profile``, ``TrainConfig.profile``), the file, the command line.
 
-Outside the stage order (like ``sphr.cli``): it reads every stage's config class, and
-imports them only when asked, so a command's parser stays light. The package's modules:
-:mod:`~sphr.settings.stages` (the tables and their dataclasses), :mod:`~sphr.settings.values`
-(checking a value against its type) and :mod:`~sphr.settings.run` (the file and
-:func:`resolve`).
+Above the stages (like ``sphr.cli``): it composes every stage's config class, which each
+stage keeps in its own ``config`` module (``IngestSettings`` in :mod:`sphr.data.config`,
+``ComparisonSettings`` in :mod:`sphr.train.config`), imports them only when asked, so a
+command's parser stays light, and no stage imports it (tests/test_architecture.py). The
+package's modules: :mod:`~sphr.settings.stages` (the tables and their dataclasses),
+:mod:`~sphr.settings.values` (checking a value against its type) and
+:mod:`~sphr.settings.run` (the file and :func:`resolve`).
 """
 
 from __future__ import annotations
 
+from sphr import lazy_exports
 from sphr.options import field_docs
 from sphr.settings.run import (
     RUN_SETTINGS_FILE,
@@ -47,8 +50,6 @@ from sphr.settings.stages import (
     EXPORT_PROFILE,
     RUN_TABLE,
     STAGES,
-    ComparisonSettings,
-    IngestSettings,
     RunOptions,
     library_config,
     stage_class,
@@ -57,6 +58,13 @@ from sphr.settings.stages import (
     stage_types,
 )
 from sphr.settings.values import check_table, check_value, plain, type_name
+
+#: the stages' own settings classes, under the names they had here (imported on first use)
+_LAZY: dict[str, tuple[str, ...]] = {
+    "sphr.data.config": ("IngestSettings",),
+    "sphr.train.config": ("ComparisonSettings",),
+}
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 __all__ = ["EXPORT_PROFILE", "RUN_SETTINGS_FILE", "RUN_TABLE", "STAGES", "ComparisonSettings",
            "IngestSettings", "RunOptions", "RunSettings", "check_table", "check_value",

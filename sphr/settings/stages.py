@@ -1,9 +1,11 @@
 """The stages of a run's settings: each stage's table, its dataclass, its keys and defaults.
 
 A table per stage (``[cohorts]``, ``[train]``, ...) whose keys are the fields of the stage's
-own dataclass (the one source of every default; imported only when asked, so a command's
-parser stays light), less the fields the run sets (``runtime``: the device, a partition's
-sex), plus the keys of an ``extra`` dataclass; and ``[run]``, the command's own options.
+own dataclass, which the stage keeps in its own ``config`` module (the one source of every
+default; imported only when asked, so a command's parser stays light), less the fields the
+run sets (``runtime``: the device, a partition's sex), plus the keys of an ``extra``
+dataclass; and ``[run]``, the command's own options. This package composes the stages'
+settings and no stage imports it (tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -11,64 +13,17 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sphr.layout import DEFAULT_RUN_DIR
 from sphr.options import field_docs
 from sphr.profiles import DEFAULT_PROFILE
 from sphr.settings.values import _types, check_table
-from sphr.train.config import COMPARISON_LOSSES
 
 #: a run on a real export takes the paper's settings unless asked otherwise: the demo
 #: profile's 8-epoch model is sized for the synthetic demo, not for a result
 EXPORT_PROFILE = "paper"
-
-
-def _default_censoring() -> dict[str, str]:
-    from sphr.data.outcomes import CENSORING
-
-    return {source: c.date.isoformat() for source, c in CENSORING.items()}
-
-
-@dataclass(frozen=True)
-class IngestSettings:
-    """The ingest step's settings: what ``sphr ingest --outcomes`` and
-    ``--drop-truncated-last-row`` set (the outcome table itself: :mod:`sphr.data.outcomes`)."""
-
-    #: changes to the outcome table by outcome name, e.g. {"copd": {"codes": ["J44"],
-    #: "sources": ["hospital", "death"]}} (docs/OUTCOMES.md); null removes one (JSON only)
-    outcomes: dict[str, Any] = field(default_factory=dict)
-    #: the date up to which each source's records are complete, one date or one per country
-    #: ({"england": ..., "scotland": ..., "wales": ...}); shown here: England's dates of UK
-    #: Biobank's 2023 refresh (Scotland's and Wales's defaults apply unless set): set your
-    #: release's (docs/OUTCOMES.md)
-    censoring: dict[str, str | dict[str, str]] = field(default_factory=_default_censoring)
-    #: First Occurrence fields beyond the built-in ones, by 3-character ICD-10 code: the id of
-    #: "Date <code> first reported" (docs/OUTCOMES.md), e.g. {"J44": 131492}
-    first_occurrence_fields: dict[str, int] = field(default_factory=dict)
-    #: go on (with a warning) when the export's last line is cut off
-    drop_truncated_last_row: bool = False
-
-    def outcome_config(self) -> Any:
-        """The :class:`~sphr.data.outcomes.OutcomeConfig` these settings ask for."""
-        from sphr.data.outcomes import CENSORING, OutcomeConfig
-
-        # only the dates that differ: an unchanged source keeps its provider and reference
-        changed = {s: d for s, d in self.censoring.items()
-                   if s not in CENSORING or CENSORING[s].date.isoformat() != d}
-        return OutcomeConfig.from_overrides({
-            "outcomes": dict(self.outcomes), "censoring": changed,
-            "first_occurrence_fields": dict(self.first_occurrence_fields)})
-
-
-@dataclass(frozen=True)
-class ComparisonSettings:
-    """Keys of ``[train]`` beyond ``TrainConfig``: the loss comparison's losses."""
-
-    #: the loss comparison's losses (Table 3 / A2), trained as one stack with [train]'s
-    #: settings; the evaluation's loss table shows them
-    comparison_losses: tuple[str, ...] = COMPARISON_LOSSES
 
 
 @dataclass(frozen=True)
@@ -108,10 +63,10 @@ class _Stage:
 
 STAGES: dict[str, _Stage] = {
     "synth": _Stage("sphr.synth.config:SynthConfig"),
-    "ingest": _Stage("sphr.settings.stages:IngestSettings"),
+    "ingest": _Stage("sphr.data.config:IngestSettings"),
     "cohorts": _Stage("sphr.cohorts.config:CohortConfig", runtime=("sexes",)),
     "train": _Stage("sphr.train.config:TrainConfig", runtime=("device", "threads"),
-                    extra="sphr.settings.stages:ComparisonSettings"),
+                    extra="sphr.train.config:ComparisonSettings"),
     "baselines": _Stage("sphr.baselines.config:BaselinesConfig", runtime=("device",)),
     "evaluate": _Stage("sphr.evaluate.config:EvalConfig", runtime=("device",)),
     "risk": _Stage("sphr.risk.config:RiskConfig", runtime=("device", "sexes")),

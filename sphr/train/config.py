@@ -153,3 +153,12 @@ PROFILES: dict[str, dict[str, Any]] = {
     "demo": {"epochs": 8, "batch_size": 512, "checkpoint_every": 0, "validation_size": 0.2,
              "patience": 2},
 }
+
+
+@dataclass(frozen=True)
+class ComparisonSettings:
+    """Keys of ``[train]`` beyond ``TrainConfig``: the loss comparison's losses."""
+
+    #: the loss comparison's losses (Table 3 / A2), trained as one stack with [train]'s
+    #: settings; the evaluation's loss table shows them
+    comparison_losses: tuple[str, ...] = COMPARISON_LOSSES

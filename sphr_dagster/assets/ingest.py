@@ -12,7 +12,7 @@ from sphr_dagster.resources import DataSource, RunStorage
 IngestConfig = stage_config(
     "ingest", "IngestConfig", "The outcome table's overrides and each source's censoring "
     "date (``sphr ingest --outcomes``, docs/OUTCOMES.md); defaults: the library's "
-    "(``sphr.settings.IngestSettings``).", module=__name__)
+    "(``sphr.data.config.IngestSettings``).", module=__name__)
 
 
 def export_version(data_source: DataSource, storage: RunStorage) -> tuple[str, dict]:
