@@ -232,6 +232,40 @@ def linked_summary(run: Path, world: dict) -> tuple[list[str], list[dict]]:
     return lines, best
 
 
+def beyond_age_summary(run: Path) -> tuple[list[str], list[dict]]:
+    """What each score adds to age on the linked records (the risk stage's beyond-age table):
+    dC = C(age + score) - C(age) [95% CI] per sex and outcome, and whether its groups are
+    ordered by risk (docs/METHODS.md, "Higher risk for your age")."""
+    path = run / "risk" / "linked_beyond_age.parquet"
+    if not path.exists():
+        return ["(no linked outcomes)"], []
+    d = pd.read_parquet(path)
+    order_path = run / "risk" / "linked_group_ordering.parquet"
+    order = (pd.read_parquet(order_path).drop_duplicates(["sex", "method", "outcome"])
+             .set_index(["sex", "method", "outcome"])["status"] if order_path.exists()
+             else pd.Series(dtype=object))
+    methods = [m for m in RISK_METHODS if m in set(d["method"])]
+    lines = ["\n| sex | outcome | " + " | ".join(methods) + " |",
+             "| --- | --- |" + " --- |" * len(methods)]
+    rows = []
+    for (sex, outcome), sub in d.groupby(["sex", "outcome"], sort=False):
+        sub = sub.set_index("method")
+        cells = []
+        for m in methods:
+            if m not in sub.index or not np.isfinite(sub.loc[m, "dc"]):
+                cells.append("-")
+                continue
+            r = sub.loc[m]
+            status = order.get((sex, m, outcome))
+            cells.append(f"{r['dc']:+.3f} [{r['dc_low']:+.3f}, {r['dc_high']:+.3f}]"
+                         + (f", {status}" if isinstance(status, str) else ""))
+            rows.append({"sex": sex, "outcome": outcome, "method": m,
+                         "dc": round(float(r["dc"]), 4),
+                         "ordering": status if isinstance(status, str) else None})
+        lines.append(f"| {sex} | {outcome} | " + " | ".join(cells) + " |")
+    return lines, rows
+
+
 def table_a8(linear_run: Path, out: Path, log: Path) -> list[dict]:
     """SPHR + XGBoost (multi-class weighted F1) with 0x, 3x independent and 3x copula BFH
     augmentation; same seed, so the same test participants."""
@@ -334,11 +368,14 @@ def world_section(run: Path, w: str, seconds: float | None) -> tuple[list[str], 
     linked_lines, linked_best = linked_summary(run, world)
     md += ["\n### Linked records: time-dependent AUROC at 10 years [95% CI], every held-out "
            "participant (docs/OUTCOMES.md)\n", *linked_lines]
+    beyond_lines, beyond_rows = beyond_age_summary(run)
+    md += ["\n### Linked records: what each score adds to age, dC = C(age + score) - C(age) "
+           "[95% CI], and whether its groups are ordered by risk\n", *beyond_lines]
     wins = [v for v in rep_v if v["sds"] > 0]
     return md, {"pipeline_s": None if seconds is None else round(seconds),
                 "sphr_cells_won": f"{len(wins)}/{len(rep_v)}",
                 "sphr_vs_best_baseline": rep_v, "nplb_vs_best_loss": loss_v,
-                "linked_auroc_10y": linked_best}
+                "linked_auroc_10y": linked_best, "beyond_age": beyond_rows}
 
 
 def a8_section(a8: list[dict]) -> list[str]:
