@@ -114,7 +114,10 @@ def test_training_with_the_anchor_keeps_the_markers_geometry_and_repeats_bit_for
     plain = train_sphr(X, triplets, cfg, labels=labels, augmented=augmented)
     anchored_cfg = dataclasses.replace(cfg, anchor=1.0)
     anchored = train_sphr(X, triplets, anchored_cfg, labels=labels, augmented=augmented)
-    assert _final_stress(anchored, X, triplets) < 0.5 * _final_stress(plain, X, triplets)
+    # seeds 0-4 give a ratio of 0.38-0.58 (per-batch step, measured when the training's
+    # streams became SeedSequence ones, docs/REPRODUCIBILITY.md); an anchor that does nothing
+    # gives 1
+    assert _final_stress(anchored, X, triplets) < 0.7 * _final_stress(plain, X, triplets)
     again = train_sphr(X, triplets, anchored_cfg, labels=labels, augmented=augmented)
     assert anchored.loss_curve == again.loss_curve
     assert anchored.config.anchor == 1.0 and plain.config.anchor == 0.0

@@ -265,6 +265,9 @@ def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = SynthConfig.
             for a in range(f.arrays):
                 values = _field_values(f, by_instance, n, i, a)
                 columns.append((ColumnKey(f.id, i, a), _to_series(f, values, labels), f))
+    # an offset stream, not SeedSequence([seed, purpose]) as training's are: the decoys are
+    # part of the frozen generator, and another stream would change every decoy value, a new
+    # generator version (docs/REPRODUCIBILITY.md, "Derived seeds")
     rng = np.random.default_rng(seed + 7919)
     for key, d in _decoy_columns(decoys):
         columns.append((key, _decoy_values(rng, d, n, labels), None))

@@ -44,7 +44,8 @@ class TrainConfig:
     margin: float = 1.0
     #: the p-norm of the distances, for the losses that take one (NPLB)
     p: int = 2
-    #: seed of the weights, the batches, the dropout masks and the validation split
+    #: seed of the weights, the batches, the dropout masks and the validation split (each
+    #: its own SeedSequence stream of it, sphr.train.seeds)
     seed: int = 0
     #: auto, cpu or cuda[:N] (auto: CUDA when present)
     device: str = "auto"

@@ -31,6 +31,7 @@ import torch
 
 from sphr.errors import ConfigError
 from sphr.losses.anchor import geometry_stress
+from sphr.train.seeds import derived_seed
 from sphr.train.tracking import SELECTIONS, RowFacts, track_epoch
 
 #: neighbours of the validation kNN vote
@@ -48,6 +49,7 @@ class ValidationSplit:
     validation_rows: np.ndarray
     fit_triplets: np.ndarray
     validation_triplets: np.ndarray  # indices into the training matrix
+    #: the seed the split was drawn from (its kNN sample is a stream of it too)
     seed: int = 0
 
 
@@ -55,14 +57,15 @@ def split_validation(labels: np.ndarray, augmented: np.ndarray, triplets: np.nda
                      size: float, seed: int, n_validation_triplets: int = 2_048
                      ) -> ValidationSplit:
     """Hold out ``size`` of the real rows of each class; augmented rows always stay in fitting
-    (they are synthetic copies of training BFH, so validating on them would say nothing)."""
+    (they are synthetic copies of training BFH, so validating on them would say nothing).
+    Each draw is its own stream of ``seed`` (:mod:`sphr.train.seeds`)."""
     from sphr.cohorts.triplets import mine_triplets
 
     if not 0 < size < 1:
         raise ConfigError(f"validation_size must be in (0, 1), got {size}")
     labels = np.asarray(labels)
     real = np.flatnonzero(~np.asarray(augmented, bool))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(derived_seed(seed, "validation_split"))
     held = []
     for c in np.unique(labels[real]):
         members = real[labels[real] == c]
@@ -81,9 +84,11 @@ def split_validation(labels: np.ndarray, augmented: np.ndarray, triplets: np.nda
     fit_triplets = triplets[keep]
     missing = len(triplets) - len(fit_triplets)
     if missing:
-        extra = fit_rows[mine_triplets(labels[fit_rows], missing, seed=seed + 2)]
+        mined = mine_triplets(labels[fit_rows], missing, seed=derived_seed(seed, "fit_triplets"))
+        extra = fit_rows[mined]
         fit_triplets = np.concatenate([fit_triplets, extra])
-    local = mine_triplets(labels[val], n_validation_triplets, seed=seed + 1)
+    local = mine_triplets(labels[val], n_validation_triplets,
+                          seed=derived_seed(seed, "validation_triplets"))
     return ValidationSplit(fit_rows, val, fit_triplets, val[local], seed)
 
 
@@ -115,7 +120,7 @@ class Validator:
         dev = X.device
         self.xv = X[torch.as_tensor(split.validation_rows, device=dev)]
         fit_real = np.setdiff1d(split.fit_rows, np.flatnonzero(np.asarray(augmented, bool)))
-        rng = np.random.default_rng(split.seed + 3)
+        rng = np.random.default_rng(derived_seed(split.seed, "knn_sample"))
         fit_real = _at_most(fit_real, KNN_ROWS, rng)
         # kNN queries: positions into the validation rows
         self.queries = _at_most(np.arange(len(split.validation_rows)), KNN_ROWS, rng)

@@ -16,6 +16,7 @@ import torch
 
 from sphr.errors import ConfigError
 from sphr.models import HIDDEN
+from sphr.train.seeds import derived_seed
 from sphr.train.selection import ValidationSplit, Validator
 from sphr.train.tracking import RowFacts
 
@@ -71,7 +72,8 @@ class StackInputs:
         self.seeds = list(dict.fromkeys(c.seed for c in self.configs))
         self._seed_pos = [self.seeds.index(c.seed) for c in self.configs]
         self.seed_of = torch.tensor(self._seed_pos, device=dev)
-        self.gens = [torch.Generator(device=dev).manual_seed(int(s)) for s in self.seeds]
+        self.gens = [torch.Generator(device=dev).manual_seed(derived_seed(s, "batches"))
+                     for s in self.seeds]
         self._seeds_in_order = [c.seed for c in self.configs] == self.seeds
         self.streams: tuple[torch.Tensor, torch.Tensor] | None = None
         self._stream_pos = self._seed_pos

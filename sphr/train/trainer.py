@@ -47,6 +47,7 @@ from sphr.train import fused, graph
 from sphr.train.checkpoint import CHECKPOINT, StackCheckpoint
 from sphr.train.config import TrainConfig
 from sphr.train.epochs import EpochCallback, StackLoop
+from sphr.train.seeds import derived_seed, member_seed
 from sphr.train.selection import ValidationSplit, split_validation
 from sphr.train.stack_data import Prepared, StackInputs, TrainData
 from sphr.train.stacked import init_model, stack_params, stacked_forward, unstack
@@ -58,7 +59,7 @@ log = logging.getLogger(__name__)
 _PER_MODEL = ("loss", "loss_params", "margin", "p", "seed")
 
 __all__ = ["CHECKPOINT", "EpochCallback", "TrainData", "TrainResult", "make_loss",
-           "train_jobs", "train_many", "train_sphr"]
+           "member_seed", "train_jobs", "train_many", "train_sphr"]
 
 
 @dataclass
@@ -131,8 +132,8 @@ class _Group(StackInputs, StackCheckpoint, StackLoop):
         self.L = None
         if need_labels and all(d.labels is not None for d in data):
             self.L = torch.from_numpy(np.concatenate([d.labels for d in data])).to(self.device)
-        self.templates = [init_model(self.X.shape[1], c.seed, c.out_dim, c.dropout)
-                          for c in self.configs]
+        self.templates = [init_model(self.X.shape[1], derived_seed(c.seed, "init"), c.out_dim,
+                                     c.dropout) for c in self.configs]
         self.params = stack_params(self.templates, self.device)
         extra = [p for loss in self.losses for p in loss.parameters()]
         # fused: one kernel for every parameter (CPU and CUDA), ~2x less optimizer time
@@ -195,14 +196,34 @@ class _Group(StackInputs, StackCheckpoint, StackLoop):
         return out
 
 
-def _split(triplets: np.ndarray, labels: np.ndarray | None, augmented: np.ndarray | None,
-           cfg: TrainConfig) -> ValidationSplit | None:
+def _split(data: TrainData, cfg: TrainConfig, seed: int) -> ValidationSplit | None:
     if cfg.validation_size == 0:
         return None
-    if labels is None:
+    if data.labels is None:
         raise ConfigError("model selection (validation_size > 0) needs the row labels")
-    aug = np.zeros(labels.size, bool) if augmented is None else np.asarray(augmented, bool)
-    return split_validation(labels, aug, triplets, cfg.validation_size, seed=cfg.seed)
+    aug = (np.zeros(data.labels.size, bool) if data.augmented is None
+           else np.asarray(data.augmented, bool))
+    return split_validation(data.labels, aug, data.triplets, cfg.validation_size, seed=seed)
+
+
+def _prepare(datasets: Sequence[TrainData], configs: Sequence[TrainConfig],
+             data_of: Sequence[int], split_seeds: Sequence[int]
+             ) -> tuple[list[Prepared], list[int]]:
+    """One prepared data set per (data set, split seed) its models use, and each model's
+    position among them: a model's validation split is its own seed's, as trained alone
+    (models of one seed share it, as an ensemble's members do)."""
+    keys: list[tuple[int, int | None]] = []
+    for j, d in enumerate(data_of):
+        keys.append((d, split_seeds[j] if configs[j].validation_size else None))
+    unique = list(dict.fromkeys(keys))
+    prepared = []
+    for d, seed in unique:
+        data = datasets[d]
+        split = _split(data, configs[keys.index((d, seed))], seed) if seed is not None else None
+        prepared.append(Prepared(data.X, split.fit_triplets if split is not None else
+                                 data.triplets, data.labels, data.augmented, data.facts,
+                                 split))
+    return prepared, [unique.index(k) for k in keys]
 
 
 def _train_group(data: list[Prepared], configs: Sequence[TrainConfig], data_of: list[int],
@@ -258,16 +279,13 @@ def _substacks(configs: Sequence[TrainConfig]) -> list[list[int]]:
 
 def _train_stack(datasets: Sequence[TrainData], configs: Sequence[TrainConfig],
                  data_of: Sequence[int], checkpoint_dir: Path | None, resume: bool,
-                 on_epoch: EpochCallback | None, retire: bool) -> list[TrainResult]:
-    """Train models ``configs`` (model ``j`` on ``datasets[data_of[j]]``) as one stack."""
+                 on_epoch: EpochCallback | None, retire: bool,
+                 split_seeds: Sequence[int] | None = None) -> list[TrainResult]:
+    """Train models ``configs`` (model ``j`` on ``datasets[data_of[j]]``, its validation
+    split drawn from ``split_seeds[j]``, default its own seed) as one stack."""
     t0 = time.perf_counter()
-    prepared = []
-    for d, data in enumerate(datasets):
-        # the models of a stack share each data set's split: the first of its configs seeds it
-        split = _split(data.triplets, data.labels, data.augmented, configs[list(data_of).index(d)])
-        prepared.append(Prepared(data.X, split.fit_triplets if split is not None else
-                                 data.triplets, data.labels, data.augmented, data.facts,
-                                 split))
+    seeds = [c.seed for c in configs] if split_seeds is None else list(split_seeds)
+    prepared, data_of = _prepare(datasets, configs, data_of, seeds)
     parts = _substacks(configs)
     out: dict[int, TrainResult] = {}
     for p, members in enumerate(parts):
@@ -309,14 +327,6 @@ def train_sphr(X: np.ndarray, triplets: np.ndarray, config: TrainConfig | None =
     return _train_stack([data], [config], [0], ckpt, resume, on_epoch, retire=True)[0]
 
 
-def member_seed(seed: int, member: int) -> int:
-    """The seed of ensemble member ``member``: ``seed`` itself for member 0 (so member 0 is the
-    model trained alone), else the first 31-bit word of ``SeedSequence([seed, member])``."""
-    if member == 0:
-        return seed
-    return int(np.random.SeedSequence([seed, member]).generate_state(1)[0] % 2**31)
-
-
 def _train_ensemble(data: TrainData, config: TrainConfig, ckpt: Path | None, resume: bool,
                     on_epoch: EpochCallback | None) -> TrainResult:
     """``config.ensemble`` members, one stack (they share the data and model selection's
@@ -326,7 +336,7 @@ def _train_ensemble(data: TrainData, config: TrainConfig, ckpt: Path | None, res
     configs = [dataclasses.replace(config, ensemble=1, seed=member_seed(config.seed, m))
                for m in range(config.ensemble)]
     results = _train_stack([data], configs, [0] * len(configs), ckpt, resume, on_epoch,
-                           retire=True)
+                           retire=True, split_seeds=[config.seed] * len(configs))
     validation = dict(results[0].validation)
     if validation:
         validation["members"] = [
