@@ -141,8 +141,8 @@ def score_all(work: Path, files: dict[str, Path], seed: int) -> tuple[dict, dict
         scores[name] = {}
         for variant, parts in (("unchanged", None), *CANDIDATES.items()):
             out = work / "score" / name.replace("->", "_to_").replace("+", "_") / variant
-            report = run_score(model, files[dst], out, device="cpu", reanchor=parts is not None,
-                               reanchor_parts=parts, seed=seed)
+            refit = {"reanchor": True, "reanchor_parts": parts} if parts is not None else {}
+            report = run_score(model, files[dst], out, device="cpu", reanchor_seed=seed, **refit)
             scores[name][variant] = _wide(out / "risk_groups.parquet")
             if parts is None:
                 table = pd.read_csv(out / "drift.csv")

@@ -51,10 +51,25 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ["SPHR_PROGRESS"] = "0"
     try:
+        _read_settings_table(args)
         return int(args.func(args) or 0)
     except SphrError as exc:
         print(f"sphr {args.command}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _read_settings_table(args: argparse.Namespace) -> None:
+    """A command that reads a table of a settings file (``settings_table``, e.g. ``sphr score
+    --config FILE``'s ``[score]``) gets its checked values as ``args.file_settings``: the
+    settings package composes the stages, so the stage's command does not import it."""
+    table = getattr(args, "settings_table", None)
+    if table is None:
+        return
+    args.file_settings = {}
+    if getattr(args, "config", None) is not None:
+        from sphr.settings import command_table
+
+        args.file_settings = command_table(args.config, table)
 
 
 if __name__ == "__main__":

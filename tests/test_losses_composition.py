@@ -388,10 +388,26 @@ def recorded() -> dict[str, Any]:
         pytest.fail(f"{FIXTURE} is missing: it is recorded on commit {RECORDED_ON}")
     with np.load(FIXTURE, allow_pickle=False) as f:
         data = {k: f[k] for k in f.files}
-    if str(data["__fingerprint__"]) != fingerprint():
-        pytest.skip(f"recorded with {data['__fingerprint__']}, this is {fingerprint()}: float "
-                    "reductions may sum in another order (the frozen-copy tests still run)")
+    # on another CPU or torch, float reductions may sum in another order: the recorded
+    # values are then compared within a tolerance (close_enough) instead of bit for bit, so
+    # the tests below still fail when a loss changes
+    data["__exact__"] = str(data["__fingerprint__"]) == fingerprint()
     return data
+
+
+#: (rtol, atol) of a value recorded on another CPU or torch, by dtype; a training curve's
+#: three epochs of float32 steps may drift further than one reduction
+TOLERANCE: dict[torch.dtype, tuple[float, float]] = {torch.float32: (1e-4, 1e-6),
+                                                     torch.float64: (1e-9, 1e-12)}
+TRAIN_TOLERANCE = (1e-3, 1e-6)
+
+
+def close_enough(key: str, value: torch.Tensor, want: torch.Tensor) -> bool:
+    """Same dtype and shape, NaN where the recording has NaN, the rest within TOLERANCE."""
+    if value.dtype != want.dtype or value.shape != want.shape:
+        return False
+    rtol, atol = TRAIN_TOLERANCE if key.startswith("train/") else TOLERANCE[value.dtype]
+    return torch.allclose(value, want, rtol=rtol, atol=atol, equal_nan=True)
 
 
 def _check_recorded(recorded: dict[str, Any], results: Iterator[tuple[str, Any]]) -> int:
@@ -399,9 +415,13 @@ def _check_recorded(recorded: dict[str, Any], results: Iterator[tuple[str, Any]]
     for key, value in results:
         want = recorded[key]
         if isinstance(value, str):
-            assert value == str(want), key
-        else:
+            # a digest of the weights' bits: comparable only where the bits are
+            if recorded["__exact__"]:
+                assert value == str(want), key
+        elif recorded["__exact__"]:
             assert bits_equal(value, torch.from_numpy(want)), key
+        else:
+            assert close_enough(key, value, torch.from_numpy(want)), key
         n += 1
     return n
 

@@ -214,7 +214,7 @@ def test_missing_features_are_imputed_from_the_model_only(risk_out, run_dir, coh
     frame.loc[frame["eid"] == target, holes] = np.nan
     frame.loc[frame["eid"] == sparse, norm.features_[1:40]] = np.nan
     fitted = RiskModel.load(model)
-    rows, people, unscorable, _, _ = fitted.score(frame, source=run_dir / "x.csv")
+    rows, people, unscorable, _, _ = fitted.score_cohort(frame, source=run_dir / "x.csv")
     person = people.set_index("eid").loc[target]
     assert person["imputed_features"] == 3 and set(person["imputed"].split(";")) == set(holes)
     assert target in set(rows["eid"])
@@ -231,7 +231,8 @@ def test_missing_features_are_imputed_from_the_model_only(risk_out, run_dir, coh
     moved = frame.copy()
     others = moved["eid"] != target
     moved.loc[others, holes] = moved.loc[others, holes] * 1.3
-    rows2, _, _, _, _ = fitted.score(moved, source=run_dir / "x.csv", allow_out_of_range=True)
+    rows2, _, _, _, _ = fitted.score_cohort(moved, source=run_dir / "x.csv",
+                                            allow_out_of_range=True)
     a = rows[rows["eid"] == target].sort_values(["method", "mode"])["distance"].to_numpy()
     b = rows2[rows2["eid"] == target].sort_values(["method", "mode"])["distance"].to_numpy()
     assert a == pytest.approx(b)

@@ -396,7 +396,7 @@ def test_risk_model_fit_save_load_score_reproduces_the_fitted_rows(run_dir, tmp_
     assert loaded.config == config and loaded.skipped_ == fitted.skipped_
     assert loaded.unscored_ == fitted.unscored_
     baseline = pd.read_parquet(run_dir / "ingest" / "baseline.parquet")
-    scored = loaded.score(baseline)
+    scored = loaded.score_cohort(baseline)
     assert tuple(scored.rows.columns) == COLUMNS and scored.report["rows"] == len(scored.rows)
     held_out = fitted.rows_[fitted.rows_["partition"].isin(("calibration", "test"))]
     assert {"sphr", "sphr_joint", "deep_patient", "mahalanobis", "phenoage"} <= \
@@ -472,7 +472,8 @@ def test_saved_methods_state_their_kind_and_a_model_saved_without_loads(risk_out
         assert type(a) is type(b) and a.kind == b.kind == kind
         assert getattr(a, "about", None) == getattr(b, "about", None)
     baseline = pd.read_parquet(run_dir / "ingest" / "baseline.parquet")
-    pd.testing.assert_frame_equal(before.score(baseline).rows, current.score(baseline).rows)
+    pd.testing.assert_frame_equal(before.score_cohort(baseline).rows,
+                                  current.score_cohort(baseline).rows)
     spec["sexes"]["female"]["methods"]["raw_euclidean"]["kind"] = "quantum"
     write_json(spec, old / "risk_model.json")
     with pytest.raises(InputError, match="quantum") as err:

@@ -52,24 +52,46 @@ def test_stress_is_zero_for_an_isometry_one_for_a_collapse_and_scale_free(seed, 
     assert s >= 0
 
 
+def _stress_by_hand(z: np.ndarray, x: np.ndarray) -> float:
+    """Normalized stress of one model's batch (anchors, positives, negatives along the rows),
+    written out in numpy, triplet by triplet, without the library."""
+    b = len(z) // 3
+    num = den = 0.0
+    for i in range(b):
+        for u, v in ((i, b + i), (i, 2 * b + i), (b + i, 2 * b + i)):
+            dz, dx = np.linalg.norm(z[u] - z[v]), np.linalg.norm(x[u] - x[v])
+            num, den = num + (dz - dx) ** 2, den + dx ** 2
+    return num / den
+
+
 def test_stress_of_a_stack_is_each_model_alone():
-    z = torch.randn(3, 60, 4)
-    x = torch.randn(3, 60, 7)
+    """Each model of a stack gets the stress of its own batch: the numpy formula by hand, and
+    known values (an isometry 0, a collapse 1, distances times 1.5 0.25) where models differ."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 60, 7, generator=g, dtype=torch.float64)
+    q, _ = torch.linalg.qr(torch.randn(7, 7, generator=g, dtype=torch.float64))
+    z = torch.stack([x[0] @ q + 3.0, torch.zeros(60, 7, dtype=torch.float64), 1.5 * x[2]])
     per_model = anchored_stress(z, x)
     assert per_model.shape == (3,)
-    for j in range(3):
-        alone = geometry_stress(z[j, :20], z[j, 20:40], z[j, 40:], x[j, :20], x[j, 20:40],
-                                x[j, 40:])
-        assert torch.allclose(per_model[j], alone)
+    # the 1e-6 the row-wise distance adds to a difference aside
+    np.testing.assert_allclose(per_model.numpy(), [0.0, 1.0, 0.25], atol=1e-4)
+    w = torch.randn(3, 60, 4, generator=g, dtype=torch.float64)
+    np.testing.assert_allclose(anchored_stress(w, x).numpy(),
+                               [_stress_by_hand(w[j].numpy(), x[j].numpy()) for j in range(3)],
+                               rtol=1e-5)
 
 
 def test_the_anchor_is_a_number_at_least_zero_and_names_its_candidate():
     from sphr.risk.refits import candidate_of
 
-    assert TrainConfig(anchor=1).anchor == 1.0
+    # 1 and 1.0 are one setting: stored as the float, so both name the same candidate
+    assert type(TrainConfig(anchor=1).anchor) is float
+    assert TrainConfig(anchor=1) == TrainConfig(anchor=1.0)
     assert candidate_of(TrainConfig(anchor=1).to_dict()) == "anchor=1.0"
+    assert candidate_of(TrainConfig(anchor=2.5).to_dict()) == "anchor=2.5"
     assert candidate_of(TrainConfig().to_dict()) == "default"
-    for bad in (-0.5, float("inf"), "1", True):
+    assert TrainConfig(anchor=0).anchor == 0.0  # zero (off) is allowed: "at least zero"
+    for bad in (-0.5, -1e-9, float("inf"), float("nan"), "1", True):
         with pytest.raises(ConfigError, match="anchor"):
             TrainConfig(anchor=bad)
 

@@ -58,7 +58,7 @@ docs/METHODS.md#risk-groups).
 export's answers where known, else -1) for a new export (:mod:`sphr.risk.apply`), every
 method included: the supervised comparators' fold models and PhenoAge's line are saved.
 The fitted model is one object, :class:`sphr.risk.model.RiskModel` (``fit`` / ``save`` /
-``load`` / ``score``); the module map is in docs/ARCHITECTURE.md.
+``load`` / ``score_cohort``); the module map is in docs/ARCHITECTURE.md.
 """
 
 from sphr import lazy_exports

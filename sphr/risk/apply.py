@@ -1,7 +1,7 @@
 """``sphr score``: risk groups for the participants of a new UK Biobank export.
 
 Applies the model ``sphr risk`` saved under ``RUN/risk/model/``
-(:meth:`sphr.risk.model.RiskModel.load`, then :meth:`~sphr.risk.model.RiskModel.score`):
+(:meth:`sphr.risk.model.RiskModel.load`, then :meth:`~sphr.risk.model.RiskModel.score_cohort`):
 nothing is refitted unless ``reanchor`` asks; what is refused, imputed and left unscored, and
 why, is described in :mod:`sphr.risk.model`. Writes ``OUT/risk_groups.parquet`` / ``.csv``
 (the columns of ``sphr risk``'s, ``partition`` = ``new``, ``label`` from the export's answers
@@ -17,7 +17,8 @@ risk_age_outside, partition; :mod:`sphr.risk.absolute`), ``absolute_risk_candida
 :class:`DriftError`, nothing written) when a feature has drifted or is in other units;
 ``"warn"`` (the default) scores and reports.
 
-**Re-anchoring** (``reanchor=True``, :mod:`sphr.risk.reanchor`): the parts the rule chose are
+**Re-anchoring** (``ScoreSettings.reanchor``, :mod:`sphr.risk.reanchor`, seeded by
+``reanchor_seed``, not the bootstrap's seed): the parts the rule chose are
 refitted on the export's own people (never their outcomes) and the re-anchored model is
 written to ``OUT/model/`` with its provenance (``reanchor.json``), a model folder later
 ``sphr score OUT ...`` calls use. ``partition`` is then ``anchor``, ``calibration`` or
@@ -27,6 +28,8 @@ given (what moved), not the re-anchored one. The absolute-risk models are not re
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +38,7 @@ import pandas as pd
 from sphr.errors import InputError
 from sphr.io import staged_outputs, write_json, write_parquet, write_text
 from sphr.risk.absolute import shipped
-from sphr.risk.config import ON_DRIFT, REANCHOR_MIN_BFH, RiskConfig
+from sphr.risk.config import ON_DRIFT, REANCHOR_MIN_BFH, RiskConfig, ScoreSettings
 from sphr.risk.drift import drift_line, drift_table, summarize
 from sphr.risk.model import RiskModel
 from sphr.risk.report.pages import render_page
@@ -101,36 +104,66 @@ def _sphr_blocks(record: dict[str, Any] | None) -> list[tuple[str, Any]]:
     return blocks
 
 
-def run_score(model: str | Path, export: str | Path, out: str | Path, *,
-              allow_out_of_range: bool = False, device: str = "auto", impute: bool = True,
-              on_drift: str = "warn", reanchor: bool = False,
-              reanchor_parts: tuple[str, ...] | None = None, seed: int = 0,
-              min_bfh: int = REANCHOR_MIN_BFH) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Scorer:
+    """The model that scores, and for a re-anchored one what the output adds: each person's
+    role as ``partition``, the provenance in the report, the model folder ``OUT/model``."""
+
+    model: RiskModel
+    roles: pd.DataFrame | None = None
+
+    @classmethod
+    def of(cls, fitted: RiskModel, baseline: pd.DataFrame, settings: ScoreSettings,
+           export: Path, min_bfh: int) -> _Scorer:
+        """The one place the mode is read: ``fitted`` as it is, or re-anchored."""
+        if not settings.reanchor:
+            return cls(fitted)
+        from sphr.risk.reanchor import reanchor
+
+        model, roles = reanchor(fitted, baseline, parts=settings.reanchor_parts,
+                                seed=settings.reanchor_seed, source=export, min_bfh=min_bfh)
+        return cls(model, roles)
+
+    def mark(self, rows: pd.DataFrame, report: dict[str, Any]) -> None:
+        """``partition``: the person's role in the refit; the report names the refit."""
+        if self.roles is None:
+            return
+        role = self.roles.set_index("eid")["role"]
+        rows["partition"] = role.reindex(rows["eid"]).fillna("scored only").to_numpy()
+        report["reanchored"] = self.model.provenance_
+
+    def save(self, stage: Path, out: Path, report: dict[str, Any]) -> None:
+        """The re-anchored model as ``OUT/model``, which the report then names."""
+        if self.roles is None:
+            return
+        from sphr.risk.reanchor import save_reanchored
+
+        save_reanchored(self.model, stage / "model")
+        report["model"] = str(out / "model")
+
+
+def run_score(model: str | Path, export: str | Path, out: str | Path,
+              settings: ScoreSettings | None = None, *, impute: bool = True,
+              min_bfh: int = REANCHOR_MIN_BFH, **options: Any) -> dict[str, Any]:
     """Ingest ``export``, measure drift, score everyone with the saved risk model in ``model``
-    (RUN, RUN/risk or the model folder; re-anchored first with ``reanchor``), write ``out/``."""
+    (RUN, RUN/risk or the model folder; re-anchored first when ``settings.reanchor``), write
+    ``out/``. ``options``: fields of :class:`~sphr.risk.config.ScoreSettings` over
+    ``settings`` (e.g. ``device="cpu", reanchor=True``)."""
     from sphr.data.ingest import ingest
 
-    fitted = RiskModel.load(model, device=device)
-    export = Path(export)
+    settings = dataclasses.replace(settings or ScoreSettings(), **options).check()
+    fitted = RiskModel.load(model, device=settings.device)
+    export, out = Path(export), Path(out)
     baseline = ingest(export).baseline.to_pandas()
     table = drift_table(baseline, fitted)
-    verdict = drift_verdict(table, on_drift, export)
-    scorer = fitted
-    if reanchor:
-        from sphr.risk.reanchor import REANCHOR_PARTS
-        from sphr.risk.reanchor import reanchor as refit
-
-        scorer = refit(fitted, baseline, parts=reanchor_parts or REANCHOR_PARTS, seed=seed,
-                       source=export, min_bfh=min_bfh)
-    rows, participants, unscorable, report, risks = scorer.score(
-        baseline, source=export, allow_out_of_range=allow_out_of_range, impute=impute)
+    verdict = drift_verdict(table, settings.on_drift, export)
+    scorer = _Scorer.of(fitted, baseline, settings, export, min_bfh)
+    rows, participants, unscorable, report, risks = scorer.model.score_cohort(
+        baseline, source=export, allow_out_of_range=settings.allow_out_of_range, impute=impute)
     config = fitted.config or RiskConfig()
     report["drift"] = verdict
     report["sphr"] = fitted.sphr_
-    if reanchor:
-        role = scorer.roles_.set_index("eid")["role"]
-        rows["partition"] = role.reindex(rows["eid"]).fillna("scored only").to_numpy()
-        report["reanchored"] = scorer.provenance_
+    scorer.mark(rows, report)
     with staged_outputs(out) as stage:
         write_parquet(shipped(risks, config.absolute_method, config.absolute_recalibrate),
                       stage / "absolute_risk.parquet")
@@ -140,11 +173,7 @@ def run_score(model: str | Path, export: str | Path, out: str | Path, *,
         write_text(participants.to_csv(index=False), stage / "participants.csv")
         write_text(unscorable.to_csv(index=False), stage / "unscorable.csv")
         write_text(table.to_csv(index=False), stage / "drift.csv")
-        if reanchor:
-            from sphr.risk.reanchor import save_reanchored
-
-            save_reanchored(scorer, stage / "model")
-            report["model"] = str(Path(out) / "model")
+        scorer.save(stage, out, report)
         text, page = report_page(report, table)
         write_text(text, stage / "report.md")
         write_text(page, stage / "report.html")

@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sphr.risk.config import RiskConfig
+    from sphr.risk.config import RiskConfig, ScoreSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     # every option of a setting is generated from the library's RiskConfig: its default, and
     # its help the field's doc (sphr.options); every default in a help text is read from there
-    from sphr.options import Option, add_settings, csv_list
+    from sphr.options import Option, add_settings
     from sphr.risk.config import (
         ABSOLUTE_CANDIDATES,
         DISTANCE_SPACES,
         ON_DRIFT,
-        REANCHOR_ALL_PARTS,
-        REANCHOR_PARTS,
         RiskConfig,
+        ScoreSettings,
     )
     from sphr.risk.config import ALL_METHODS as METHODS
     from sphr.risk.config import REANCHOR_MIN_BFH as MIN_BFH
@@ -62,24 +62,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run directory (or its risk/ or risk/model/ folder)")
     p.add_argument("export", type=Path, metavar="NEW_EXPORT")
     p.add_argument("--out", type=Path, required=True, help="output folder")
-    p.add_argument("--allow-out-of-range", action="store_true",
-                   help="score even when most values of a field lie outside the fitted range")
-    p.add_argument("--device", default=defaults.device, help="default: %(default)s")
-    p.add_argument("--on-drift", choices=ON_DRIFT, default=ON_DRIFT[0],
-                   help="when a feature drifted from the training population (drift.csv): warn "
-                   "and score, or refuse (exit non-zero, nothing written); default %(default)s")
-    p.add_argument("--reanchor", action="store_true",
-                   help="refit the parts of --reanchor-parts on the export's own people (never "
-                   f"their outcomes; at least {MIN_BFH} bona fide healthy per sex) and save the "
-                   "re-anchored model as OUT/model")
-    p.add_argument("--reanchor-parts", type=csv_list, default=list(REANCHOR_PARTS),
-                   help=f"comma-separated subset of {','.join(REANCHOR_ALL_PARTS)} (default: "
-                   f"{','.join(REANCHOR_PARTS)}, the pre-registered rule's choice; "
-                   "docs/notes/TRANSPORT.md)")
-    p.add_argument("--seed", type=int, default=defaults.seed,
-                   help="seed of the re-anchoring's anchor / calibration split (default "
-                   "%(default)s)")
-    p.set_defaults(func=_score)
+    p.add_argument("--config", type=Path, default=None, metavar="FILE",
+                   help="a settings file (TOML) whose [score] table sets any option below "
+                   "(the command line wins; docs/ARCHITECTURE.md)")
+    # generated from ScoreSettings; unset (None) unless given, so the file's [score] table,
+    # then the dataclass's defaults, fill the rest (the help shows the defaults)
+    shown = {f.name: Option(unset=_shown(getattr(ScoreSettings(), f.name)))
+             for f in dataclasses.fields(ScoreSettings)}
+    shown["on_drift"] = dataclasses.replace(shown["on_drift"], kwargs={"choices": ON_DRIFT})
+    shown["reanchor"] = dataclasses.replace(
+        shown["reanchor"], note=f"at least {MIN_BFH} bona fide healthy people per sex")
+    shown["reanchor_parts"] = dataclasses.replace(shown["reanchor_parts"],
+                                                  note="this option: comma-separated")
+    options = add_settings(p, ScoreSettings, options=shown)
+    # sphr.cli reads the [score] table of --config into args.file_settings
+    p.set_defaults(func=_score, setting_options=options, settings_table="score")
 
 
 def config_from_args(args: argparse.Namespace) -> RiskConfig:
@@ -110,15 +107,31 @@ def _risk(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(value: object) -> str:
+    return ",".join(value) if isinstance(value, tuple) else str(value)
+
+
+def score_settings_from_args(args: argparse.Namespace) -> ScoreSettings:
+    """``sphr score``'s settings: the options given, over the ``[score]`` table of
+    ``--config`` (``args.file_settings``, read by :mod:`sphr.cli`), over the defaults."""
+    from sphr.errors import ConfigError
+    from sphr.risk.config import ScoreSettings
+
+    in_file = getattr(args, "file_settings", {})
+    try:  # the file's values alone first, so that an error names the file
+        ScoreSettings(**in_file).check()
+    except ConfigError as err:
+        raise ConfigError(f"{args.config}: [score] {err}") from None
+    return ScoreSettings(**{**in_file, **args.setting_options.values(args)}).check()
+
+
 def _score(args: argparse.Namespace) -> int:
     from sphr.risk.apply import run_score
 
-    report = run_score(args.run_dir, args.export, args.out,
-                       allow_out_of_range=args.allow_out_of_range, device=args.device,
-                       on_drift=args.on_drift, reanchor=args.reanchor,
-                       reanchor_parts=tuple(args.reanchor_parts), seed=args.seed)
+    settings = score_settings_from_args(args)
+    report = run_score(args.run_dir, args.export, args.out, settings)
     print(report["drift"]["line"])
-    if args.reanchor:
+    if settings.reanchor:
         done = report["reanchored"]
         print(f"re-anchored {', '.join(done['reanchored'])} on " + "; ".join(
             f"{sex}: {c['bfh_anchor']} + {c['bfh_calibration']} BFH of {c['people']} people"

@@ -142,3 +142,40 @@ class RiskConfig:
             raise ConfigError("validate_on must be test: every other partition was seen by a fit")
 
 
+
+
+#: the seed of the re-anchoring's anchor / calibration split unless told otherwise; its own,
+#: not RiskConfig's bootstrap seed
+REANCHOR_SEED = 0
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """``sphr score``'s settings: its options and the ``[score]`` table of a settings file
+    (``sphr score --config FILE``; docs/ARCHITECTURE.md). The command line wins over the file,
+    the file over these defaults."""
+
+    #: score even when most values of a field lie outside the fitted range
+    allow_out_of_range: bool = False
+    #: auto (CUDA when present), cpu or cuda: where SPHR embeds
+    device: str = "auto"
+    #: when a feature drifted from the training population (drift.csv): warn and score, or
+    #: refuse (exit non-zero, nothing written)
+    on_drift: str = ON_DRIFT[0]
+    #: refit the parts of reanchor_parts on the export's own people (never their outcomes)
+    #: and save the re-anchored model as OUT/model (docs/METHODS.md, "Re-anchoring")
+    reanchor: bool = False
+    #: the parts to refit, of normalizer, marker_scaler, references, standardizers, bounds;
+    #: the default is the pre-registered rule's choice (docs/notes/TRANSPORT.md)
+    reanchor_parts: tuple[str, ...] = REANCHOR_PARTS
+    #: seed of the re-anchoring's anchor / calibration split (not the bootstrap's)
+    reanchor_seed: int = REANCHOR_SEED
+
+    def check(self) -> ScoreSettings:
+        if self.on_drift not in ON_DRIFT:
+            raise ConfigError(f"on_drift {self.on_drift!r}: choose from {', '.join(ON_DRIFT)}")
+        unknown = [p for p in self.reanchor_parts if p not in REANCHOR_ALL_PARTS]
+        if unknown or not self.reanchor_parts:
+            raise ConfigError(f"reanchor_parts {unknown or list(self.reanchor_parts)}: choose "
+                              f"from {', '.join(REANCHOR_ALL_PARTS)}")
+        return self

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -49,7 +49,12 @@ from sphr.io import write_json
 from sphr.labels import BONA_FIDE_HEALTHY, SEX_CODE
 from sphr.risk.calibration import AgeStandardizer, CalibratedBounds, Healthy
 from sphr.risk.comparators import ScoreModel
-from sphr.risk.config import REANCHOR_ALL_PARTS, REANCHOR_MIN_BFH, REANCHOR_PARTS
+from sphr.risk.config import (
+    REANCHOR_ALL_PARTS,
+    REANCHOR_MIN_BFH,
+    REANCHOR_PARTS,
+    REANCHOR_SEED,
+)
 from sphr.risk.model import DistanceMethod, RiskModel, ScoreMethod, SexModel
 from sphr.risk.model.scoring import new_people
 from sphr.risk.population import PopulationSummary
@@ -192,33 +197,39 @@ def reanchor_sex(model: SexModel, baseline: pd.DataFrame, age_groups: tuple[tupl
     return out, pop.counts, role
 
 
+class Reanchored(NamedTuple):
+    """What :func:`reanchor` gives: the new model (its ``provenance_`` says what was refitted
+    on whom) and each person's role (eid, role: anchor / calibration / scored only)."""
+
+    model: RiskModel
+    roles: pd.DataFrame
+
+
 def reanchor(model: RiskModel, baseline: pd.DataFrame, *,
-             parts: tuple[str, ...] | list[str] = REANCHOR_PARTS, seed: int = 0,
-             source: str | Path | None = None, min_bfh: int = MIN_BFH) -> RiskModel:
-    """A copy of ``model`` with the ``parts`` refitted on ``baseline``'s people (module
-    docstring); ``provenance_`` says what, on whom; ``roles_`` gives each person's role
-    (eid, role: anchor / calibration / scored only)."""
+             parts: tuple[str, ...] | list[str] = REANCHOR_PARTS, seed: int = REANCHOR_SEED,
+             source: str | Path | None = None, min_bfh: int = MIN_BFH) -> Reanchored:
+    """``model`` with the ``parts`` refitted on ``baseline``'s people (module docstring),
+    through :meth:`RiskModel.reanchored` (``model`` itself is left as it is), and the role
+    each person had; ``seed`` draws the anchor / calibration split."""
     parts = check_parts(parts)
     source = Path(source) if source is not None else None
-    out = RiskModel(model.config, model.age_groups)
-    out._init_fitted(model.version_)
-    out.skipped_, out.unscored_ = dict(model.skipped_), dict(model.unscored_)
-    out.sphr_ = dict(model.sphr_)  # re-anchoring refits no SPHR: its record holds
-    counts, role_frames = {}, []
+    sexes, counts, role_frames = {}, {}, []
     for k, (sex, sex_model) in enumerate(model.sexes_.items()):
-        out.sexes_[sex], counts[sex], frame = reanchor_sex(
-            sex_model, baseline, out._groups, parts, seed, k, source, min_bfh)
+        sexes[sex], counts[sex], frame = reanchor_sex(
+            sex_model, baseline, model.age_group_bounds, parts, seed, k, source, min_bfh)
         role_frames.append(frame)
-    out.provenance_ = {"reanchored": list(parts), "kept": [p for p in PARTS if p not in parts],
-                       "from_model": str(model.path_), "export": str(source), "seed": seed,
-                       "calibration_share": CALIBRATION_SHARE, "min_bfh": min_bfh,
-                       "people": counts}
-    out.roles_ = pd.concat(role_frames, ignore_index=True)
-    return out
+    provenance = {"reanchored": list(parts), "kept": [p for p in PARTS if p not in parts],
+                  "from_model": str(model.path_), "export": str(source), "seed": seed,
+                  "calibration_share": CALIBRATION_SHARE, "min_bfh": min_bfh,
+                  "people": counts}
+    return Reanchored(model.reanchored(sexes, provenance),
+                      pd.concat(role_frames, ignore_index=True))
 
 
 def save_reanchored(model: RiskModel, directory: str | Path) -> Path:
     """The model folder (as ``sphr risk`` writes one) and its provenance file."""
+    if model.provenance_ is None:
+        raise InputError("save_reanchored: the model was not re-anchored (no provenance)")
     directory = Path(directory)
     model.save(directory)
     write_json(model.provenance_, directory / PROVENANCE_FILE)

@@ -140,7 +140,7 @@ def run_refresh(run: str | Path, baseline: pd.DataFrame, export: str | Path, exp
     fitted = RiskModel.load(model_dir, device=device)
     if drift is None:  # the table sphr score writes, against the model that scores
         drift = drift_table(baseline, fitted)
-    rows, participants, unscorable, score_report, _ = fitted.score(
+    rows, participants, unscorable, score_report, _ = fitted.score_cohort(
         baseline, source=export, allow_out_of_range=allow_out_of_range)
     rows = rows.merge(participants[["eid", "imputed_features"]], on="eid", how="left")
     method, mode = headline(rows)

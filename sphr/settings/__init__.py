@@ -42,11 +42,13 @@ from sphr.options import field_docs
 from sphr.settings.run import (
     RUN_SETTINGS_FILE,
     RunSettings,
+    command_table,
     read_settings_file,
     resolve,
     write_run_settings,
 )
 from sphr.settings.stages import (
+    COMMAND_TABLES,
     EXPORT_PROFILE,
     RUN_TABLE,
     STAGES,
@@ -66,8 +68,8 @@ _LAZY: dict[str, tuple[str, ...]] = {
 }
 __getattr__ = lazy_exports(__name__, _LAZY)
 
-__all__ = ["EXPORT_PROFILE", "RUN_SETTINGS_FILE", "RUN_TABLE", "STAGES", "ComparisonSettings",
-           "IngestSettings", "RunOptions", "RunSettings", "check_table", "check_value",
-           "field_docs", "library_config", "plain", "read_settings_file", "resolve",
-           "stage_class", "stage_defaults", "stage_docs", "stage_types", "type_name",
-           "write_run_settings"]
+__all__ = ["COMMAND_TABLES", "EXPORT_PROFILE", "RUN_SETTINGS_FILE", "RUN_TABLE", "STAGES",
+           "ComparisonSettings", "IngestSettings", "RunOptions", "RunSettings", "check_table",
+           "check_value", "command_table", "field_docs", "library_config", "plain",
+           "read_settings_file", "resolve", "stage_class", "stage_defaults", "stage_docs",
+           "stage_types", "type_name", "write_run_settings"]

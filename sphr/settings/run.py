@@ -17,10 +17,12 @@ from typing import Any
 from sphr.errors import ConfigError
 from sphr.profiles import DEFAULT_PROFILE, PROFILES
 from sphr.settings.stages import (
+    COMMAND_TABLES,
     EXPORT_PROFILE,
     RUN_TABLE,
     STAGES,
     RunOptions,
+    command_class,
     library_config,
     stage_defaults,
     stage_types,
@@ -45,7 +47,7 @@ def read_settings_file(path: str | Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: no such settings file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    tables = (RUN_TABLE, *STAGES)
+    tables = (RUN_TABLE, *STAGES, *COMMAND_TABLES)
     out: dict[str, dict[str, Any]] = {}
     for name, table in raw.items():
         if name not in tables:
@@ -53,10 +55,21 @@ def read_settings_file(path: str | Path) -> dict[str, dict[str, Any]]:
                               + ", ".join(f"[{t}]" for t in tables))
         if name == RUN_TABLE:
             check_table(table, _types(RunOptions), f"{path}: [{name}]")
+        elif name in COMMAND_TABLES:
+            check_table(table, _types(command_class(name)), f"{path}: [{name}]")
         else:
             check_table(table, stage_types(name), f"{path}: [{name}]", STAGES[name].runtime)
         out[name] = dict(table)
     return out
+
+
+def command_table(path: str | Path, name: str) -> dict[str, Any]:
+    """The ``[name]`` table of a command (:data:`~sphr.settings.stages.COMMAND_TABLES`) in the
+    settings file ``path``, its values as the command's settings dataclass takes them (every
+    table of the file checked first; an unknown key or a wrong type names the file and the
+    key); empty without one."""
+    table = read_settings_file(path).get(name, {})
+    return check_table(table, _types(command_class(name)), f"{path}: [{name}]")
 
 
 def _json_file(path: str | Path, what: str) -> dict:

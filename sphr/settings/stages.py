@@ -73,11 +73,19 @@ STAGES: dict[str, _Stage] = {
     "retrieval": _Stage("sphr.retrieval.profiles:ComparisonConfig", runtime=("device",)),
 }
 RUN_TABLE = "run"
+#: tables of a settings file for a command beside the run, "module:Class" of its settings
+#: (imported on use): ``sphr score --config FILE`` reads ``[score]``; a run ignores them
+COMMAND_TABLES: dict[str, str] = {"score": "sphr.risk.config:ScoreSettings"}
 
 
 def _load(spec: str) -> type:
     module, _, name = spec.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def command_class(table: str) -> type:
+    """The settings dataclass of a command's table (``score`` -> ``ScoreSettings``)."""
+    return _load(COMMAND_TABLES[table])
 
 
 def stage_class(stage: str) -> type:

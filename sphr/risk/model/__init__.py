@@ -1,4 +1,5 @@
-"""The fitted risk model: :class:`RiskModel` (``fit`` / ``save`` / ``load`` / ``score``).
+"""The fitted risk model: :class:`RiskModel` (``fit`` / ``save`` / ``load`` /
+``score_cohort``).
 
 ``sphr risk`` fits it (:mod:`sphr.risk.fit` reads a run's cohorts into :class:`CohortInputs`,
 :mod:`sphr.risk.pipeline` saves it as ``RUN/risk/model/``); ``sphr score``

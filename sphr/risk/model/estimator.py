@@ -1,5 +1,5 @@
 """The fitted risk model: :class:`SexModel` (one sex) and :class:`RiskModel` (every sex), each
-``fit`` / ``save`` / ``load`` / ``score`` (module docstring of :mod:`sphr.risk.model`). The
+``fit`` / ``save`` / ``load`` / ``score_cohort`` (module docstring of :mod:`sphr.risk.model`). The
 work is done by :mod:`~sphr.risk.model.fitting`, :mod:`~sphr.risk.model.persistence` and
 :mod:`~sphr.risk.model.scoring`; these classes hold what was fitted."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,7 @@ class SexModel:
         model._saved = directory, spec
         return model
 
-    def score(self, baseline: pd.DataFrame, *, age_groups: tuple[tuple[int, int], ...],
+    def score_cohort(self, baseline: pd.DataFrame, *, age_groups: tuple[tuple[int, int], ...],
               source: Path | None = None, allow_out_of_range: bool = False, impute: bool = True,
               max_imputed_share: float = MAX_IMPUTED_SHARE) -> Scores:
         """Rows (``COLUMNS``), participants (eid, sex, imputed_features, imputed), unscorable
@@ -136,8 +136,10 @@ class RiskModel:
     Parameters: ``config`` (:class:`~sphr.risk.config.RiskConfig`: methods, modes, pooling,
     seeds, the device SPHR embeds on) and ``age_groups`` (the cohort's). Fitted attributes:
     ``sexes_`` (sex -> :class:`SexModel`), ``skipped_`` and ``unscored_`` ("sex/method" ->
-    why), ``version_``; after ``fit`` also ``rows_`` (the ``risk_groups`` rows of every
-    fitted participant), after ``load`` ``path_`` (the folder it was read from).
+    why), ``version_``, ``sphr_`` (the shipped SPHR score and its refit spread),
+    ``provenance_`` (None, or for a model :meth:`reanchored` made, what was refitted on whom:
+    :func:`sphr.risk.reanchor.reanchor`); after ``fit`` also ``rows_`` (the ``risk_groups``
+    rows of every fitted participant), after ``load`` ``path_`` (the folder it was read from).
     """
 
     def __init__(self, config: RiskConfig | None = None,
@@ -146,7 +148,8 @@ class RiskModel:
         self.age_groups = age_groups
 
     @property
-    def _groups(self) -> tuple[tuple[int, int], ...]:
+    def age_group_bounds(self) -> tuple[tuple[int, int], ...]:
+        """``age_groups`` as (low, high) pairs of ints, as the sex models take them."""
         return tuple(tuple(int(v) for v in g) for g in self.age_groups)
 
     def _init_fitted(self, version: int) -> None:
@@ -156,6 +159,8 @@ class RiskModel:
         self.version_, self.path_ = version, None
         #: the shipped SPHR score and its measured refit spread (sphr.risk.refits.sphr_record)
         self.sphr_: dict[str, Any] = {}
+        #: how a re-anchored model was made (:meth:`reanchored`); None for a fitted one
+        self.provenance_: dict[str, Any] | None = None
 
     def fit(self, inputs: Sequence[CohortInputs]) -> RiskModel:
         """Fit each sex of ``inputs`` (one :class:`CohortInputs` per sex)."""
@@ -166,7 +171,7 @@ class RiskModel:
             raise InputError("no cohort to fit the risk model on")
         rows = []
         for inp in inputs:
-            sex = SexModel(inp.sex).fit(inp, config, self._groups)
+            sex = SexModel(inp.sex).fit(inp, config, self.age_group_bounds)
             self.sexes_[inp.sex] = sex
             self.skipped_.update({f"{inp.sex}/{m}": why for m, why in sex.skipped_.items()})
             self.unscored_.update({f"{inp.sex}/{m}": v for m, v in sex.unscored_.items()})
@@ -181,7 +186,8 @@ class RiskModel:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         sexes = {sex: m.save(directory / sex) for sex, m in self.sexes_.items()}
-        spec = {"version": self.version_, "age_groups": [list(g) for g in self._groups],
+        groups = [list(g) for g in self.age_group_bounds]
+        spec = {"version": self.version_, "age_groups": groups,
                 "config": dataclasses.asdict(self.config or RiskConfig()), "sexes": sexes,
                 "skipped": self.skipped_, "unscored": self.unscored_,
                 "shipped_sphr": self.sphr_.get("shipped_sphr"),
@@ -220,19 +226,37 @@ class RiskModel:
         out.sphr_ = dict(models[0].sphr_)
         return out
 
-    def score(self, baseline: pd.DataFrame, *, source: str | Path | None = None,
-              allow_out_of_range: bool = False, impute: bool = True,
-              max_imputed_share: float = MAX_IMPUTED_SHARE) -> Scores:
-        """Every sex of the model on ``baseline`` (``ingest/baseline.parquet``'s columns, UKB
-        units): the rows of every method and mode, the participants, the unscorable and the
-        report. ``source``: the export, named in errors and the report."""
+    def reanchored(self, sexes: Mapping[str, SexModel], provenance: Mapping[str, Any]
+                   ) -> RiskModel:
+        """A new model with ``sexes`` in place of this one's sex models and everything else as
+        fitted (settings, age groups, version, skipped and unscored methods, the SPHR record:
+        re-anchoring refits no network); ``provenance`` becomes its ``provenance_``. This
+        model is left as it is (:func:`sphr.risk.reanchor.reanchor` builds the sex models)."""
+        unknown = sorted(set(sexes) - set(self.sexes_))
+        if unknown:
+            raise InputError(f"re-anchored sex models {unknown} that the model does not have")
+        out = RiskModel(self.config, self.age_groups)
+        out._init_fitted(self.version_)
+        out.sexes_ = {**self.sexes_, **sexes}
+        out.skipped_, out.unscored_ = dict(self.skipped_), dict(self.unscored_)
+        out.sphr_ = dict(self.sphr_)
+        out.provenance_ = dict(provenance)
+        return out
+
+    def score_cohort(self, baseline: pd.DataFrame, *, source: str | Path | None = None,
+                     allow_out_of_range: bool = False, impute: bool = True,
+                     max_imputed_share: float = MAX_IMPUTED_SHARE) -> Scores:
+        """The :class:`Scores` of every sex of the model on ``baseline``
+        (``ingest/baseline.parquet``'s columns, UKB units): the rows of every method and mode,
+        the participants, the unscorable, the report and the absolute risks. ``source``: the
+        export, named in errors and the report."""
         source = Path(source) if source is not None else None
         frames, people, lost, risks = [], [], [], []
         report: dict[str, Any] = {"export": str(source), "model": str(self.path_), "sexes": {}}
         for sex, model in self.sexes_.items():
-            res = model.score(baseline, age_groups=self._groups, source=source,
-                              allow_out_of_range=allow_out_of_range, impute=impute,
-                              max_imputed_share=max_imputed_share)
+            res = model.score_cohort(baseline, age_groups=self.age_group_bounds,
+                                     source=source, allow_out_of_range=allow_out_of_range,
+                                     impute=impute, max_imputed_share=max_imputed_share)
             frames.append(res.rows)
             people.append(res.participants)
             lost.append(res.unscorable)

@@ -61,7 +61,7 @@ class CohortInputs:
 
 
 class Scores(NamedTuple):
-    """What :meth:`RiskModel.score` gives, as ``sphr score`` writes it."""
+    """What :meth:`RiskModel.score_cohort` gives, as ``sphr score`` writes it."""
 
     rows: pd.DataFrame          # COLUMNS, one row per participant, method and mode
     participants: pd.DataFrame  # eid, sex, imputed_features, imputed
