@@ -10,6 +10,10 @@ import pytest
 from sphr.beyond_age import beyond_age, beyond_age_table, group_ordering, ordering_table
 from sphr.risk.calibration import STANDARDIZATIONS, Healthy, calibrate
 
+#: lifelines iterated to the maximum (its default stops ~1e-4 short of it in relative
+#: terms on some frames; sphr.survival.cox_efron goes to a gradient of ~1e-12)
+TIGHT = {"precision": 1e-12, "max_steps": 200}
+
 
 def _cohort(n: int = 1500, effect: float = 0.5, seed: int = 0) -> dict[str, np.ndarray]:
     """Exponential times whose hazard rises with age and with a marker x."""
@@ -56,7 +60,7 @@ def test_hazard_ratio_per_sd_matches_lifelines():
     fig, _ = beyond_age(c["time"], c["event"], c["age"], s, n_bootstrap=20)
     frame = pd.DataFrame({"time": c["time"], "event": c["event"].astype(int), "age": c["age"],
                           "z": (s - s.mean()) / s.std()})
-    ref = CoxPHFitter().fit(frame, "time", "event")
+    ref = CoxPHFitter().fit(frame, "time", "event", fit_options=TIGHT)
     assert fig.hr_per_sd == pytest.approx(float(np.exp(ref.params_["z"])), rel=1e-5)
     lo, hi = np.exp(ref.confidence_intervals_.loc["z"].to_numpy())
     assert (fig.hr_low, fig.hr_high) == pytest.approx((lo, hi), rel=1e-4)
@@ -176,3 +180,29 @@ def test_calibration_source_bounds_rest_on_crossfitted_z():
     assert bounds.normal.value != in_sample.normal.value
     refit = AgeStandardizer(NAMES, 30, "line").fit(cal.scores, cal.groups, cal.ages)
     assert refit.to_dict() == std.to_dict()
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_cox_efron_matches_lifelines(ties):
+    """The numpy Newton fit of the yardstick (and of every Wald hazard ratio) is lifelines'
+    model: Efron's ties, the same estimates and standard errors."""
+    from lifelines import CoxPHFitter
+
+    from sphr.survival import cox_efron
+
+    c = _cohort(n=700, seed=5)
+    t = np.round(c["time"], 0) + 1 if ties else c["time"]  # whole years: many tied times
+    X = np.column_stack([c["age"], c["x"], c["noise"]])
+    frame = pd.DataFrame({"time": t, "event": c["event"].astype(int), "age": X[:, 0],
+                          "x": X[:, 1], "noise": X[:, 2]})
+    ref = CoxPHFitter().fit(frame, "time", "event", fit_options=TIGHT)
+    coef, se = cox_efron(t, c["event"], X)
+    np.testing.assert_allclose(coef, ref.params_.to_numpy(), rtol=2e-4, atol=1e-6)
+    np.testing.assert_allclose(se, ref.standard_errors_.to_numpy(), rtol=2e-4)
+
+
+def test_cox_efron_gives_up_where_a_column_is_constant():
+    from sphr.survival import cox_efron
+
+    c = _cohort(n=200)
+    assert cox_efron(c["time"], c["event"], np.column_stack([c["x"], np.ones(200)])) is None
