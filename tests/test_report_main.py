@@ -90,8 +90,8 @@ def test_main_report_opens_with_the_verdict_and_has_an_appendix(report):
         < text.index("Participant flow") < text.index("The shipped groups")
     assert "sphr_joint" not in re.sub(r"<[^>]+>", " ", text)  # display names only
     side = (report / "report_appendix.html").read_text()
-    for heading in ("Group ordering: every score and outcome", "Gain over age: every score and outcome",
-                    "Definitions", "Thresholds used"):
+    for heading in ("Group ordering: every score and outcome",
+                    "Gain over age: every score and outcome", "Definitions", "Thresholds used"):
         assert f"<h2>{heading}</h2>" in side
     for name in ("ordering", "gain", "flow"):
         assert len(pd.read_csv(report / f"report_{name}.csv"))
@@ -102,3 +102,135 @@ def test_main_report_opens_with_the_verdict_and_has_an_appendix(report):
 def test_main_pdf_has_at_most_four_pages(report):
     assert 1 <= pdf_pages(report / "report.pdf") <= 4
     assert pdf_pages(report / "report_appendix.pdf") > 4
+
+
+def test_every_verdict_sentence_is_rebuilt_from_its_frame(inputs):
+    from sphr.risk.report import verdict as vd
+
+    order, gain = inputs["order"].copy(), inputs["gain"].copy()
+    text = vd.ordering_sentence(order, "sphr_joint", "death")
+    i = order.index[(order["sex"] == "female") & (order["method"] == "sphr_joint")
+                    & (order["outcome"] == "death") & (order["group"] == "Higher Risk")][0]
+    order.loc[i, ["hr", "hr_low", "hr_high"]] = [0.61, 0.22, 1.70]
+    changed = vd.ordering_sentence(order, "sphr_joint", "death")
+    assert changed != text and "Higher Risk 0.61 (0.22-1.70)" in changed
+    # the status comes from the frame, not from the numbers beside it
+    sel = (order["sex"] == "female") & (order["method"] == "sphr_joint") \
+        & (order["outcome"] == "death")
+    order.loc[sel, "status"] = "not ordered"
+    assert "are not ordered in women" in vd.ordering_sentence(order, "sphr_joint", "death")
+    before = vd.across_sentence(inputs["order"])
+    after = vd.across_sentence(order)
+    n_not = order.drop_duplicates(["sex", "method", "outcome"])["status"].eq("not ordered").sum()
+    assert before != after and f"not ordered in {n_not}" in after
+    j = gain.index[(gain["sex"] == "male") & (gain["method"] == "raw_euclidean")
+                   & (gain["outcome"] == "death")][0]
+    gain.loc[j, ["dc", "dc_low", "dc_high"]] = [0.4, 0.3, 0.5]
+    assert "Euclidean (raw) in men, +0.400 (+0.300 to +0.500)" in vd.gain_sentence(gain, "death")
+    record = {"spread": {"n": 1234, "deaths": 56, "rule": {
+        "female": {"sphr_joint": {"passes": True}}, "male": {"sphr_joint": {"passes": False}}}}}
+    s = vd.stability_sentence(record, "sphr_joint")
+    assert "development set (NHANES, 1,234 people, 56 deaths), not on this cohort" in s
+    assert "passes in women and does not pass in men" in s
+    ages = pd.DataFrame({"sex": "female", "age_years": [45.0, 50, 60, 39, 71],
+                         "role": ["reference"] * 3 + ["scored"] * 2})
+    assert "2 of 2 held-out people (100.0%)" in vd.population_sentence(ages)
+    assert "0 of 1 held-out" in vd.population_sentence(ages.iloc[:4].assign(
+        age_years=[45.0, 50, 60, 55]))
+
+
+def _groups(n: dict[str, int], rate: dict[str, float], seed: int = 1) -> pd.DataFrame:
+    """Constructed people per group with an exponential hazard per group, same ages."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for g, k in n.items():
+        t = rng.exponential(1 / rate[g], k)
+        parts.append(pd.DataFrame({"group": g, "age_years": rng.uniform(50, 60, k),
+                                   "time_years": np.minimum(t, 12.0), "event": t <= 12.0}))
+    frame = pd.concat(parts, ignore_index=True)
+    return frame.assign(sex="female", method="sphr_joint", outcome="death", eid=range(len(frame)),
+                        score=0.0, bfh=False)
+
+
+def test_small_groups_are_suppressed():
+    from sphr.risk.report.frames import TOO_FEW, group_table, ordering
+
+    # Higher Risk: 8 people; Lower Risk: 60 people but a hazard giving almost no events
+    frame = _groups({"Normal": 400, "Lower Risk": 60, "Higher Risk": 8},
+                    {"Normal": 0.02, "Lower Risk": 0.002, "Higher Risk": 0.3})
+    order = ordering(frame)
+    by = order.set_index("group")
+    assert by.loc["Higher Risk", "n"] == 8 and by.loc["Lower Risk", "events"] < 5
+    assert not by.loc["Higher Risk", "shown"] and not by.loc["Lower Risk", "shown"]
+    table = group_table(order, "female", "sphr_joint").set_index("group")
+    for g in ("Lower Risk", "Higher Risk"):
+        assert table.loc[g, "death: 10-y risk"] == TOO_FEW
+        assert table.loc[g, "death: HR vs Normal"] == TOO_FEW
+    assert table.loc["Normal", "death: 10-y risk"].endswith("%")
+
+
+def test_inverted_groups_are_flagged_not_ordered():
+    from sphr.risk.report import verdict as vd
+    from sphr.risk.report.frames import group_table, ordering
+
+    # Higher Risk dies least: the groups are inverted
+    frame = _groups({"Normal": 400, "Lower Risk": 150, "Higher Risk": 150},
+                    {"Normal": 0.04, "Lower Risk": 0.02, "Higher Risk": 0.01})
+    order = ordering(frame)
+    assert set(order["status"]) == {"not ordered"}
+    assert group_table(order, "female", "sphr_joint").iloc[-1]["death: 10-y risk"] \
+        == "not ordered"
+    assert "are not ordered in women" in vd.ordering_sentence(order, "sphr_joint", "death")
+    # the same people in the right order are ordered
+    ok = frame.assign(group=frame["group"].map({"Normal": "Higher Risk",
+                                                "Higher Risk": "Normal",
+                                                "Lower Risk": "Lower Risk"}))
+    assert set(ordering(ok)["status"]) == {"ordered"}
+
+
+def test_decision_curve_treat_all_and_none():
+    from sphr.risk.report.decision import net_benefit
+
+    rng = np.random.default_rng(0)
+    risk = rng.uniform(0, 0.4, 2000)
+    t = rng.exponential(1 / (-np.log(1 - risk) / 10))
+    nb = net_benefit(np.minimum(t, 12), t <= 12, risk, 10.0)
+    # a calibrated risk beats treating everyone and no one over the useful thresholds
+    mid = nb.loc[nb["threshold"].between(0.1, 0.25)]
+    assert (mid["model"] > mid["treat_all"]).all() and (mid["model"] > 0).all()
+    # treating everyone at threshold 0 is the event rate; nobody treated: treat-none
+    assert nb.loc[nb["threshold"] == 0.01, "treated"].iloc[0] > 0.95
+    assert net_benefit(t, t <= 12, np.zeros(2000), 10.0)["model"].eq(0).all()
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_main_report_fits_the_page_in_a_real_browser(report):
+    import shutil
+
+    if shutil.which("chromedriver") is None:
+        pytest.skip("no chromedriver on PATH")
+    pytest.importorskip("selenium")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = find_chromium()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=720,1000"):  # about A4's printable width at 96 dpi
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+    try:
+        driver.get((report / "report.html").resolve().as_uri())
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+        script = ("const w = document.documentElement.clientWidth; return Array.from("
+                  "document.querySelectorAll('body *')).filter(e => "
+                  "e.getBoundingClientRect().right > w + 1).map(e => e.tagName + ' ' + "
+                  "(e.textContent || '').slice(0, 40));")
+        assert driver.execute_script(script) == []
+        # the check sees an element wider than the page
+        driver.execute_script("document.body.insertAdjacentHTML('beforeend', "
+                              "'<table><tr><td style=\\'min-width:3000px\\'>x</td></tr></table>')")
+        assert driver.execute_script(script)
+    finally:
+        driver.quit()

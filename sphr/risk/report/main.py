@@ -148,7 +148,8 @@ def main_context(rows: pd.DataFrame, summary: dict[str, Any], sexes: list[str],
                  vd.stability_sentence(summary.get("sphr"), method),
                  vd.population_sentence(reference_ages(rows, method))]
     return {
-        "facts": facts, "shipped": method_name(method) if method else None,
+        "facts": facts,
+        "shipped": method_name(method).replace(" (shipped)", "") if method else None,
         "verdict": [s for s in sentences if s],
         "flow": table(flow.fillna("")), "group_tables": _group_tables(order, method, sexes),
         "km": km_plot(frame, method, first, HORIZON) if method and first else None,

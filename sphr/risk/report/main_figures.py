@@ -50,7 +50,7 @@ def km_plot(frame: pd.DataFrame, method: str, outcome: str, horizon: float = 10.
 
     f = frame.loc[(frame["method"] == method) & (frame["outcome"] == outcome)]
     sexes = sorted(f["sex"].unique())
-    rows_h = 0.13 * (len(GROUPS) + 1)
+    rows_h = 0.15 * (len(GROUPS) + 1)
     fig, axes = new_figure(FULL_WIDTH, 2.3 + rows_h, ncols=max(1, len(sexes)), squeeze=False,
                            left=0.95, right=0.15, top=0.3, bottom=0.45 + rows_h, wspace=1.15)
     what = outcome.replace("_", " ")
@@ -69,11 +69,11 @@ def km_plot(frame: pd.DataFrame, method: str, outcome: str, horizon: float = 10.
                                     step="post", color=GROUP_COLORS[g], alpha=0.15, lw=0)
                 top = max(top, 100 * float(np.nanmax(c["cum_inc"])))
             for x, n in zip(AT_RISK_YEARS, _at_risk(t, AT_RISK_YEARS), strict=True):
-                ax.text(x, -0.3 - 0.13 * k, f"{n:,}", transform=ax.get_xaxis_transform(),
+                ax.text(x, -0.42 - 0.13 * k, f"{n:,}", transform=ax.get_xaxis_transform(),
                         ha="center", va="top", fontsize=6.5, color=GROUP_COLORS[g])
-            ax.text(-0.04, -0.3 - 0.13 * k, g, transform=ax.transAxes, ha="right", va="top",
+            ax.text(-0.04, -0.42 - 0.13 * k, g, transform=ax.transAxes, ha="right", va="top",
                     fontsize=6.5, color=GROUP_COLORS[g])
-        ax.text(-0.04, -0.3 + 0.13, "at risk", transform=ax.transAxes, ha="right", va="top",
+        ax.text(-0.04, -0.42 + 0.13, "at risk", transform=ax.transAxes, ha="right", va="top",
                 fontsize=6.5, color="#333333")
         ax.set_xlim(0, horizon)
         ax.set_xticks(AT_RISK_YEARS)
