@@ -127,9 +127,9 @@ def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
     if exported is not None:
         step("participants in the export", {"all": exported})
     kept = people.groupby("sex")["eid"].size().reindex(sexes, fill_value=0)
-    step("in the cohort (a sex, enough markers)", {**kept.to_dict(), "all": int(kept.sum())},
-         "" if exported is None else f"{exported - int(kept.sum()):,} without a sex or with "
-                                     "too few markers (ingest_report.json, cohort_report.json)")
+    step("in the cohort", {**kept.to_dict(), "all": int(kept.sum())},
+         "" if exported is None else f"{exported - int(kept.sum()):,} not in a sex's cohort "
+                                     "(reasons: cohort_report.json)")
     m = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")] \
         if method else rows.iloc[:0]
     scored = m.drop_duplicates(["sex", "eid"]).groupby("sex")["eid"].size() \
@@ -140,15 +140,14 @@ def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
          "; ".join(f"{s}: {v['n']:,} ({v['reason']})" for s, v in unscored.items()))
     test = m.loc[m["partition"] == "test"].groupby("sex")["eid"].size() \
         .reindex(sexes, fill_value=0)
-    step("held out (test partition, no fit saw them)",
-         {**test.to_dict(), "all": int(test.sum())},
-         "training and calibration partitions: the fits and the bounds")
+    step("held out (test partition)", {**test.to_dict(), "all": int(test.sum())},
+         "the rest fitted the models and set the bounds")
     if outcome is not None and method is not None:
         f = frame.loc[(frame["method"] == method) & (frame["outcome"] == outcome)]
         linked = f.groupby("sex")["eid"].size().reindex(sexes, fill_value=0)
         step(f"with {outcome.replace('_', ' ')} records",
              {**linked.to_dict(), "all": int(linked.sum())},
-             "prevalent cases of it (an event before baseline)")
+             "prevalent cases (the event before baseline)")
         for g in GROUPS:
             k = f.loc[f["group"] == g].groupby("sex")["eid"].size().reindex(sexes, fill_value=0)
             step(f"  in {g}", {**k.to_dict(), "all": int(k.sum())})
@@ -161,36 +160,37 @@ def _pct(v: float) -> str:
     return "-" if not np.isfinite(v) else f"{100 * v:.1f}%"
 
 
-def _hr(r: pd.Series) -> str:
-    if r["group"] == NORMAL:
-        return "1 (reference)"
-    if not np.isfinite(r["hr"]):
+def _cell(r: pd.Series, group: str) -> str:
+    """"risk; HR (interval)" of one group and outcome, :data:`TOO_FEW` when suppressed."""
+    if not r["shown"]:
         return TOO_FEW
-    return f"{r['hr']:.2f} ({r['hr_low']:.2f}-{r['hr_high']:.2f})"
+    if group == NORMAL:
+        return f"{_pct(r['risk'])}; HR 1 (reference)"
+    hr = (f"HR {r['hr']:.2f} ({r['hr_low']:.2f}-{r['hr_high']:.2f})" if np.isfinite(r["hr"])
+          else f"HR: {TOO_FEW} in Normal")
+    return f"{_pct(r['risk'])}; {hr}"
 
 
 def group_table(order: pd.DataFrame, sex: str, method: str) -> pd.DataFrame:
     """One sex's shipped groups: n and mean age (the first outcome's held-out people), then per
-    outcome the observed 10-year risk (Kaplan-Meier, :data:`TOO_FEW` under the suppression
-    rule) and the age-adjusted hazard ratio against Normal; a last row gives each outcome's
-    ordering verdict ("not ordered" where the groups are not)."""
+    outcome one cell "observed 10-year risk (Kaplan-Meier); age-adjusted hazard ratio against
+    Normal", :data:`TOO_FEW` under the suppression rule; a last row gives each outcome's
+    ordering verdict and its basis ("not ordered" where the groups are not)."""
     o = order.loc[(order["sex"] == sex) & (order["method"] == method)]
     names = outcome_order(o["outcome"])
     if not names:
         return pd.DataFrame()
     first = o.loc[o["outcome"] == names[0]].set_index("group")
     table = pd.DataFrame({"group": list(GROUPS)})
-    table["n"] = [int(first.loc[g, "n"]) for g in GROUPS]
+    table["n"] = [f"{int(first.loc[g, 'n']):,}" for g in GROUPS]
     table["mean age"] = [f"{first.loc[g, 'mean_age']:.1f}" if first.loc[g, "n"] else "-"
                          for g in GROUPS]
     verdict = {"group": "groups ordered?", "n": "", "mean age": ""}
     for name in names:
         by = o.loc[o["outcome"] == name].set_index("group")
         what = name.replace("_", " ")
-        table[f"{what}: {HORIZON:g}-y risk"] = [
-            _pct(by.loc[g, "risk"]) if by.loc[g, "shown"] else TOO_FEW for g in GROUPS]
-        table[f"{what}: HR vs Normal"] = [_hr(pd.Series({**by.loc[g].to_dict(), "group": g}))
-                                          for g in GROUPS]
-        verdict[f"{what}: {HORIZON:g}-y risk"] = str(by["status"].iloc[0])
-        verdict[f"{what}: HR vs Normal"] = f"basis: {by['basis'].iloc[0]}"
+        table[what] = [_cell(by.loc[g], g) for g in GROUPS]
+        status, basis = str(by["status"].iloc[0]), str(by["basis"].iloc[0])
+        verdict[what] = status if basis in ("none", "Lower and Higher Risk") \
+            else f"{status} (on {basis} only)"
     return pd.concat([table, pd.DataFrame([verdict])], ignore_index=True)

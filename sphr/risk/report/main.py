@@ -14,12 +14,14 @@ Everything else is in the appendix (``report_appendix.html``, :mod:`.assembly`).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from sphr.beyond_age import GROUP_MIN_N
 from sphr.report import table
 from sphr.risk.absolute import shipped
 from sphr.risk.absolute_validation import HORIZON, with_outcome
@@ -98,7 +100,9 @@ def _absolute_block(absolute: tuple | None, rows: pd.DataFrame, summary: dict[st
                         outcomes)
     curves = pd.concat([net_benefit(s["time"], s["event"], s["risk_10y"], HORIZON).assign(sex=sex)
                         for sex, s in test.groupby("sex", sort=True)], ignore_index=True)
-    sentences = group_sentences(ship, rows, outcomes, outcome)
+    # the example obeys the suppression rule: a group of at least GROUP_MIN_N people
+    sentences = [s for s in group_sentences(ship, rows, outcomes, outcome)
+                 if int(re.search(r"\((\d+) held-out", s).group(1)) >= GROUP_MIN_N]
     example = next((s for s in sentences if "Higher Risk" in s), sentences[0] if sentences
                    else None)
     label = LABELS.get(method, method)
@@ -125,7 +129,7 @@ def _group_tables(order: pd.DataFrame, method: str | None, sexes: list[str]
     for sex in sexes:
         t = fr.group_table(order, sex, method) if method else pd.DataFrame()
         if len(t):
-            out.append((vd.SEX_NAMES.get(sex, sex).capitalize(), table(t)))
+            out.append((vd.SEX_NAMES.get(sex, sex).capitalize(), table(t, nowrap=False)))
     return out
 
 
@@ -151,7 +155,8 @@ def main_context(rows: pd.DataFrame, summary: dict[str, Any], sexes: list[str],
         "facts": facts,
         "shipped": method_name(method).replace(" (shipped)", "") if method else None,
         "verdict": [s for s in sentences if s],
-        "flow": table(flow.fillna("")), "group_tables": _group_tables(order, method, sexes),
+        "flow": table(flow.fillna("").rename(columns=lambda c: vd.SEX_NAMES.get(c, c))),
+        "group_tables": _group_tables(order, method, sexes),
         "km": km_plot(frame, method, first, HORIZON) if method and first else None,
         "gain_fig": gain_plot(gain) if len(gain) else None,
         "readings": [r for s in sexes if (r := vd.reading_line(gain, s))],

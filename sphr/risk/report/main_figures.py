@@ -71,9 +71,9 @@ def km_plot(frame: pd.DataFrame, method: str, outcome: str, horizon: float = 10.
             for x, n in zip(AT_RISK_YEARS, _at_risk(t, AT_RISK_YEARS), strict=True):
                 ax.text(x, -0.42 - 0.13 * k, f"{n:,}", transform=ax.get_xaxis_transform(),
                         ha="center", va="top", fontsize=6.5, color=GROUP_COLORS[g])
-            ax.text(-0.04, -0.42 - 0.13 * k, g, transform=ax.transAxes, ha="right", va="top",
+            ax.text(-0.1, -0.42 - 0.13 * k, g, transform=ax.transAxes, ha="right", va="top",
                     fontsize=6.5, color=GROUP_COLORS[g])
-        ax.text(-0.04, -0.42 + 0.13, "at risk", transform=ax.transAxes, ha="right", va="top",
+        ax.text(-0.1, -0.42 + 0.13, "at risk", transform=ax.transAxes, ha="right", va="top",
                 fontsize=6.5, color="#333333")
         ax.set_xlim(0, horizon)
         ax.set_xticks(AT_RISK_YEARS)
