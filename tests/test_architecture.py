@@ -78,6 +78,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("sphr.risk.report.tables", "sphr.report"): "the risk report's tables",
     ("sphr.risk.report.names", "sphr.report"): "the risk groups' colours (COLORS)",
     ("sphr.risk.report.absolute", "sphr.report"): "the risk report's absolute-risk section",
+    ("sphr.risk.report.main", "sphr.report"): "the main report's four pages (tables)",
+    ("sphr.risk.report.main_figures", "sphr.report"): "the main report's figures",
 }
 
 

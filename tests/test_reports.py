@@ -116,14 +116,15 @@ def risk_report(tmp_path_factory, risk_inputs):
 
 
 def test_risk_report_reads_summary_first(risk_report):
-    text = (risk_report / "report.html").read_text()
+    text = (risk_report / "report_appendix.html").read_text()
     assert "http://" not in text and "https://" not in text  # self-contained
     assert re.search(r"<(link|script)[^>]+src=", text) is None
     h2 = re.findall(r"<h2>(.*?)</h2>", text)
-    assert h2[0] == "Summary"
+    assert h2[0] == "Every method at a glance"
     # reading order: the summary and its figure, the pictures, then the appendix
     order = [text.index(s) for s in (
-        "<h2>Summary</h2>", "Does Higher Risk develop more new disease", 'alt="forest plot',
+        "<h2>Every method at a glance</h2>", "Does Higher Risk develop more new disease",
+        'alt="forest plot',
         "<h2>New diagnoses over the repeat visits</h2>", "<h2>Group shares by age group</h2>",
         "<h2>Distance distributions per group</h2>", '<details class="appendix"',
         "<h2>Definitions</h2>", "<h2>Thresholds used</h2>")]
@@ -153,15 +154,15 @@ def test_cumulative_new_diagnosis_follows_the_visits(risk_inputs):
 @pytest.mark.browser  # headless Chromium prints the PDF
 @needs_chromium
 def test_risk_pdf_is_a4_with_the_summary_on_page_one(risk_report):
-    pdf = risk_report / "report.pdf"
+    pdf = risk_report / "report_appendix.pdf"
     data = pdf.read_bytes()
     assert data[:5] == b"%PDF-"
     box = [float(x) for x in re.search(rb"/MediaBox\s*\[([^\]]*)\]", data).group(1).split()]
     assert abs(box[2] - 595) < 2 and abs(box[3] - 842) < 2  # A4 in points
     assert 6 <= pdf_pages(pdf) <= 30
     pages = dict(pdf_outline(pdf))
-    assert pages["Summary"] == 1
-    assert pages["Summary"] < pages["New diagnoses over the repeat visits"] \
+    assert pages["Every method at a glance"] == 1
+    assert pages["Every method at a glance"] < pages["New diagnoses over the repeat visits"] \
         < pages["Definitions"] <= pages["Thresholds used"]
 
 
@@ -287,7 +288,7 @@ def test_linked_cumulative_incidence_becomes_the_central_figure(tmp_path, risk_i
                         validation=None, correlation=None, summary=summary,
                         heldout=inp["heldout"], discrimination=inp["discrimination"],
                         linked=linked, pdf=False)
-    text = html.read_text()
+    text = html.with_name("report_appendix.html").read_text()
     first = text.index('alt="cumulative new diagnoses by group, female')
     assert text.index("Does a higher score come before any") < first
     assert first < text.index('alt="forest plot: C-index, AUROC and hazard ratio per method, any')

@@ -32,9 +32,9 @@ log = logging.getLogger(__name__)
 
 TEMPLATES = Path(__file__).parent / "templates"
 
-#: risk groups, in every figure
-GROUP_COLORS: dict[str, str] = {"Normal": "#4c9a2a", "Lower Risk": "#e0a100",
-                                 "Higher Risk": "#c0392b"}
+#: risk groups, in every figure: Okabe & Ito's colour-blind-safe blue, orange and vermillion
+GROUP_COLORS: dict[str, str] = {"Normal": "#0072B2", "Lower Risk": "#E69F00",
+                                 "Higher Risk": "#D55E00"}
 #: risk methods and representations; a name shared by both reports has one colour
 METHOD_COLORS: dict[str, str] = {
     "raw_euclidean": "#6b6b6b", "raw": "#6b6b6b",

@@ -1,27 +1,22 @@
-"""The risk report people forward: ``report.html`` (self-contained) and ``report.pdf`` (A4).
+"""The risk report people forward, two files beside each other:
 
-Rendered from ``sphr/report/templates/risk.html.j2``; inline CSS, every figure a
-PNG data URI, no network reference. Reading order (the reader first, the
-method's bookkeeping last):
+* ``report.html`` / ``report.pdf``: at most four A4 pages (:mod:`sphr.risk.report.main`):
+  the verdict, the participant flow and the shipped groups per sex; the Kaplan-Meier curves
+  and the gain over age; the risk in percent, its calibration and decision curve;
+  definitions, intended use and limitations.
+* ``report_appendix.html`` / ``.pdf``: everything else, nothing lost (rendered from
+  ``risk_appendix.html.j2``): the group ordering and gain of every score and outcome, the
+  earlier edition's summary (every method, the linked records' central figure and forest plot,
+  the trust block), the absolute-risk candidates, the repeat visits, shares by age group,
+  distance distributions, definitions, discrimination, calibration, validation (Table 4),
+  share tables, mode ``paper`` and the thresholds.
 
-1. **Summary**: the cohort (n per sex, ages, export file and date, model
-   version), the share of people in each group per sex, and the figure that
-   answers "does Higher Risk develop more new disease than Normal, per method?"
-   (a forest plot of AUROC, C-index and risk ratio with 95% CIs, references
-   marked; or, when linked records are given, their cumulative incidence by
-   group), with a paragraph generated from the numbers
-   (:func:`~sphr.risk.report.sentences.summary_sentences`).
-2. New diagnoses over the repeat visits (instances 1-3), by group, per sex.
-3. Group shares by age group.
-4. Distance distributions with the thresholds drawn.
-5. Appendix (``<details>``, opened when printed): definitions, discrimination,
-   calibration (held-out BFH in Normal), validation (Table 4), share tables,
-   mode ``paper`` figures, thresholds.
+The frames the main pages are formatted from are written beside them as CSV
+(``report_ordering.csv``, ``report_gain.csv``, ``report_flow.csv``).
 
-:func:`write_report` also prints ``report.pdf`` with headless Chromium
-(:func:`sphr.report.print_pdf`; skipped with one log line where there is none)
-and writes ``report_summary.png``, the central figure, for the Dagster asset's
-metadata. :func:`render_png` screenshots a report for tests and scripts.
+:func:`write_report` also prints both PDFs with headless Chromium
+(:func:`sphr.report.print_pdf`; skipped with one log line where there is none) and writes
+``report_summary.png``, the central figure, for the Dagster asset's metadata.
 """
 
 from __future__ import annotations
@@ -33,8 +28,11 @@ from typing import Any
 
 import pandas as pd
 
+from sphr.beyond_age import GROUP_MIN_EVENTS, GROUP_MIN_N
 from sphr.io import write_bytes, write_text
 from sphr.report import Figure, print_pdf, render, table
+from sphr.risk.absolute_validation import HORIZON
+from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL
 from sphr.risk.curves import cumulative_new_diagnosis, shares
 from sphr.risk.intervals import GROUPS, HIGHER_RISK
 from sphr.risk.paper import PAPER_TIME_CORRELATION, paper_cell
@@ -48,6 +46,9 @@ from sphr.risk.report.figures import (
     share_plot,
     validation_plot,
 )
+from sphr.risk.report.frames import TOO_FEW
+from sphr.risk.report.main import main_context
+from sphr.risk.report.main_figures import BAND_MIN_N
 from sphr.risk.report.names import main_outcome, method_name
 from sphr.risk.report.sentences import summary_paragraph, validated
 from sphr.risk.report.tables import (
@@ -61,7 +62,7 @@ from sphr.risk.report.tables import (
     unscored_table,
 )
 from sphr.risk.report.trust import sphr_trust, with_refit_sd
-from sphr.risk.validation import higher_vs_normal, wide_table
+from sphr.risk.validation import higher_vs_normal, holm, wide_table
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,38 @@ def _trust_block(record: dict[str, Any] | None, rows: pd.DataFrame) -> dict[str,
     return block
 
 
+def _ordering_shown(order: pd.DataFrame) -> pd.DataFrame:
+    """The appendix's ordering table: suppressed groups' estimates blanked, display names, the
+    hazard ratios' p Holm-adjusted over the table (the multiplicity said)."""
+    o = order.copy()
+    hidden = ~o["shown"].astype(bool)
+    o.loc[hidden, ["risk", "hr", "hr_low", "hr_high", "hr_p"]] = float("nan")
+    o["hr_p_holm"] = holm(o["hr_p"].to_numpy(float))
+    o["method"] = o["method"].map(method_name)
+    o["risk"] = [TOO_FEW if h else f"{100 * v:.1f}%" for v, h in zip(o["risk"], hidden,
+                                                                   strict=True)]
+    return o.drop(columns=["shown"])
+
+
+def _gain_shown(gain: pd.DataFrame) -> pd.DataFrame:
+    cols = ["sex", "outcome", "method", "n", "events", "c_age", "c_age_score", "dc", "dc_low",
+            "dc_high", "hr_per_sd", "hr_low", "hr_high", "spearman_age", "spearman_age_bfh"]
+    g = gain[[c for c in cols if c in gain]].copy()
+    g["method"] = g["method"].map(method_name)
+    return g
+
+
+def _write_frames(path: Path, frames: dict[str, pd.DataFrame]) -> None:
+    for name, frame in frames.items():
+        write_text(frame.to_csv(index=False), path.with_name(f"{path.stem}_{name}.csv"))
+
+
+def _common(summary: dict[str, Any], path: Path) -> dict[str, Any]:
+    return {"provenance": provenance(path, summary), "horizon": f"{HORIZON:g}",
+            "min_n": GROUP_MIN_N, "min_events": GROUP_MIN_EVENTS, "band_min": BAND_MIN_N,
+            "levels": (f"{100 * NORMAL_LEVEL:g}%", f"{100 * LOWER_LEVEL:g}%")}
+
+
 def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
                  validation: pd.DataFrame | None, correlation: pd.DataFrame | None,
                  summary: dict[str, Any], heldout: pd.DataFrame | None = None,
@@ -150,35 +183,72 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
                  followup: pd.DataFrame | str | Path | None = None,
                  linked: dict[str, pd.DataFrame] | None = None,
                  absolute: tuple[pd.DataFrame | None, ...] | None = None,
-                 pdf: bool = True) -> Path:
-    """Write ``report.html`` (and ``report.pdf`` next to it, and ``report_summary.png``, the
-    central figure).
+                 pdf: bool = True, n_bootstrap: int = 200) -> Path:
+    """Write ``report.html`` (the four main pages), ``report_appendix.html`` (everything
+    else), a PDF of each where Chromium is installed, ``report_summary.png`` (the central
+    figure) and the main pages' frames as CSV.
 
     ``followup``: ``RUN/ingest/followup.parquet`` (frame or path) for the cumulative
     new-diagnosis curves over the repeat visits; without it that section says so.
     ``linked``: ``sphr.risk.linked.linked_validation``'s frames ("discrimination",
-    "hazard_ratio", "cumulative_incidence" with sex, method, outcome, group, time_years,
-    cum_inc, low, high); when given, its cumulative incidence by group is the central figure
-    and the forest plot follows it. ``absolute``: (candidates, outcomes, metrics, deciles) of
-    the absolute-risk models (:mod:`sphr.risk.report.absolute`), a section of their own.
+    "hazard_ratio", "cumulative_incidence"), shown in the appendix. ``absolute``:
+    (candidates, outcomes, metrics, deciles) of the absolute-risk models
+    (:mod:`sphr.risk.report.absolute`); its outcomes (``RUN/ingest/outcomes.parquet``) give
+    the main pages' group ordering and gain over age (``n_bootstrap`` resamples).
     """
     t0 = time.perf_counter()
     path = Path(path)
-    modes = list(dict.fromkeys(rows["mode"]))
     sexes = list(summary.get("sexes") or sorted(rows["sex"].unique()))
+    main = main_context(rows, summary, sexes, absolute, n_bootstrap=n_bootstrap,
+                        seed=int(summary.get("seed", 0)))
+    frames = main.pop("frames")
+    common = _common(summary, path)
+    appendix = _appendix_context(path, rows=rows, thresholds=thresholds, validation=validation,
+                                 correlation=correlation, summary=summary, heldout=heldout,
+                                 discrimination=discrimination, followup=followup,
+                                 linked=linked, absolute=absolute, sexes=sexes)
+    has = len(frames["ordering"]) > 0
+    appendix.update(
+        ordering_table=table(_ordering_shown(frames["ordering"]), "{:.3g}") if has else None,
+        n_tests=int(frames["ordering"]["hr_p"].notna().sum()) if has else 0,
+        gain_table=table(_gain_shown(frames["gain"]), "{:.3f}") if len(frames["gain"]) else None,
+        n_gain=main["n_gain"])
+    out = write_text(render("risk.html.j2", title="Single-visit health risk groups: the report",
+                            **common, **main), path)
+    side = write_text(render("risk_appendix.html.j2", **common, **appendix),
+                      path.with_name(path.stem + "_appendix.html"))
+    _write_frames(path, frames)
+    central = main["km"] or appendix.pop("_central_png")
+    if central is not None:
+        write_bytes(central.png, path.with_name(path.stem + "_summary.png"))
+    t_html = time.perf_counter() - t0
+    if pdf:
+        print_pdf(out)
+        print_pdf(side)
+    log.info("risk report: html %.1f s, pdf %.1f s", t_html, time.perf_counter() - t0 - t_html)
+    return out
+
+
+def _appendix_context(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
+                      validation: pd.DataFrame | None, correlation: pd.DataFrame | None,
+                      summary: dict[str, Any], heldout: pd.DataFrame | None,
+                      discrimination: pd.DataFrame | None,
+                      followup: pd.DataFrame | str | Path | None,
+                      linked: dict[str, pd.DataFrame] | None,
+                      absolute: tuple[pd.DataFrame | None, ...] | None,
+                      sexes: list[str]) -> dict[str, Any]:
+    """The appendix's context: everything the earlier one-file report held."""
+    modes = list(dict.fromkeys(rows["mode"]))
     heldout = heldout if heldout is not None else pd.DataFrame(
         columns=["sex", "method", "mode", "partition", "n", "normal_share", "low", "high"])
     # the repeat-visit figures only where somebody validated had a repeat visit
     has_disc = discrimination is not None and len(discrimination) > 0 and \
         validated(discrimination)
-    # the central figure: the linked outcome with the most events when there are linked
-    # records, its forest plot, and the repeat visits' forest beside them where they exist
     central, outcome = _central(linked, sexes)
     has_linked = outcome is not None and linked.get("discrimination") is not None
     fu = _read_followup(followup)
     ctx: dict[str, Any] = {
-        "title": "Single-visit health risk groups",
-        "provenance": provenance(path, summary),
+        "title": "Single-visit health risk groups: appendix",
         "cohort": table(cohort_table(rows, discrimination, linked), "{:.0f}"),
         "n_rows": len(rows),
         "paragraph": summary_paragraph(discrimination, heldout, rows=rows, linked=linked),
@@ -203,12 +273,6 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
         "absolute": absolute_section(absolute, rows, summary),
         **_appendix(rows, thresholds, summary, heldout, discrimination, has_disc, sexes, modes),
     }
-    out = write_text(render("risk.html.j2", **ctx), path)
-    main = central[0] if central else ctx["linked_forest"] or ctx["forest"] or ctx["share_fig"]
-    if main is not None:
-        write_bytes(main.png, path.with_name(path.stem + "_summary.png"))
-    t_html = time.perf_counter() - t0
-    if pdf:
-        print_pdf(out)
-    log.info("risk report: html %.1f s, pdf %.1f s", t_html, time.perf_counter() - t0 - t_html)
-    return out
+    ctx["_central_png"] = (central[0] if central else ctx["linked_forest"] or ctx["forest"]
+                           or ctx["share_fig"])
+    return ctx

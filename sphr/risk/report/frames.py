@@ -1,0 +1,196 @@
+"""The frames the main report summarizes, computed from what the report already receives
+(risk_groups rows, the linked outcomes): every sentence and table of the main report is
+formatted from one of these, never from a number typed into a template.
+
+* :func:`outcome_frame`: one row per held-out person, method and linked outcome;
+* :func:`ordering`: the group-ordering yardstick per sex, method and outcome
+  (:func:`sphr.beyond_age.ordering_table`, the one implementation);
+* :func:`gain`: the beyond-age gain dC per sex, method and outcome
+  (:func:`sphr.beyond_age.beyond_age_table`);
+* :func:`flow`: the participant flow, export -> scored -> held out -> per group;
+* :func:`group_table`: one sex's shipped groups, as the main page prints them.
+
+Suppression (docs/METHODS.md, "The beyond-age yardstick"): no estimate from a group with fewer
+than :data:`~sphr.beyond_age.GROUP_MIN_N` people or :data:`~sphr.beyond_age.GROUP_MIN_EVENTS`
+events; such a cell reads :data:`TOO_FEW`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sphr.beyond_age import (
+    GROUP_MIN_EVENTS,
+    GROUP_MIN_N,
+    beyond_age_table,
+    ordering_table,
+)
+from sphr.risk.absolute_validation import HORIZON
+from sphr.risk.config import SHIPPED_SPHR
+from sphr.risk.intervals import GROUPS, NORMAL
+from sphr.risk.report.names import is_reference, ordered
+from sphr.risk.supervised import is_supervised
+
+#: what a suppressed cell reads
+TOO_FEW = "too few"
+#: the scores that give no groups of their own to judge beyond age (age is the yardstick)
+NOT_GAINED = frozenset({"age"})
+
+
+def suppressed(n: Any, events: Any) -> Any:
+    """Whether a group is too small for any estimate (elementwise on arrays)."""
+    return (np.asarray(n) < GROUP_MIN_N) | (np.asarray(events) < GROUP_MIN_EVENTS)
+
+
+def outcome_order(outcomes: pd.Series | list[str]) -> list[str]:
+    """Death first (the outcome every reader asks about first), the others alphabetically."""
+    names = sorted(set(outcomes))
+    return sorted(names, key=lambda o: (o != "death", o))
+
+
+def shipped_method(rows: pd.DataFrame, summary: dict[str, Any]) -> str | None:
+    """The score whose groups the main page shows: the shipped SPHR score when this run has
+    it, else the paper's SPHR, else the raw distance (the steadier ranking)."""
+    record = summary.get("sphr") or {}
+    present = set(rows["method"])
+    for m in (record.get("shipped_sphr"), SHIPPED_SPHR, "sphr", "raw_euclidean"):
+        if m and m in present:
+            return m
+    return None
+
+
+def outcome_frame(rows: pd.DataFrame, outcomes: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per held-out (test) person, method and linked outcome, mode calibrated, that
+    outcome's prevalent cases left out: eid, sex, method, outcome, age_years, score, group,
+    bfh, time_years, event. A supervised comparator only on the outcome it was fitted to."""
+    cols = ["eid", "sex", "method", "outcome", "age_years", "score", "group", "bfh",
+            "time_years", "event"]
+    if outcomes is None or outcomes.empty:
+        return pd.DataFrame(columns=cols)
+    r = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test")]
+    r = r.assign(bfh=r["label"] == 2 if "label" in r else False)
+    o = outcomes.loc[~outcomes["prevalent"].astype(bool)]
+    o = o.drop_duplicates(["eid", "outcome"])[["eid", "outcome", "time_years", "event"]]
+    out = r[["eid", "sex", "method", "age_years", "score", "group", "bfh"]].merge(o, on="eid")
+    own = [not is_supervised(m) or m.removeprefix("supervised_") == oc
+           for m, oc in zip(out["method"], out["outcome"], strict=True)]
+    out = out.loc[own]
+    return out.assign(event=out["event"].astype(bool))[cols].reset_index(drop=True)
+
+
+def ordering(frame: pd.DataFrame) -> pd.DataFrame:
+    """The group-ordering table per sex, method and outcome, with ``shown``: whether the
+    group's own estimates may be printed (the suppression rule)."""
+    g = frame.dropna(subset=["group"])
+    out = ordering_table(g, keys=["sex", "method", "outcome"], time="time_years",
+                         event="event", age="age_years", group="group", horizon=HORIZON)
+    return out.assign(shown=~suppressed(out["n"], out["events"]))
+
+
+def gain(frame: pd.DataFrame, *, n_bootstrap: int = 200, seed: int = 0) -> pd.DataFrame:
+    """dC = C(age + score) - C(age) with its paired bootstrap interval, per sex, method and
+    outcome (:func:`sphr.beyond_age.beyond_age_table`), the methods in the report's order."""
+    parts = []
+    for outcome in outcome_order(frame["outcome"]):
+        sub = frame.loc[frame["outcome"] == outcome]
+        wide = sub.pivot_table(index=["eid", "sex", "age_years", "bfh", "time_years", "event"],
+                               columns="method", values="score", aggfunc="first").reset_index()
+        methods = [m for m in ordered(sub["method"].unique()) if m not in NOT_GAINED]
+        if not methods:
+            continue
+        table, _ = beyond_age_table(wide, methods, time="time_years", event="event",
+                                    age="age_years", bfh="bfh", by="sex",
+                                    n_bootstrap=n_bootstrap, seed=seed)
+        parts.append(table.rename(columns={"score": "method"}).assign(outcome=outcome))
+    if not parts:
+        return pd.DataFrame(columns=["sex", "method", "outcome", "n", "events", "dc", "dc_low",
+                                     "dc_high", "reference"])
+    out = pd.concat(parts, ignore_index=True)
+    return out.assign(reference=out["method"].map(is_reference).astype(bool))
+
+
+def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
+         summary: dict[str, Any], exported: int | None, outcome: str | None) -> pd.DataFrame:
+    """The participant flow per sex, one row a step with the reason people left it:
+    export -> in the cohort -> scored by ``method`` -> held out -> with ``outcome`` records
+    -> each group."""
+    people = rows.drop_duplicates(["sex", "eid"])
+    steps: list[dict[str, Any]] = []
+
+    def step(what: str, counts: dict[str, int], why: str = "") -> None:
+        steps.append({"step": what, **counts, "left out, and why": why})
+
+    sexes = sorted(people["sex"].unique())
+    if exported is not None:
+        step("participants in the export", {"all": exported})
+    kept = people.groupby("sex")["eid"].size().reindex(sexes, fill_value=0)
+    step("in the cohort", {**kept.to_dict(), "all": int(kept.sum())},
+         "" if exported is None else f"{exported - int(kept.sum()):,} not in a sex's cohort "
+                                     "(reasons: cohort_report.json)")
+    m = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")] \
+        if method else rows.iloc[:0]
+    scored = m.drop_duplicates(["sex", "eid"]).groupby("sex")["eid"].size() \
+        .reindex(sexes, fill_value=0)
+    unscored = {k.split("/")[0]: v for k, v in (summary.get("unscored") or {}).items()
+                if k.split("/", 1)[-1] == method}
+    step("scored by the groups' score", {**scored.to_dict(), "all": int(scored.sum())},
+         "; ".join(f"{s}: {v['n']:,} ({v['reason']})" for s, v in unscored.items()))
+    test = m.loc[m["partition"] == "test"].groupby("sex")["eid"].size() \
+        .reindex(sexes, fill_value=0)
+    step("held out (test partition)", {**test.to_dict(), "all": int(test.sum())},
+         "the rest fitted the models and set the bounds")
+    if outcome is not None and method is not None:
+        f = frame.loc[(frame["method"] == method) & (frame["outcome"] == outcome)]
+        linked = f.groupby("sex")["eid"].size().reindex(sexes, fill_value=0)
+        step(f"with {outcome.replace('_', ' ')} records",
+             {**linked.to_dict(), "all": int(linked.sum())},
+             "prevalent cases (the event before baseline)")
+        for g in GROUPS:
+            k = f.loc[f["group"] == g].groupby("sex")["eid"].size().reindex(sexes, fill_value=0)
+            step(f"  in {g}", {**k.to_dict(), "all": int(k.sum())})
+    out = pd.DataFrame(steps)
+    cols = ["step", *sexes, "all", "left out, and why"]
+    return out.reindex(columns=cols)
+
+
+def _pct(v: float) -> str:
+    return "-" if not np.isfinite(v) else f"{100 * v:.1f}%"
+
+
+def _cell(r: pd.Series, group: str) -> str:
+    """"risk; HR (interval)" of one group and outcome, :data:`TOO_FEW` when suppressed."""
+    if not r["shown"]:
+        return TOO_FEW
+    if group == NORMAL:
+        return f"{_pct(r['risk'])}; HR 1 (reference)"
+    hr = (f"HR {r['hr']:.2f} ({r['hr_low']:.2f}-{r['hr_high']:.2f})" if np.isfinite(r["hr"])
+          else f"HR: {TOO_FEW} in Normal")
+    return f"{_pct(r['risk'])}; {hr}"
+
+
+def group_table(order: pd.DataFrame, sex: str, method: str) -> pd.DataFrame:
+    """One sex's shipped groups: n and mean age (the first outcome's held-out people), then per
+    outcome one cell "observed 10-year risk (Kaplan-Meier); age-adjusted hazard ratio against
+    Normal", :data:`TOO_FEW` under the suppression rule; a last row gives each outcome's
+    ordering verdict and its basis ("not ordered" where the groups are not)."""
+    o = order.loc[(order["sex"] == sex) & (order["method"] == method)]
+    names = outcome_order(o["outcome"])
+    if not names:
+        return pd.DataFrame()
+    first = o.loc[o["outcome"] == names[0]].set_index("group")
+    table = pd.DataFrame({"group": list(GROUPS)})
+    table["n"] = [f"{int(first.loc[g, 'n']):,}" for g in GROUPS]
+    table["mean age"] = [f"{first.loc[g, 'mean_age']:.1f}" if first.loc[g, "n"] else "-"
+                         for g in GROUPS]
+    verdict = {"group": "groups ordered?", "n": "", "mean age": ""}
+    for name in names:
+        by = o.loc[o["outcome"] == name].set_index("group")
+        what = name.replace("_", " ")
+        table[what] = [_cell(by.loc[g], g) for g in GROUPS]
+        status, basis = str(by["status"].iloc[0]), str(by["basis"].iloc[0])
+        verdict[what] = status if basis in ("none", "Lower and Higher Risk") \
+            else f"{status} (on {basis} only)"
+    return pd.concat([table, pd.DataFrame([verdict])], ignore_index=True)

@@ -1,0 +1,160 @@
+"""The main report's verdict box: 3-5 sentences, each formatted from one frame of
+:mod:`sphr.risk.report.frames` (change the frame, the sentence changes; no number is typed
+into a template).
+
+1. :func:`ordering_sentence`: are the shipped score's groups ordered by risk of the first
+   outcome (death), per sex, with the hazard ratio the verdict rests on;
+2. :func:`across_sentence`: how many (sex, score, outcome) have ordered groups;
+3. :func:`gain_sentence`: how much the scores add to age (dC);
+4. :func:`stability_sentence`: whether the shipped SPHR passed its stability rule, and where
+   that was measured (the development set, not this cohort);
+5. :func:`population_sentence`: who is scored outside the ages the bounds were set on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sphr.risk.report.frames import outcome_order
+from sphr.risk.report.names import is_reference, method_name
+from sphr.risk.report.trust import SEX_NAMES
+
+
+def _who(sex: str) -> str:
+    return SEX_NAMES.get(sex, sex)
+
+
+def _plain(method: str) -> str:
+    return method_name(method).replace(" (shipped)", "")
+
+
+def _hr_text(by: pd.DataFrame, group: str) -> str:
+    r = by.loc[group]
+    return f"{group} {r['hr']:.2f} ({r['hr_low']:.2f}-{r['hr_high']:.2f})"
+
+
+def ordering_sentence(order: pd.DataFrame, method: str, outcome: str) -> str | None:
+    """Whether ``method``'s groups are ordered by risk of ``outcome``, per sex, with the
+    age-adjusted hazard ratios against Normal that the verdict rests on."""
+    o = order.loc[(order["method"] == method) & (order["outcome"] == outcome)]
+    if o.empty:
+        return None
+    parts = []
+    for sex, sub in o.groupby("sex", sort=True):
+        by = sub.set_index("group")
+        status, basis = str(sub["status"].iloc[0]), str(sub["basis"].iloc[0])
+        if basis == "Lower and Higher Risk":
+            why = f"{_hr_text(by, 'Lower Risk')}, {_hr_text(by, 'Higher Risk')}"
+        elif basis in by.index:
+            why = _hr_text(by, basis)
+        else:
+            why = f"fewer than {int(by['events'].min())} events in a group"
+        parts.append(f"{status} in {_who(str(sex))} ({why})")
+    return (f"Is Higher Risk at higher risk? The groups of {_plain(method)}, the shipped score, "
+            f"are {' and '.join(parts)} for {outcome.replace('_', ' ')}: age-adjusted hazard "
+            "ratio against Normal, held-out people of this cohort.")
+
+
+def across_sentence(order: pd.DataFrame) -> str | None:
+    """How many (sex, score, outcome) have ordered groups, and under which scores the groups
+    of the first outcome are ordered in every sex."""
+    v = order.drop_duplicates(["sex", "method", "outcome"])
+    if v.empty:
+        return None
+    counts = v["status"].value_counts()
+    first = outcome_order(v["outcome"])[0]
+    f = v.loc[v["outcome"] == first]
+    both = f.groupby("method")["status"].agg(lambda s: bool((s == "ordered").all()))
+    names = [_plain(m) for m in both.index[both.to_numpy(bool)]]
+    what = first.replace("_", " ")
+    return (f"Across every score with groups and every linked outcome ({len(v)} sex, score and "
+            f"outcome combinations), the groups are ordered in {int(counts.get('ordered', 0))}, "
+            f"not ordered in {int(counts.get('not ordered', 0))} and too few to tell in "
+            f"{int(counts.get('too few', 0))}; for {what}, ordered in every sex under "
+            + (", ".join(names) if names else "no score") + ".")
+
+
+def _dc(r: pd.Series) -> str:
+    return f"{r['dc']:+.3f} ({r['dc_low']:+.3f} to {r['dc_high']:+.3f})"
+
+
+def gain_sentence(gain: pd.DataFrame, outcome: str) -> str | None:
+    """The largest gain over age in C for ``outcome`` among the distances, per sex, and the
+    scores whose interval lies above 0."""
+    g = gain.loc[(gain["outcome"] == outcome) & ~gain["reference"].astype(bool)]
+    g = g.dropna(subset=["dc"])
+    if g.empty:
+        return None
+    parts, above = [], []
+    for sex, sub in g.groupby("sex", sort=True):
+        best = sub.loc[sub["dc"].idxmax()]
+        parts.append(f"{_plain(best['method'])} in {_who(str(sex))}, {_dc(best)}")
+        above += [f"{_plain(m)} ({_who(str(sex))})"
+                  for m in sub.loc[sub["dc_low"] > 0, "method"]]
+    return (f"Beyond age, the largest gain in Harrell's C for {outcome.replace('_', ' ')} "
+            f"(dC = C(age + score) - C(age), 95% interval) is {'; '.join(parts)}; "
+            + ("interval above 0: " + ", ".join(above) if above
+               else "no distance's interval lies above 0") + ".")
+
+
+def stability_sentence(record: dict[str, Any] | None, method: str | None) -> str | None:
+    """The pre-registered stability rule's verdict on the shipped SPHR score, naming where it
+    was measured (the development set), or that it was not measured."""
+    if not record or not method or not method.startswith("sphr"):
+        return None
+    entry = record.get("spread") or {}
+    rule = entry.get("rule") or {}
+    verdicts = {sex: by[method]["passes"] for sex, by in rule.items() if method in by}
+    if not verdicts:
+        return (f"The stability of {_plain(method)} from fit to fit has not been measured for "
+                "this run's training settings (docs/METHODS.md, \"SPHR's stability from fit "
+                "to fit\").")
+    said = [f"{'passes' if ok else 'does not pass'} in {_who(sex)}"
+            for sex, ok in sorted(verdicts.items())]
+    where = (f"measured on the development set (NHANES, {entry['n']:,} people, "
+             f"{entry['deaths']:,} deaths), not on this cohort" if "n" in entry
+             else "measured on the development set, not on this cohort")
+    return (f"By the pre-registered stability rule ({where}), {_plain(method)} "
+            f"{' and '.join(said)}.")
+
+
+def population_sentence(ages: pd.DataFrame) -> str | None:
+    """Who among the held-out people lies outside the ages of the healthy people that set the
+    bounds (``ages``: sex, age_years, role in {"reference", "scored"})."""
+    if ages.empty or not (ages["role"] == "scored").any():
+        return None
+    parts, outside, total = [], 0, 0
+    for sex, sub in ages.groupby("sex", sort=True):
+        ref = sub.loc[sub["role"] == "reference", "age_years"].to_numpy(float)
+        scored = sub.loc[sub["role"] == "scored", "age_years"].to_numpy(float)
+        if not ref.size:
+            continue
+        k = int(((scored < ref.min()) | (scored > ref.max())).sum())
+        outside, total = outside + k, total + scored.size
+        parts.append(f"{_who(str(sex))} {np.min(ref):.0f}-{np.max(ref):.0f}")
+    if not parts:
+        return None
+    share = 100 * outside / max(total, 1)
+    return (f"The model is applied here to the held-out part of the cohort it was fitted on; "
+            f"{outside:,} of {total:,} held-out people ({share:.1f}%) are outside the ages of "
+            f"the healthy people who set the bounds ({'; '.join(parts)}) and take the nearest "
+            "age group's bounds.")
+
+
+def reading_line(gain: pd.DataFrame, sex: str) -> str | None:
+    """The forest plot's one-line reading for one sex: per outcome, the distances whose dC
+    interval lies above 0."""
+    g = gain.loc[(gain["sex"] == sex) & ~gain["method"].map(is_reference).astype(bool)]
+    if g.empty:
+        return None
+    parts = []
+    for outcome in outcome_order(g["outcome"]):
+        sub = g.loc[(g["outcome"] == outcome)].dropna(subset=["dc"])
+        up = [_plain(m) for m in sub.loc[sub["dc_low"] > 0, "method"]]
+        parts.append(f"{outcome.replace('_', ' ')}: "
+                     + (", ".join(up) if up else f"none of {len(sub)}"))
+    return f"{_who(sex).capitalize()}, distances adding to age beyond chance: " \
+        + "; ".join(parts) + "."
