@@ -87,12 +87,12 @@ def _verdict(rule: dict[str, Any] | None, shipped: str | None) -> str:
         r = by.get(shipped)
         if r is None:
             continue
-        why = [] if r["passes"] else (
-            ([] if r["above_half"] else ["its interval reaches 0.5"])
-            + ([] if r["sd_at_most_raw"] else
-               [f"its refit SD ({r['sd']:.3f}) exceeds the raw distance's ({r['raw_sd']:.3f})"]))
+        why = [] if r["passes"] else _reasons(r)
+        gain = (f" (mean dC {r['mean_dc']:+.3f} [{r['interval'][0]:+.3f}, "
+                f"{r['interval'][1]:+.3f}])" if r.get("mean_dc") is not None
+                and None not in r["interval"] else "")
         parts.append(f"in {SEX_NAMES.get(sex, sex)} it " + (
-            "passes" if r["passes"] else "does not pass (" + "; ".join(why) + ")"))
+            f"passes{gain}" if r["passes"] else "does not pass (" + "; ".join(why) + ")"))
         if not r["passes"]:
             failed.append(SEX_NAMES.get(sex, sex))
     if not parts:
@@ -102,9 +102,27 @@ def _verdict(rule: dict[str, Any] | None, shipped: str | None) -> str:
         f" So in {' and '.join(failed)} its groups are one fit's ordering, which the next fit "
         f"of the same data may not keep; {method_name('raw_euclidean')}, measured over the same "
         f"refits, is the steadier ranking.")
-    return (" By the project's pre-registered stability rule (docs/METHODS.md, \"SPHR's "
-            "stability from fit to fit\"), the shipped score: " + "; ".join(parts) + "."
-            + caution)
+    by_dc = any("mean_dc" in r for by in rule.values() for r in by.values())
+    name = ("\"Higher risk for your age\": what it adds to age, dC = C(age + score) - C(age)"
+            if by_dc else "\"SPHR's stability from fit to fit\"")
+    return (f" By the project's pre-registered rule (docs/METHODS.md, {name}), the shipped "
+            "score: " + "; ".join(parts) + "." + caution)
+
+
+def _reasons(r: dict[str, Any]) -> list[str]:
+    """Why a score did not pass: the rule by dC (every refit's gain over age, its interval,
+    the refit spread of C) or, for a record measured before it, the refit-SD rule."""
+    if "mean_dc" in r:
+        lo = r["interval"][0]
+        return (([] if r["dc_interval_above_0"] else
+                 [f"its mean gain over age, dC {r['mean_dc']:+.3f}, has an interval reaching "
+                  f"{lo:+.3f}" if lo is not None else "its gain over age was not estimable"])
+                + ([] if r["every_refit_dc_above_0"] else ["a refit's dC is not above 0"])
+                + ([] if r["c_sd_at_most"] else
+                   [f"its refit SD of C ({r['c_sd']:.3f}) exceeds 0.02"]))
+    return (([] if r["above_half"] else ["its interval reaches 0.5"])
+            + ([] if r["sd_at_most_raw"] else
+               [f"its refit SD ({r['sd']:.3f}) exceeds the raw distance's ({r['raw_sd']:.3f})"]))
 
 
 def with_refit_sd(frame: pd.DataFrame, record: dict[str, Any] | None) -> pd.DataFrame:
