@@ -377,7 +377,9 @@ def test_score_reproduces_risk_groups(risk_out, run_dir, ukb_export, tmp_path):
     assert (both["group_new"] == both["group"]).mean() > 0.999
 
 
-def test_risk_model_fit_save_load_score_reproduces_the_fitted_rows(run_dir, tmp_path):
+@pytest.mark.parametrize("standardization", ["training_groups", "calibration_line"])
+def test_risk_model_fit_save_load_score_reproduces_the_fitted_rows(run_dir, tmp_path,
+                                                                    standardization):
     """One fitted object: RiskModel.fit -> save -> load -> score gives the calibration and
     test people the rows the fit gave them (from the baseline in UKB units, through the saved
     normalizer, marker scaler, representations, references, standardizers and bounds), and
@@ -387,10 +389,13 @@ def test_risk_model_fit_save_load_score_reproduces_the_fitted_rows(run_dir, tmp_
     from sphr.risk.fit import fit_run
     from sphr.risk.model import RiskModel
 
-    config = RiskConfig(n_bootstrap=10, n_bootstrap_linked=10, device="cpu")
+    from sphr.risk.pipeline import thresholds_table
+
+    config = RiskConfig(n_bootstrap=10, n_bootstrap_linked=10, device="cpu",
+                        standardization=standardization)
     fitted = fit_run(run_dir, config)
     assert set(fitted.sexes_) == {"female", "male"} and tuple(fitted.rows_.columns) == COLUMNS
-    fitted.save(tmp_path / "model")
+    spec_path = fitted.save(tmp_path / "model")
     loaded = RiskModel.load(tmp_path / "model", device="cpu")
     assert loaded.config == config and loaded.skipped_ == fitted.skipped_
     assert loaded.unscored_ == fitted.unscored_
@@ -409,6 +414,9 @@ def test_risk_model_fit_save_load_score_reproduces_the_fitted_rows(run_dir, tmp_
     assert (both["label_new"] == both["label"]).all()  # the saved clinical ranges
     loaded.save(tmp_path / "again")
     assert tree_sha256(tmp_path / "again") == tree_sha256(tmp_path / "model")
+    table = thresholds_table(json.loads(spec_path.read_text()))
+    calibrated = table[table["mode"] == "calibrated"]
+    assert calibrated["normal_high"].notna().all() and calibrated["score_scale"].gt(0).all()
 
 
 def test_the_fit_of_a_sex_returns_what_it_fitted(run_dir):

@@ -16,11 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sphr.cohorts.age import group_names
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
 from sphr.labels import SEX_CODE
 from sphr.layout import cohort_dir, ingest_dir, risk_dir, train_dir
 from sphr.risk.absolute import shipped
+from sphr.risk.calibration import AgeStandardizer
 from sphr.risk.config import RiskConfig
 from sphr.risk.fit import fit_run
 from sphr.risk.intervals import NORMAL
@@ -45,19 +47,21 @@ def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
         for method, m in s["methods"].items():
             for mode, model in m["modes"].items():
                 std, bounds = model.get("standardizer") or {}, model.get("bounds") or {}
-                strata = model.get("strata") or {g: None for g in std.get("center", {})}
+                names = group_names(tuple(tuple(g) for g in model["age_groups"]))
+                strata = model.get("strata") or {g: None for g in names}
+                fitted = AgeStandardizer.from_dict(std, names) if std else None
                 for group, st in strata.items():
                     row: dict[str, Any] = {"sex": sex, "method": method, "mode": mode,
                                            "age_group": group}
                     if st is not None:
                         row.update(n_bfh=st["n_bfh"], n_reference=st["n_reference"],
                                    pooled_groups=" ".join(st["pooled_groups"]))
-                    if std:
-                        row.update(score_center=std["center"][group],
-                                   score_scale=std["scale"][group],
-                                   standardized_on=" ".join(std["pooled_groups"][group]))
+                    if fitted is not None:
+                        # a standardization linear in age: at the group's midpoint age
+                        c, sc = (float(v[0]) for v in fitted.location_scale(np.array([group])))
+                        row.update(score_center=c, score_scale=sc, standardized_on=" ".join(
+                            fitted.pooled_.get(group, ["every age (line)"])))
                     if mode == "calibrated":
-                        c, sc = std["center"][group], std["scale"][group]
                         row.update(normal_low=np.nan,
                                    normal_high=c + sc * bounds["normal"]["value"],
                                    lower_low=np.nan, lower_high=c + sc * bounds["lower"]["value"],
