@@ -388,7 +388,6 @@ def test_risk_model_fit_save_load_score_reproduces_the_fitted_rows(run_dir, tmp_
     from sphr.risk.config import RiskConfig
     from sphr.risk.fit import fit_run
     from sphr.risk.model import RiskModel
-
     from sphr.risk.pipeline import thresholds_table
 
     config = RiskConfig(n_bootstrap=10, n_bootstrap_linked=10, device="cpu",
