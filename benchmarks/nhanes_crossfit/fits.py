@@ -92,7 +92,8 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
     for space in spaces:
         run_risk(run, work / f"risk_{space}", RiskConfig(methods=methods, distance_space=space,
                                                          seed=seed, device="cpu",
-                                                         **(risk or {})))
+                                                         **(risk or {})),
+                 report=False)  # the folds' tables are read; their reports never are
         run_score(work / f"risk_{space}", heldout_csv, work / f"score_{space}", device="cpu")
         scored[space] = str(work / f"score_{space}" / "risk_groups.parquet")
         scored[f"absolute_{space}"] = str(work / f"score_{space}" /

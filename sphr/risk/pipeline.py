@@ -191,10 +191,10 @@ def linked_tables(run: Path, rows: pd.DataFrame, config: RiskConfig) -> dict[str
 
 
 def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
-               config: RiskConfig | None = None) -> dict[str, Any]:
+               config: RiskConfig | None = None, report: bool = True) -> dict[str, Any]:
     """The cross-sex export from the per-sex folders, nothing refitted: concatenated tables,
     p-values Holm-adjusted again over both sexes, the merged model for ``sphr score``, and
-    report.html."""
+    report.html (``report=False``: every table but no report, for a benchmark's many fits)."""
     from sphr.risk.report import write_report
 
     run, out = Path(run), Path(out)
@@ -259,6 +259,8 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
                            "low": round(r.low, 4), "high": round(r.high, 4)}
                        for r in normal_share.itertuples() if r.partition == "test"}}
         write_json(summary, stage / "risk_report.json")
+        if not report:
+            return summary
         write_report(stage / "report.html", rows=rows, thresholds=thresholds,
                      validation=validation, correlation=correlation, summary=summary,
                      heldout=normal_share, discrimination=discrimination,
@@ -280,8 +282,8 @@ def _absolute_eval(run: Path, candidates: pd.DataFrame | None, config: RiskConfi
     return (outcomes, *absolute_tables(candidates, outcomes, config))
 
 
-def run_risk(run: str | Path, out: str | Path | None = None, config: RiskConfig | None = None
-             ) -> dict[str, Any]:
+def run_risk(run: str | Path, out: str | Path | None = None, config: RiskConfig | None = None,
+             report: bool = True) -> dict[str, Any]:
     """``sphr risk``: each sex into ``OUT/<sex>/`` (:func:`risk_for_sex`), then the merged
     export in ``OUT`` (:func:`merge_risk`): the same tree the Dagster assets write."""
     run = Path(run)
@@ -294,7 +296,7 @@ def run_risk(run: str | Path, out: str | Path | None = None, config: RiskConfig 
                          file=run / "cohorts")
     for sex in sexes:
         risk_for_sex(run, sex, out / sex, config)
-    return merge_risk(run, [out / s for s in sexes], out, config)
+    return merge_risk(run, [out / s for s in sexes], out, config, report=report)
 def discrimination_table(pop: pd.DataFrame, followup: pd.DataFrame, config: RiskConfig
                          ) -> pd.DataFrame:
     """:func:`sphr.risk.discrimination.discrimination` of every method, plus age alone as a
