@@ -2,11 +2,14 @@
 (risk_groups rows, the linked outcomes): every sentence and table of the main report is
 formatted from one of these, never from a number typed into a template.
 
-* :func:`outcome_frame`: one row per held-out person, method and linked outcome;
-* :func:`ordering`: the group-ordering yardstick per sex, method and outcome
-  (:func:`sphr.beyond_age.ordering_table`, the one implementation);
-* :func:`gain`: the beyond-age gain dC per sex, method and outcome
-  (:func:`sphr.beyond_age.beyond_age_table`);
+* :func:`outcome_frame`: one row per held-out person, method and linked outcome (the
+  Kaplan-Meier curves and the flow);
+* :func:`yardstick`: the risk stage's beyond-age tables (``RUN/risk/linked_beyond_age``,
+  ``linked_group_ordering``, :mod:`sphr.risk.beyond`), read, not recomputed: one source for
+  the report, its appendix and the CSV beside them;
+* :func:`ordering`: the group-ordering yardstick per sex, method and outcome, with the
+  suppression rule's ``shown``;
+* :func:`gain`: the beyond-age gain dC per sex, method and outcome, in the report's order;
 * :func:`flow`: the participant flow, export -> scored -> held out -> per group;
 * :func:`group_table`: one sex's shipped groups, as the main page prints them.
 
@@ -22,13 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sphr.beyond_age import (
-    GROUP_MIN_EVENTS,
-    GROUP_MIN_N,
-    beyond_age_table,
-    ordering_table,
-)
-from sphr.risk.absolute_validation import HORIZON
+from sphr.beyond_age import GROUP_MIN_EVENTS, GROUP_MIN_N
 from sphr.risk.config import SHIPPED_SPHR
 from sphr.risk.intervals import GROUPS, NORMAL
 from sphr.risk.report.names import is_reference, ordered
@@ -38,6 +35,12 @@ from sphr.risk.supervised import is_supervised
 TOO_FEW = "too few"
 #: the scores that give no groups of their own to judge beyond age (age is the yardstick)
 NOT_GAINED = frozenset({"age"})
+#: the risk stage's yardstick tables, as keys of its ``linked`` dict
+YARDSTICK: tuple[str, ...] = ("beyond_age", "group_ordering")
+#: the group-ordering table's columns (:func:`sphr.beyond_age.ordering_table`)
+ORDERING_COLUMNS: tuple[str, ...] = ("sex", "method", "outcome", "group", "n", "events",
+                                     "mean_age", "risk", "hr", "hr_low", "hr_high", "hr_p",
+                                     "status", "basis")
 
 
 def suppressed(n: Any, events: Any) -> Any:
@@ -81,35 +84,52 @@ def outcome_frame(rows: pd.DataFrame, outcomes: pd.DataFrame | None) -> pd.DataF
     return out.assign(event=out["event"].astype(bool))[cols].reset_index(drop=True)
 
 
-def ordering(frame: pd.DataFrame) -> pd.DataFrame:
-    """The group-ordering table per sex, method and outcome, with ``shown``: whether the
-    group's own estimates may be printed (the suppression rule)."""
-    g = frame.dropna(subset=["group"])
-    out = ordering_table(g, keys=["sex", "method", "outcome"], time="time_years",
-                         event="event", age="age_years", group="group", horizon=HORIZON)
+def yardstick(linked: dict[str, pd.DataFrame] | None, rows: pd.DataFrame,
+              outcomes: pd.DataFrame | None, *, n_bootstrap: int = 200, seed: int = 0
+              ) -> dict[str, pd.DataFrame]:
+    """``{"beyond_age", "group_ordering"}``: the tables the risk stage wrote
+    (``RUN/risk/linked_*.parquet``, handed over in ``linked``), read as they are. Only a run
+    folder written before the stage wrote them has them computed here, the stage's way
+    (:func:`sphr.risk.beyond.beyond_age_tables` on the held-out people)."""
+    linked = linked or {}
+    if all(linked.get(k) is not None for k in YARDSTICK):
+        return {k: linked[k] for k in YARDSTICK}
+    from sphr.risk.beyond import beyond_age_tables
+    from sphr.risk.supervised import evaluated_on
+
+    if outcomes is None or outcomes.empty:
+        return {}
+    pop = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test")]
+    pop = pop[[c for c in ("eid", "sex", "method", "score", "group", "age_years", "label")
+               if c in pop]]
+    if pop.empty:
+        return {}
+    return beyond_age_tables(pop, outcomes.loc[outcomes["eid"].isin(pop["eid"])],
+                             n_bootstrap=n_bootstrap, seed=seed, evaluated_on=evaluated_on)
+
+
+def ordering(table: pd.DataFrame | None) -> pd.DataFrame:
+    """The stage's group-ordering table (per sex, method and outcome) with ``shown``: whether
+    the group's own estimates may be printed (the suppression rule)."""
+    if table is None or table.empty:
+        return pd.DataFrame(columns=[*ORDERING_COLUMNS, "shown"])
+    out = table.reset_index(drop=True)
     return out.assign(shown=~suppressed(out["n"], out["events"]))
 
 
-def gain(frame: pd.DataFrame, *, n_bootstrap: int = 200, seed: int = 0) -> pd.DataFrame:
-    """dC = C(age + score) - C(age) with its paired bootstrap interval, per sex, method and
-    outcome (:func:`sphr.beyond_age.beyond_age_table`), the methods in the report's order."""
-    parts = []
-    for outcome in outcome_order(frame["outcome"]):
-        sub = frame.loc[frame["outcome"] == outcome]
-        wide = sub.pivot_table(index=["eid", "sex", "age_years", "bfh", "time_years", "event"],
-                               columns="method", values="score", aggfunc="first").reset_index()
-        methods = [m for m in ordered(sub["method"].unique()) if m not in NOT_GAINED]
-        if not methods:
-            continue
-        table, _ = beyond_age_table(wide, methods, time="time_years", event="event",
-                                    age="age_years", bfh="bfh", by="sex",
-                                    n_bootstrap=n_bootstrap, seed=seed)
-        parts.append(table.rename(columns={"score": "method"}).assign(outcome=outcome))
-    if not parts:
+def gain(table: pd.DataFrame | None) -> pd.DataFrame:
+    """The stage's beyond-age table: dC = C(age + score) - C(age) with its paired bootstrap
+    interval per sex, method and outcome, death first and the methods in the report's order,
+    with ``reference`` (PhenoAge, supervised comparators)."""
+    if table is None or table.empty:
         return pd.DataFrame(columns=["sex", "method", "outcome", "n", "events", "dc", "dc_low",
                                      "dc_high", "reference"])
-    out = pd.concat(parts, ignore_index=True)
-    return out.assign(reference=out["method"].map(is_reference).astype(bool))
+    t = table.loc[~table["method"].isin(NOT_GAINED)]
+    outcome_rank = {o: k for k, o in enumerate(outcome_order(t["outcome"]))}
+    method_rank = {m: k for k, m in enumerate(ordered(t["method"].unique()))}
+    t = t.assign(_o=t["outcome"].map(outcome_rank), _m=t["method"].map(method_rank))
+    t = t.sort_values(["_o", "_m", "sex"], kind="stable").drop(columns=["_o", "_m"])
+    return t.assign(reference=t["method"].map(is_reference).astype(bool)).reset_index(drop=True)
 
 
 def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
