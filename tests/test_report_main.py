@@ -106,6 +106,7 @@ def test_main_report_opens_with_the_verdict_and_has_an_appendix(report):
         assert f"<h2>{heading}</h2>" in side
     for name in ("ordering", "gain", "flow"):
         assert len(pd.read_csv(report / f"report_{name}.csv"))
+    assert "<th>verdict</th>" in side  # the main page's words beside the stage's status
 
 
 @pytest.mark.browser
@@ -292,3 +293,33 @@ def test_a_run_folder_without_the_stage_yardstick_gets_it_computed_the_stage_way
     ctx = _context(inputs, None)
     want = ordering(inputs["linked"]["group_ordering"])
     pd.testing.assert_frame_equal(ctx["frames"]["ordering"], want)
+
+
+def test_ordered_by_point_estimates_within_chance_says_so():
+    from sphr.risk.report import verdict as vd
+    from sphr.risk.report.frames import NOT_BEYOND_CHANCE, group_table, ordering_label
+
+    frame = _groups({"Normal": 400, "Lower Risk": 150, "Higher Risk": 150},
+                    {"Normal": 0.01, "Lower Risk": 0.03, "Higher Risk": 0.06})
+    order = _ordering(frame)
+    assert ordering_label(order) == "ordered"  # both intervals above 1 on these people
+    assert group_table(order, "female", "sphr_joint").iloc[-1]["death"] == "ordered"
+    assert "are ordered in women" in vd.ordering_sentence(order, "sphr_joint", "death")
+    # Lower Risk's interval now reaches 1: still ordered by the point estimates, the words
+    # change in the cell, the verdict sentence and the count across scores
+    i = order.index[order["group"] == "Lower Risk"][0]
+    order.loc[i, ["hr", "hr_low", "hr_high"]] = [1.40, 0.95, 2.06]
+    assert ordering_label(order) == NOT_BEYOND_CHANCE
+    assert group_table(order, "female", "sphr_joint").iloc[-1]["death"] == NOT_BEYOND_CHANCE
+    text = vd.ordering_sentence(order, "sphr_joint", "death")
+    assert "are ordered, not beyond chance, in women (Lower Risk 1.40 (0.95-2.06)" in text
+    assert "ordered in 1 (1 of them not beyond chance)" in vd.across_sentence(order)
+    # a verdict resting on one group reads that group's interval only
+    one = order.assign(basis="Higher Risk")
+    assert ordering_label(one) == "ordered"
+    one.loc[one["group"] == "Higher Risk", "hr_low"] = 0.9
+    assert ordering_label(one) == NOT_BEYOND_CHANCE
+    assert group_table(one, "female", "sphr_joint").iloc[-1]["death"] \
+        == f"{NOT_BEYOND_CHANCE} (on Higher Risk only)"
+    # not ordered stays not ordered whatever the intervals
+    assert ordering_label(order.assign(status="not ordered")) == "not ordered"

@@ -46,7 +46,7 @@ from sphr.risk.report.figures import (
     share_plot,
     validation_plot,
 )
-from sphr.risk.report.frames import TOO_FEW
+from sphr.risk.report.frames import TOO_FEW, ordering_label
 from sphr.risk.report.main import main_context
 from sphr.risk.report.main_figures import BAND_MIN_N
 from sphr.risk.report.names import main_outcome, method_name
@@ -151,6 +151,10 @@ def _ordering_shown(order: pd.DataFrame) -> pd.DataFrame:
     """The appendix's ordering table: suppressed groups' estimates blanked, display names, the
     hazard ratios' p Holm-adjusted over the table (the multiplicity said)."""
     o = order.copy()
+    keys = ["sex", "method", "outcome"]
+    # the verdict in the main page's words, "ordered, not beyond chance" included
+    labels = {k: ordering_label(b) for k, b in o.groupby(keys, sort=False)}
+    o["verdict"] = [labels[k] for k in zip(o["sex"], o["method"], o["outcome"], strict=True)]
     hidden = ~o["shown"].astype(bool)
     o.loc[hidden, ["risk", "hr", "hr_low", "hr_high", "hr_p"]] = float("nan")
     o["hr_p_holm"] = holm(o["hr_p"].to_numpy(float))

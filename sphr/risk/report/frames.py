@@ -27,7 +27,7 @@ import pandas as pd
 
 from sphr.beyond_age import GROUP_MIN_EVENTS, GROUP_MIN_N
 from sphr.risk.config import SHIPPED_SPHR
-from sphr.risk.intervals import GROUPS, NORMAL
+from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.report.names import is_reference, ordered
 from sphr.risk.supervised import is_supervised
 
@@ -35,12 +35,31 @@ from sphr.risk.supervised import is_supervised
 TOO_FEW = "too few"
 #: the scores that give no groups of their own to judge beyond age (age is the yardstick)
 NOT_GAINED = frozenset({"age"})
+#: the verdict of groups ordered by their point estimates whose hazard ratios' 95% intervals
+#: do not all lie above 1 (:func:`ordering_label`)
+NOT_BEYOND_CHANCE = "ordered, not beyond chance"
 #: the risk stage's yardstick tables, as keys of its ``linked`` dict
 YARDSTICK: tuple[str, ...] = ("beyond_age", "group_ordering")
 #: the group-ordering table's columns (:func:`sphr.beyond_age.ordering_table`)
 ORDERING_COLUMNS: tuple[str, ...] = ("sex", "method", "outcome", "group", "n", "events",
                                      "mean_age", "risk", "hr", "hr_low", "hr_high", "hr_p",
                                      "status", "basis")
+
+
+def ordering_label(block: pd.DataFrame) -> str:
+    """The verdict of one sex, score and outcome (its group rows) as the report prints it:
+    the stage's ``status``, where "ordered" (by point estimates) reads
+    :data:`NOT_BEYOND_CHANCE` when a hazard ratio the verdict rests on (``basis``: Lower and
+    Higher Risk, or the one group named) has a 95% interval that reaches 1."""
+    status, basis = str(block["status"].iloc[0]), str(block["basis"].iloc[0])
+    if status != "ordered":
+        return status
+    by = block.set_index("group")
+    groups = [LOWER_RISK, HIGHER_RISK] if basis == "Lower and Higher Risk" else [basis]
+    if not set(groups) <= set(by.index):
+        return status
+    low = by.loc[groups, "hr_low"].to_numpy(float)
+    return status if bool((low > 1).all()) else NOT_BEYOND_CHANCE
 
 
 def suppressed(n: Any, events: Any) -> Any:
@@ -195,7 +214,8 @@ def group_table(order: pd.DataFrame, sex: str, method: str) -> pd.DataFrame:
     """One sex's shipped groups: n and mean age (the first outcome's held-out people), then per
     outcome one cell "observed 10-year risk (Kaplan-Meier); age-adjusted hazard ratio against
     Normal", :data:`TOO_FEW` under the suppression rule; a last row gives each outcome's
-    ordering verdict and its basis ("not ordered" where the groups are not)."""
+    ordering verdict (:func:`ordering_label`: "not ordered" where the groups are not,
+    "ordered, not beyond chance" where only the point estimates are) and its basis."""
     o = order.loc[(order["sex"] == sex) & (order["method"] == method)]
     names = outcome_order(o["outcome"])
     if not names:
@@ -210,7 +230,7 @@ def group_table(order: pd.DataFrame, sex: str, method: str) -> pd.DataFrame:
         by = o.loc[o["outcome"] == name].set_index("group")
         what = name.replace("_", " ")
         table[what] = [_cell(by.loc[g], g) for g in GROUPS]
-        status, basis = str(by["status"].iloc[0]), str(by["basis"].iloc[0])
-        verdict[what] = status if basis in ("none", "Lower and Higher Risk") \
-            else f"{status} (on {basis} only)"
+        label, basis = ordering_label(by.reset_index()), str(by["basis"].iloc[0])
+        verdict[what] = label if basis in ("none", "Lower and Higher Risk") \
+            else f"{label} (on {basis} only)"
     return pd.concat([table, pd.DataFrame([verdict])], ignore_index=True)
