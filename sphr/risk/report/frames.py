@@ -113,18 +113,11 @@ def yardstick(linked: dict[str, pd.DataFrame] | None, rows: pd.DataFrame,
     linked = linked or {}
     if all(linked.get(k) is not None for k in YARDSTICK):
         return {k: linked[k] for k in YARDSTICK}
-    from sphr.risk.beyond import beyond_age_tables
-    from sphr.risk.supervised import evaluated_on
+    from sphr.risk.beyond import scored_tables
 
-    if outcomes is None or outcomes.empty:
+    if outcomes is None or outcomes.empty or rows.empty:
         return {}
-    pop = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test")]
-    pop = pop[[c for c in ("eid", "sex", "method", "score", "group", "age_years", "label")
-               if c in pop]]
-    if pop.empty:
-        return {}
-    return beyond_age_tables(pop, outcomes.loc[outcomes["eid"].isin(pop["eid"])],
-                             n_bootstrap=n_bootstrap, seed=seed, evaluated_on=evaluated_on)
+    return scored_tables(rows, outcomes, n_bootstrap=n_bootstrap, seed=seed, partition="test")
 
 
 def ordering(table: pd.DataFrame | None) -> pd.DataFrame:

@@ -41,9 +41,11 @@ def _hr_text(by: pd.DataFrame, group: str) -> str:
     return f"{group} {r['hr']:.2f} ({r['hr_low']:.2f}-{r['hr_high']:.2f})"
 
 
-def ordering_sentence(order: pd.DataFrame, method: str, outcome: str) -> str | None:
+def ordering_sentence(order: pd.DataFrame, method: str, outcome: str, *,
+                      people: str = "held-out people of this cohort") -> str | None:
     """Whether ``method``'s groups are ordered by risk of ``outcome``, per sex, with the
-    age-adjusted hazard ratios against Normal that the verdict rests on."""
+    age-adjusted hazard ratios against Normal that the verdict rests on; ``people``: whose
+    outcomes they are."""
     o = order.loc[(order["method"] == method) & (order["outcome"] == outcome)]
     if o.empty:
         return None
@@ -62,7 +64,7 @@ def ordering_sentence(order: pd.DataFrame, method: str, outcome: str) -> str | N
         parts.append(f"{status}{sep}in {_who(str(sex))} ({why})")
     return (f"Is Higher Risk at higher risk? The groups of {_plain(method)}, the shipped score, "
             f"are {' and '.join(parts)} for {outcome.replace('_', ' ')}: age-adjusted hazard "
-            "ratio against Normal, held-out people of this cohort.")
+            f"ratio against Normal, {people}.")
 
 
 def across_sentence(order: pd.DataFrame) -> str | None:
