@@ -104,3 +104,29 @@ def test_score_builds_the_outcomes_with_the_release_file(run, ukb_export, scored
     e, d = (f.loc[f["outcome"] == "death"] for f in (early, late))
     assert e["time_years"].max() < d["time_years"].max()
     assert e["event"].sum() <= d["event"].sum()
+
+
+def test_the_refresh_judges_its_groups_or_says_why(run, ukb_export):
+    from sphr.data.ingest import ingest
+    from sphr.risk.refresh import run_refresh
+
+    result = ingest(ukb_export)
+    baseline, outcomes = result.baseline.to_pandas(), result.outcomes.to_pandas()
+    info = run_refresh(run, baseline, ukb_export, "v-linked", device="cpu", outcomes=outcomes,
+                       date="2026-01-01")
+    out = run / "risk" / "refresh" / "v-linked"
+    assert info["ordering"]["judged"]
+    order = pd.read_parquet(out / "group_ordering.parquet")
+    assert set(order["sex"]) == {"female", "male"} and set(order["method"]) == set(METHODS)
+    text = (out / "report.md").read_text()
+    assert text.index("Verdict") < text.index("Women:") < text.index("Men:") \
+        < text.index("What each score adds to age") < text.index("Changes since")
+    assert "everyone scored in this refresh" in text
+    why = "the export has none of the linked fields (test)"
+    info = run_refresh(run, baseline, ukb_export, "v-bare", device="cpu", no_outcomes=why,
+                       date="2026-01-02")
+    out = run / "risk" / "refresh" / "v-bare"
+    assert not info["ordering"]["judged"] and not (out / "group_ordering.parquet").exists()
+    text = (out / "report.md").read_text()
+    assert f"cannot be judged on this export: {why}." in text
+    assert text.index("cannot be judged") < text.index("Changes since")
