@@ -125,8 +125,18 @@ def ordering(table: pd.DataFrame | None) -> pd.DataFrame:
     the group's own estimates may be printed (the suppression rule)."""
     if table is None or table.empty:
         return pd.DataFrame(columns=[*ORDERING_COLUMNS, "shown"])
-    out = table.reset_index(drop=True)
+    out = _report_order(table)
     return out.assign(shown=~suppressed(out["n"], out["events"]))
+
+
+def _report_order(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows by sex, outcome (death first) and method (the report's order), each block's
+    rows kept in their order."""
+    outcome_rank = {o: k for k, o in enumerate(outcome_order(table["outcome"]))}
+    method_rank = {m: k for k, m in enumerate(ordered(table["method"].unique()))}
+    t = table.assign(_o=table["outcome"].map(outcome_rank), _m=table["method"].map(method_rank))
+    return t.sort_values(["sex", "_o", "_m"], kind="stable").drop(columns=["_o", "_m"]) \
+        .reset_index(drop=True)
 
 
 def gain(table: pd.DataFrame | None) -> pd.DataFrame:
@@ -136,12 +146,8 @@ def gain(table: pd.DataFrame | None) -> pd.DataFrame:
     if table is None or table.empty:
         return pd.DataFrame(columns=["sex", "method", "outcome", "n", "events", "dc", "dc_low",
                                      "dc_high", "reference"])
-    t = table.loc[~table["method"].isin(NOT_GAINED)]
-    outcome_rank = {o: k for k, o in enumerate(outcome_order(t["outcome"]))}
-    method_rank = {m: k for k, m in enumerate(ordered(t["method"].unique()))}
-    t = t.assign(_o=t["outcome"].map(outcome_rank), _m=t["method"].map(method_rank))
-    t = t.sort_values(["_o", "_m", "sex"], kind="stable").drop(columns=["_o", "_m"])
-    return t.assign(reference=t["method"].map(is_reference).astype(bool)).reset_index(drop=True)
+    t = _report_order(table.loc[~table["method"].isin(NOT_GAINED)])
+    return t.assign(reference=t["method"].map(is_reference).astype(bool))
 
 
 def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
