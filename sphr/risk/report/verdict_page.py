@@ -69,7 +69,7 @@ def verdict_blocks(tables: dict[str, pd.DataFrame] | None, rows: pd.DataFrame,
     ``tables``: ``{"beyond_age", "group_ordering"}`` or None (no linked records: the page
     says ``why_not``); ``record``: the model's SPHR record (which SPHR score ships);
     ``people``: whose outcomes these are, as the verdict names them."""
-    head: list[Block] = [("h2", "Verdict: is Higher Risk at higher risk?")]
+    head: list[Block] = [("h2", "Verdict")]
     order = fr.ordering((tables or {}).get("group_ordering"))
     if order.empty:
         return [*head, ("p", "Whether the groups are ordered by risk cannot be judged on this "
