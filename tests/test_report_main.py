@@ -53,14 +53,25 @@ def population(seed: int = 0, n: int = 700) -> tuple[pd.DataFrame, pd.DataFrame]
     return pd.concat(frames, ignore_index=True), pd.concat(outs, ignore_index=True)
 
 
+def stage_tables(rows: pd.DataFrame, outcomes: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The yardstick tables as the risk stage writes them (sphr.risk.pipeline.linked_tables)."""
+    from sphr.risk.beyond import beyond_age_tables
+    from sphr.risk.supervised import evaluated_on
+
+    pop = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test"),
+                   ["eid", "sex", "method", "score", "group", "age_years", "label"]]
+    return beyond_age_tables(pop, outcomes, n_bootstrap=30, seed=0, evaluated_on=evaluated_on)
+
+
 @pytest.fixture(scope="module")
 def inputs():
     rows, outcomes = population()
     from sphr.risk.report.frames import gain, ordering, outcome_frame
 
     frame = outcome_frame(rows, outcomes)
-    return {"rows": rows, "outcomes": outcomes, "frame": frame, "order": ordering(frame),
-            "gain": gain(frame, n_bootstrap=30)}
+    linked = stage_tables(rows, outcomes)
+    return {"rows": rows, "outcomes": outcomes, "frame": frame, "linked": linked,
+            "order": ordering(linked["group_ordering"]), "gain": gain(linked["beyond_age"])}
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +91,7 @@ def report(tmp_path_factory, inputs):
     write_report(out / "report.html", rows=rows, thresholds=thresholds, validation=None,
                  correlation=None, summary=summary, absolute=(None, inputs["outcomes"], None,
                                                               None),
-                 n_bootstrap=30, pdf=HAS_CHROMIUM)
+                 linked=inputs["linked"], n_bootstrap=30, pdf=HAS_CHROMIUM)
     return out
 
 
@@ -95,6 +106,7 @@ def test_main_report_opens_with_the_verdict_and_has_an_appendix(report):
         assert f"<h2>{heading}</h2>" in side
     for name in ("ordering", "gain", "flow"):
         assert len(pd.read_csv(report / f"report_{name}.csv"))
+    assert "<th>verdict</th>" in side  # the main page's words beside the stage's status
 
 
 @pytest.mark.browser
@@ -152,13 +164,21 @@ def _groups(n: dict[str, int], rate: dict[str, float], seed: int = 1) -> pd.Data
                         score=0.0, bfh=False)
 
 
+def _ordering(frame: pd.DataFrame) -> pd.DataFrame:
+    """The report's ordering frame of constructed people, the stage's table first."""
+    from sphr.beyond_age import ordering_table
+    from sphr.risk.report.frames import ordering
+
+    return ordering(ordering_table(frame, keys=["sex", "method", "outcome"], age="age_years"))
+
+
 def test_small_groups_are_suppressed():
-    from sphr.risk.report.frames import TOO_FEW, group_table, ordering
+    from sphr.risk.report.frames import TOO_FEW, group_table
 
     # Higher Risk: 8 people; Lower Risk: 60 people but a hazard giving almost no events
     frame = _groups({"Normal": 400, "Lower Risk": 60, "Higher Risk": 8},
                     {"Normal": 0.02, "Lower Risk": 0.002, "Higher Risk": 0.3})
-    order = ordering(frame)
+    order = _ordering(frame)
     by = order.set_index("group")
     assert by.loc["Higher Risk", "n"] == 8 and by.loc["Lower Risk", "events"] < 5
     assert not by.loc["Higher Risk", "shown"] and not by.loc["Lower Risk", "shown"]
@@ -172,12 +192,12 @@ def test_small_groups_are_suppressed():
 
 def test_inverted_groups_are_flagged_not_ordered():
     from sphr.risk.report import verdict as vd
-    from sphr.risk.report.frames import group_table, ordering
+    from sphr.risk.report.frames import group_table
 
     # Higher Risk dies least: the groups are inverted
     frame = _groups({"Normal": 400, "Lower Risk": 150, "Higher Risk": 150},
                     {"Normal": 0.04, "Lower Risk": 0.02, "Higher Risk": 0.01})
-    order = ordering(frame)
+    order = _ordering(frame)
     assert set(order["status"]) == {"not ordered"}
     assert group_table(order, "female", "sphr_joint").iloc[-1]["death"] == "not ordered"
     assert "are not ordered in women" in vd.ordering_sentence(order, "sphr_joint", "death")
@@ -185,7 +205,7 @@ def test_inverted_groups_are_flagged_not_ordered():
     ok = frame.assign(group=frame["group"].map({"Normal": "Higher Risk",
                                                 "Higher Risk": "Normal",
                                                 "Lower Risk": "Lower Risk"}))
-    assert set(ordering(ok)["status"]) == {"ordered"}
+    assert set(_ordering(ok)["status"]) == {"ordered"}
 
 
 def test_decision_curve_treat_all_and_none():
@@ -234,3 +254,72 @@ def test_main_report_fits_the_page_in_a_real_browser(report):
         assert driver.execute_script(script)
     finally:
         driver.quit()
+
+
+def _context(inputs, linked):
+    from sphr.risk.report.main import main_context
+
+    summary = {"run": "/nonexistent", "sexes": ["female", "male"], "skipped": {}}
+    return main_context(inputs["rows"], summary, ["female", "male"],
+                        (None, inputs["outcomes"], None, None), linked, n_bootstrap=30)
+
+
+def test_the_main_pages_read_the_stage_yardstick_not_a_recomputation(inputs, monkeypatch):
+    import sphr.risk.beyond
+
+    def recomputed(*args, **kwargs):
+        raise AssertionError("the report recomputed what the risk stage wrote")
+
+    monkeypatch.setattr(sphr.risk.beyond, "beyond_age_tables", recomputed)
+    linked = {k: v.copy() for k, v in inputs["linked"].items()}
+    go, ba = linked["group_ordering"], linked["beyond_age"]
+    i = go.index[(go["sex"] == "female") & (go["method"] == "sphr_joint")
+                 & (go["outcome"] == "death") & (go["group"] == "Higher Risk")][0]
+    go.loc[i, ["hr", "hr_low", "hr_high"]] = [7.77, 6.66, 8.88]
+    j = ba.index[(ba["sex"] == "male") & (ba["method"] == "raw_euclidean")
+                 & (ba["outcome"] == "death")][0]
+    ba.loc[j, ["dc", "dc_low", "dc_high"]] = [0.321, 0.3, 0.35]
+    ctx = _context(inputs, linked)
+    assert "Higher Risk 7.77 (6.66-8.88)" in ctx["verdict"][0]
+    assert "HR 7.77 (6.66-8.88)" in ctx["group_tables"][0][1]
+    assert any("+0.321 (+0.300 to +0.350)" in s for s in ctx["verdict"])
+    got = ctx["frames"]["gain"].set_index(["sex", "method", "outcome"])
+    assert got.loc[("male", "raw_euclidean", "death"), "dc"] == 0.321
+
+
+def test_a_run_folder_without_the_stage_yardstick_gets_it_computed_the_stage_way(inputs):
+    from sphr.risk.report.frames import ordering
+
+    ctx = _context(inputs, None)
+    want = ordering(inputs["linked"]["group_ordering"])
+    pd.testing.assert_frame_equal(ctx["frames"]["ordering"], want)
+
+
+def test_ordered_by_point_estimates_within_chance_says_so():
+    from sphr.risk.report import verdict as vd
+    from sphr.risk.report.frames import NOT_BEYOND_CHANCE, group_table, ordering_label
+
+    frame = _groups({"Normal": 400, "Lower Risk": 150, "Higher Risk": 150},
+                    {"Normal": 0.01, "Lower Risk": 0.03, "Higher Risk": 0.06})
+    order = _ordering(frame)
+    assert ordering_label(order) == "ordered"  # both intervals above 1 on these people
+    assert group_table(order, "female", "sphr_joint").iloc[-1]["death"] == "ordered"
+    assert "are ordered in women" in vd.ordering_sentence(order, "sphr_joint", "death")
+    # Lower Risk's interval now reaches 1: still ordered by the point estimates, the words
+    # change in the cell, the verdict sentence and the count across scores
+    i = order.index[order["group"] == "Lower Risk"][0]
+    order.loc[i, ["hr", "hr_low", "hr_high"]] = [1.40, 0.95, 2.06]
+    assert ordering_label(order) == NOT_BEYOND_CHANCE
+    assert group_table(order, "female", "sphr_joint").iloc[-1]["death"] == NOT_BEYOND_CHANCE
+    text = vd.ordering_sentence(order, "sphr_joint", "death")
+    assert "are ordered, not beyond chance, in women (Lower Risk 1.40 (0.95-2.06)" in text
+    assert "ordered in 1 (1 of them not beyond chance)" in vd.across_sentence(order)
+    # a verdict resting on one group reads that group's interval only
+    one = order.assign(basis="Higher Risk")
+    assert ordering_label(one) == "ordered"
+    one.loc[one["group"] == "Higher Risk", "hr_low"] = 0.9
+    assert ordering_label(one) == NOT_BEYOND_CHANCE
+    assert group_table(one, "female", "sphr_joint").iloc[-1]["death"] \
+        == f"{NOT_BEYOND_CHANCE} (on Higher Risk only)"
+    # not ordered stays not ordered whatever the intervals
+    assert ordering_label(order.assign(status="not ordered")) == "not ordered"

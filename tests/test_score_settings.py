@@ -89,3 +89,12 @@ def test_a_run_settings_file_may_hold_the_score_table(tmp_path):
     path = _toml(tmp_path, "[cohorts]\nseed = 3\n[score]\nreanchor = true\n")
     assert resolve(path).stages["cohorts"]["seed"] == 3
     assert "score" not in resolve(path).stages
+
+
+def test_the_release_outcome_file_is_an_option_and_a_key(tmp_path):
+    """``sphr score --outcomes release.json``, as ``sphr_dagster run --outcomes`` takes it."""
+    assert ScoreSettings().outcomes is None
+    assert _settings("--outcomes", "release.json").outcomes == "release.json"
+    path = _toml(tmp_path, '[score]\noutcomes = "rel.json"\n')
+    assert _settings("--config", str(path)).outcomes == "rel.json"
+    assert _settings("--config", str(path), "--outcomes", "cli.json").outcomes == "cli.json"

@@ -11,7 +11,16 @@ candidate: eid, sex, outcome, risk_5y, risk_10y, risk_10y_low, risk_10y_high, ri
 risk_age_outside, partition; :mod:`sphr.risk.absolute`), ``absolute_risk_candidates.parquet``
 (every candidate, with ``method`` and ``recalibrated``), ``drift.csv``
 (:mod:`sphr.risk.drift`, against the model's training population), ``report.md`` /
-``report.html`` (drift first) and ``score_report.json``, all or none.
+``report.html`` and ``score_report.json``, all or none.
+
+**Are the groups ordered by risk here?** Where the export has linked records (built as the
+ingest builds ``outcomes.parquet``, with ``ScoreSettings.outcomes``' outcome table and
+censoring dates), the people scored are judged as the risk stage judges its held-out people
+(:func:`sphr.risk.beyond.scored_tables`): ``OUT/outcomes.parquet``,
+``OUT/beyond_age.parquet`` and ``OUT/group_ordering.parquet`` (columns:
+:mod:`sphr.risk.beyond`), and the report opens with the verdict, the group-ordering table per
+sex and the gain over age per score (:mod:`sphr.risk.report.verdict_page`). Without linked
+records the report says that the ordering cannot be judged on this export, and why.
 
 **Drift** is measured before anything is scored. ``on_drift="refuse"`` stops (one
 :class:`DriftError`, nothing written) when a feature has drifted or is in other units;
@@ -61,16 +70,28 @@ def drift_verdict(table: pd.DataFrame, on_drift: str, export: Path) -> dict[str,
     return {**verdict, "line": drift_line(table)}
 
 
-def report_page(report: dict[str, Any], table: pd.DataFrame) -> tuple[str, str]:
-    """The score report as markdown and HTML: drift first (which features, how far), then
+def report_page(report: dict[str, Any], table: pd.DataFrame,
+                rows: pd.DataFrame | None = None,
+                tables: dict[str, pd.DataFrame] | None = None) -> tuple[str, str]:
+    """The score report as markdown and HTML: the verdict first, the main report's structure
+    (:mod:`sphr.risk.report.verdict_page`: are the groups ordered by risk on this export's
+    linked records, what each score adds to age), then drift (which features, how far) and
     who was scored."""
+    from sphr.risk.report.verdict_page import verdict_blocks
+
     d = report["drift"]
     flagged = table[table["status"].isin(("drift", "units", "moderate"))]
     flagged = flagged.reindex(flagged["smd"].abs().sort_values(ascending=False).index)
     anchored = report.get("reanchored")
+    judged = report.get("ordering") or {}
+    people = ("the people scored from this export (re-anchored on some of them, never on "
+              "their outcomes)" if anchored else "the people scored from this export")
     blocks = [("h1", "Risk scores of a new export"),
               ("p", f"Export {report['export']}; model {report['model']}"
                     + (f" (re-anchored from {anchored['from_model']})." if anchored else ".")),
+              *verdict_blocks(tables, rows if rows is not None else pd.DataFrame(),
+                              report.get("sphr"), people=people,
+                              why_not=judged.get("why", "no linked records were read")),
               ("h2", "Drift against the training population"),
               ("p", d["line"] + ". Thresholds: drift at |SMD| >= 0.25 or PSI >= 0.25, moderate "
                     "at 0.1 (docs/notes/TRANSPORT.md)."),
@@ -142,6 +163,26 @@ class _Scorer:
         report["model"] = str(out / "model")
 
 
+def judge_groups(ingested: Any, rows: pd.DataFrame, config: RiskConfig
+                 ) -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame] | None, dict[str, Any]]:
+    """(outcomes, ``{"beyond_age", "group_ordering"}``, what score_report.json says) of the
+    people scored, against the linked records the ingest built from the export
+    (:func:`sphr.risk.beyond.scored_tables`, the risk stage's yardstick); Nones, and why,
+    where there are none."""
+    from sphr.risk.beyond import scored_tables
+
+    if ingested.outcomes is None:
+        return None, None, {"judged": False, "why": ingested.report["outcomes"]["why"]}
+    outcomes = ingested.outcomes.to_pandas()
+    tables = scored_tables(rows, outcomes, n_bootstrap=config.n_bootstrap_linked,
+                           seed=config.seed)
+    if tables["group_ordering"].empty:
+        return None, None, {"judged": False, "why": "no person scored into a group has linked "
+                                                    "records of an outcome"}
+    return outcomes, tables, {"judged": True,
+                              "outcomes": sorted(tables["group_ordering"]["outcome"].unique())}
+
+
 def run_score(model: str | Path, export: str | Path, out: str | Path,
               settings: ScoreSettings | None = None, *, impute: bool = True,
               min_bfh: int = REANCHOR_MIN_BFH, **options: Any) -> dict[str, Any]:
@@ -150,11 +191,13 @@ def run_score(model: str | Path, export: str | Path, out: str | Path,
     ``out/``. ``options``: fields of :class:`~sphr.risk.config.ScoreSettings` over
     ``settings`` (e.g. ``device="cpu", reanchor=True``)."""
     from sphr.data.ingest import ingest
+    from sphr.data.outcomes.config import load_outcome_config
 
     settings = dataclasses.replace(settings or ScoreSettings(), **options).check()
     fitted = RiskModel.load(model, device=settings.device)
     export, out = Path(export), Path(out)
-    baseline = ingest(export).baseline.to_pandas()
+    ingested = ingest(export, outcome_config=load_outcome_config(settings.outcomes))
+    baseline = ingested.baseline.to_pandas()
     table = drift_table(baseline, fitted)
     verdict = drift_verdict(table, settings.on_drift, export)
     scorer = _Scorer.of(fitted, baseline, settings, export, min_bfh)
@@ -164,6 +207,7 @@ def run_score(model: str | Path, export: str | Path, out: str | Path,
     report["drift"] = verdict
     report["sphr"] = fitted.sphr_
     scorer.mark(rows, report)
+    outcomes, tables, report["ordering"] = judge_groups(ingested, rows, config)
     with staged_outputs(out) as stage:
         write_parquet(shipped(risks, config.absolute_method, config.absolute_recalibrate),
                       stage / "absolute_risk.parquet")
@@ -174,7 +218,11 @@ def run_score(model: str | Path, export: str | Path, out: str | Path,
         write_text(unscorable.to_csv(index=False), stage / "unscorable.csv")
         write_text(table.to_csv(index=False), stage / "drift.csv")
         scorer.save(stage, out, report)
-        text, page = report_page(report, table)
+        if tables is not None:
+            write_parquet(outcomes, stage / "outcomes.parquet")
+            for name, frame in tables.items():
+                write_parquet(frame, stage / f"{name}.parquet")
+        text, page = report_page(report, table, rows, tables)
         write_text(text, stage / "report.md")
         write_text(page, stage / "report.html")
         write_json(report, stage / "score_report.json")

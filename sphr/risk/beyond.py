@@ -88,3 +88,21 @@ def _beyond_rows(people: pd.DataFrame, sex: str, outcome: str, n_bootstrap: int,
                             wide[method], bfh=bfh, seed=seed, resamples=counts, cache=cache)
         out.append({"sex": sex, "method": method, "outcome": outcome, **fig.as_dict()})
     return out
+
+
+def scored_tables(rows: pd.DataFrame, outcomes: pd.DataFrame, *, n_bootstrap: int, seed: int,
+                  partition: str | None = None) -> dict[str, pd.DataFrame]:
+    """:func:`beyond_age_tables` of ``risk_groups`` rows (mode calibrated; of ``partition``
+    only when given) against their people's ``outcomes`` (an ``outcomes.parquet`` frame): how
+    ``sphr score``, the refresh and a report of an older run folder judge the groups the way
+    the risk stage does (a supervised comparator on its own outcome only)."""
+    from sphr.risk.supervised import evaluated_on
+
+    pop = rows.loc[rows["mode"] == "calibrated"]
+    if partition is not None:
+        pop = pop.loc[pop["partition"] == partition]
+    pop = pop[[c for c in ("eid", "sex", "method", "score", "group", "age_years", "label")
+               if c in pop]]
+    outcomes = outcomes.loc[outcomes["eid"].isin(pop["eid"])]
+    return beyond_age_tables(pop, outcomes, n_bootstrap=n_bootstrap, seed=seed,
+                             evaluated_on=evaluated_on)

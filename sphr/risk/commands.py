@@ -74,6 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         shown["reanchor"], note=f"at least {MIN_BFH} bona fide healthy people per sex")
     shown["reanchor_parts"] = dataclasses.replace(shown["reanchor_parts"],
                                                   note="this option: comma-separated")
+    shown["outcomes"] = dataclasses.replace(shown["outcomes"], unset="the default outcome table",
+                                            kwargs={"metavar": "FILE"})
     options = add_settings(p, ScoreSettings, options=shown)
     # sphr.cli reads the [score] table of --config into args.file_settings
     p.set_defaults(func=_score, setting_options=options, settings_table="score")

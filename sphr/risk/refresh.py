@@ -15,8 +15,13 @@ are kept), under ``RUN/risk/refresh/<export-version>/``:
 * ``drift.csv``: per sex and feature, SMD / PSI / KS / out-of-range share and status
   against the training population (:func:`sphr.risk.drift.drift_table`, the table
   ``sphr score`` writes);
-* ``report.md`` / ``report.html`` and ``refresh.json`` (date, export version,
-  model sha256, counts, seconds).
+* ``beyond_age.parquet`` / ``group_ordering.parquet``: where the export has linked
+  records, everyone scored judged as the risk stage judges its held-out people
+  (:func:`sphr.risk.beyond.scored_tables`; columns: :mod:`sphr.risk.beyond`);
+* ``report.md`` / ``report.html`` (the verdict first, in the main report's structure:
+  :mod:`sphr.risk.report.verdict_page`; without linked records it says why the ordering
+  cannot be judged) and ``refresh.json`` (date, export version, model sha256, counts,
+  seconds, ``ordering``).
 
 ``RUN/risk/refresh/index.json`` lists the refreshes in order; "previous" is
 the latest entry for another export version.
@@ -97,8 +102,10 @@ def _groups_by_completeness(export: pd.DataFrame) -> pd.DataFrame:
 
 
 def _report(info: dict, summary: pd.DataFrame, moved: pd.DataFrame, completeness: pd.DataFrame,
-            unscorable: pd.DataFrame, drift: pd.DataFrame | None) -> tuple[str, str]:
-    """The report as markdown and as a self-contained HTML page (same content)."""
+            unscorable: pd.DataFrame, drift: pd.DataFrame | None, verdict: list[tuple[str, Any]]
+            ) -> tuple[str, str]:
+    """The report as markdown and as a self-contained HTML page (same content): the verdict
+    first (``verdict``: :func:`sphr.risk.report.verdict_page.verdict_blocks`)."""
     blocks: list[tuple[str, Any]] = [
         ("h1", f"Risk refresh {info['date']}"),
         ("p", f"Export {info['export']}, version {info['export_version']}; model "
@@ -107,6 +114,7 @@ def _report(info: dict, summary: pd.DataFrame, moved: pd.DataFrame, completeness
         ("p", f"Scored {info['participants_scored']} participants "
               f"({info['participants_imputed']} with imputed features); "
               f"{info['unscorable']} unscorable."),
+        *verdict,
         ("h2", "Changes since the previous refresh"),
         ("p", f"Previous refresh: {info['previous_version'] or 'none (first refresh)'}."),
         ("table", summary), ("p", "Moves between groups (previous -> now):"), ("table", moved),
@@ -124,11 +132,40 @@ def _report(info: dict, summary: pd.DataFrame, moved: pd.DataFrame, completeness
     return render_page(blocks, f"Risk refresh {info['export_version']}")
 
 
+def _judged(rows: pd.DataFrame, fitted: RiskModel, outcomes: pd.DataFrame | None,
+            why_not: str | None) -> tuple[dict[str, pd.DataFrame] | None, list[tuple[str, Any]],
+                                          dict[str, Any]]:
+    """The yardstick tables of everyone scored against the export's linked records (the risk
+    stage's, :func:`sphr.risk.beyond.scored_tables`), the report's verdict blocks and what
+    refresh.json says; no tables, and why, without records."""
+    from sphr.risk.beyond import scored_tables
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.report.verdict_page import verdict_blocks
+
+    tables = None
+    why = why_not or "the refresh was given no linked records of this export"
+    if outcomes is not None and not outcomes.empty:
+        config = fitted.config or RiskConfig()
+        tables = scored_tables(rows, outcomes, n_bootstrap=config.n_bootstrap_linked,
+                               seed=config.seed)
+        if tables["group_ordering"].empty:
+            tables, why = None, "no person scored into a group has linked records of an outcome"
+    blocks = verdict_blocks(tables, rows, fitted.sphr_,
+                            people="everyone scored in this refresh", why_not=why)
+    state = ({"judged": True, "outcomes": sorted(tables["group_ordering"]["outcome"].unique())}
+             if tables else {"judged": False, "why": why})
+    return tables, blocks, state
+
+
 def run_refresh(run: str | Path, baseline: pd.DataFrame, export: str | Path, export_version: str,
                 *, model: str | Path | None = None, device: str = "auto",
                 allow_out_of_range: bool = False, drift: pd.DataFrame | None = None,
-                date: str | None = None) -> dict[str, Any]:
-    """Score ``baseline`` (the ingested new export) with RUN's current risk model."""
+                date: str | None = None, outcomes: pd.DataFrame | None = None,
+                no_outcomes: str | None = None) -> dict[str, Any]:
+    """Score ``baseline`` (the ingested new export) with RUN's current risk model.
+    ``outcomes``: the export's linked records as the ingest builds them
+    (``outcomes.parquet``'s frame), against which the groups are judged; without them the
+    report says why (``no_outcomes``: the ingest's reason)."""
     t0 = time.perf_counter()
     run = Path(run)
     model_dir = find_model_dir(model or run)
@@ -156,6 +193,7 @@ def run_refresh(run: str | Path, baseline: pd.DataFrame, export: str | Path, exp
              if len(moved) else pd.DataFrame(columns=["group_before", "group_after",
                                                       "participants"]))
     completeness = _groups_by_completeness(export_rows)
+    tables, verdict, judged = _judged(rows, fitted, outcomes, no_outcomes)
     info = {
         "date": date or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "export": str(export), "export_version": export_version, "model": str(model_dir),
@@ -165,7 +203,7 @@ def run_refresh(run: str | Path, baseline: pd.DataFrame, export: str | Path, exp
         "participants_imputed": int(export_rows["imputed_features"].gt(0).sum()),
         "unscorable": len(unscorable),
         "changes": dict(zip(summary["change"], summary["participants"].astype(int), strict=True)),
-        "score_report": score_report,
+        "score_report": score_report, "ordering": judged,
     }
     out = root / export_version
     with staged_outputs(out) as stage:
@@ -176,7 +214,9 @@ def run_refresh(run: str | Path, baseline: pd.DataFrame, export: str | Path, exp
         write_text(change_table.to_csv(index=False), stage / "changes.csv")
         if drift is not None:
             write_text(drift.to_csv(index=False), stage / "drift.csv")
-        text, page = _report(info, summary, moves, completeness, unscorable, drift)
+        for name, frame in (tables or {}).items():
+            write_parquet(frame, stage / f"{name}.parquet")
+        text, page = _report(info, summary, moves, completeness, unscorable, drift, verdict)
         write_text(text, stage / "report.md")
         write_text(page, stage / "report.html")
         after = tree_sha256(model_dir)

@@ -6,6 +6,9 @@ with the training distribution, and ``risk/refresh`` scores everyone into
 ``RUN/risk/refresh/<export-version>/`` (sphr.risk.refresh).
 """
 
+from pathlib import Path
+from typing import Any
+
 import dagster as dg
 import pandas as pd
 
@@ -22,19 +25,42 @@ def refresh_baseline(context: dg.AssetExecutionContext, data_source: DataSource,
                      storage: RunStorage) -> pd.DataFrame:
     from sphr.data.fingerprint import fingerprint
     from sphr.data.ingest import ingest
-    from sphr.io import write_json
+    from sphr.io import write_json, write_parquet
 
     path = data_source.export_file(storage.run)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no export to refresh from (configure data_source."
                                 "export_path, or materialize export/ukb_export first)")
     version = fingerprint(path)
-    baseline = ingest(path).baseline.to_pandas()
-    write_json({"export": str(path), "export_version": version},
-               storage.run / "refresh" / "baseline_source.json")
+    # the linked records as the run's own ingest built them (its outcome table and censoring
+    # dates, RUN/run_settings.json), so that the refresh judges its groups on them
+    result = ingest(path, outcome_config=_run_outcome_config(storage.run))
+    baseline = result.baseline.to_pandas()
+    folder = storage.run / "refresh"
+    if result.outcomes is not None:
+        write_parquet(result.outcomes, folder / "outcomes.parquet")
+    else:  # an earlier export's records would pass for this one's
+        (folder / "outcomes.parquet").unlink(missing_ok=True)
+    write_json({"export": str(path), "export_version": version,
+                "no_outcomes": None if result.outcomes is not None
+                else result.report["outcomes"]["why"]},
+               folder / "baseline_source.json")
     context.add_output_metadata({"export": md.path(path), "export_version": version,
                                  "participants": len(baseline)})
     return baseline
+
+
+def _run_outcome_config(run: Path) -> Any:
+    """The outcome table and censoring dates the run's ingest used (``stages.ingest`` of
+    RUN/run_settings.json); the library's defaults where the run did not record them."""
+    from sphr.data.config import IngestSettings
+    from sphr.io import read_json
+
+    path = run / "run_settings.json"
+    stages = read_json(path).get("stages", {}) if path.is_file() else {}
+    keys = ("outcomes", "censoring", "first_occurrence_fields")
+    return IngestSettings(**{k: v for k, v in (stages.get("ingest") or {}).items()
+                             if k in keys}).outcome_config()
 
 
 @dg.asset_check(asset=refresh_baseline, blocking=True,
@@ -81,8 +107,11 @@ def risk_refresh(context: dg.AssetExecutionContext, baseline: pd.DataFrame,
 
     source = read_json(storage.run / "refresh" / "baseline_source.json")
     drift = drift_table(baseline, storage.scoring_model)
+    linked = storage.run / "refresh" / "outcomes.parquet"
     info = run_refresh(storage.run, baseline, source["export"], source["export_version"],
-                       model=storage.scoring_model, device=compute.device, drift=drift)
+                       model=storage.scoring_model, device=compute.device, drift=drift,
+                       outcomes=pd.read_parquet(linked) if linked.is_file() else None,
+                       no_outcomes=source.get("no_outcomes"))
     context.log.info(f"refresh {source['export_version']}: {info['participants_scored']} scored "
                      f"in {info['seconds']} s; changes {info['changes']}")
     return dg.MaterializeResult(metadata={

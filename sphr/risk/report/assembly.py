@@ -46,7 +46,7 @@ from sphr.risk.report.figures import (
     share_plot,
     validation_plot,
 )
-from sphr.risk.report.frames import TOO_FEW
+from sphr.risk.report.frames import TOO_FEW, ordering_label
 from sphr.risk.report.main import main_context
 from sphr.risk.report.main_figures import BAND_MIN_N
 from sphr.risk.report.names import main_outcome, method_name
@@ -65,6 +65,9 @@ from sphr.risk.report.trust import sphr_trust, with_refit_sd
 from sphr.risk.validation import higher_vs_normal, holm, wide_table
 
 log = logging.getLogger(__name__)
+#: linked tables the appendix shows in their own section, not among "every number": the
+#: curves as figures; the yardstick's, suppressed groups blanked (:func:`_ordering_shown`)
+SHOWN_APART = frozenset({"cumulative_incidence", "beyond_age", "group_ordering"})
 
 
 def _read_followup(followup: pd.DataFrame | str | Path | None) -> pd.DataFrame | None:
@@ -148,6 +151,10 @@ def _ordering_shown(order: pd.DataFrame) -> pd.DataFrame:
     """The appendix's ordering table: suppressed groups' estimates blanked, display names, the
     hazard ratios' p Holm-adjusted over the table (the multiplicity said)."""
     o = order.copy()
+    keys = ["sex", "method", "outcome"]
+    # the verdict in the main page's words, "ordered, not beyond chance" included
+    labels = {k: ordering_label(b) for k, b in o.groupby(keys, sort=False)}
+    o["verdict"] = [labels[k] for k in zip(o["sex"], o["method"], o["outcome"], strict=True)]
     hidden = ~o["shown"].astype(bool)
     o.loc[hidden, ["risk", "hr", "hr_low", "hr_high", "hr_p"]] = float("nan")
     o["hr_p_holm"] = holm(o["hr_p"].to_numpy(float))
@@ -190,16 +197,18 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
 
     ``followup``: ``RUN/ingest/followup.parquet`` (frame or path) for the cumulative
     new-diagnosis curves over the repeat visits; without it that section says so.
-    ``linked``: ``sphr.risk.linked.linked_validation``'s frames ("discrimination",
-    "hazard_ratio", "cumulative_incidence"), shown in the appendix. ``absolute``:
-    (candidates, outcomes, metrics, deciles) of the absolute-risk models
-    (:mod:`sphr.risk.report.absolute`); its outcomes (``RUN/ingest/outcomes.parquet``) give
-    the main pages' group ordering and gain over age (``n_bootstrap`` resamples).
+    ``linked``: the risk stage's linked tables (:data:`sphr.risk.pipeline.LINKED_TABLES`:
+    "discrimination", "hazard_ratio", "cumulative_incidence", shown in the appendix, and
+    "beyond_age", "group_ordering", the main pages' gain over age and group ordering, read as
+    the stage wrote them). ``absolute``: (candidates, outcomes, metrics, deciles) of the
+    absolute-risk models (:mod:`sphr.risk.report.absolute`); its outcomes
+    (``RUN/ingest/outcomes.parquet``) give the Kaplan-Meier curves and the flow, and the
+    yardstick of a run folder written before the stage wrote it (``n_bootstrap`` resamples).
     """
     t0 = time.perf_counter()
     path = Path(path)
     sexes = list(summary.get("sexes") or sorted(rows["sex"].unique()))
-    main = main_context(rows, summary, sexes, absolute, n_bootstrap=n_bootstrap,
+    main = main_context(rows, summary, sexes, absolute, linked, n_bootstrap=n_bootstrap,
                         seed=int(summary.get("seed", 0)))
     frames = main.pop("frames")
     common = _common(summary, path)
@@ -264,7 +273,7 @@ def _appendix_context(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFram
                            table(with_refit_sd(frame, summary.get("sphr"))
                                  if name == "discrimination" else frame, "{:.3g}"))
                           for name, frame in (linked or {}).items()
-                          if name != "cumulative_incidence" and frame is not None and len(frame)],
+                          if name not in SHOWN_APART and frame is not None and len(frame)],
         "followup_figs": _followup_figures(rows, fu, sexes), "followup_given": fu is not None,
         "age_fig": age_share_plot(rows) if "calibrated" in modes else None,
         "distance_figs": [distance_plot(rows, thresholds, sex, "calibrated")

@@ -2,11 +2,14 @@
 (risk_groups rows, the linked outcomes): every sentence and table of the main report is
 formatted from one of these, never from a number typed into a template.
 
-* :func:`outcome_frame`: one row per held-out person, method and linked outcome;
-* :func:`ordering`: the group-ordering yardstick per sex, method and outcome
-  (:func:`sphr.beyond_age.ordering_table`, the one implementation);
-* :func:`gain`: the beyond-age gain dC per sex, method and outcome
-  (:func:`sphr.beyond_age.beyond_age_table`);
+* :func:`outcome_frame`: one row per held-out person, method and linked outcome (the
+  Kaplan-Meier curves and the flow);
+* :func:`yardstick`: the risk stage's beyond-age tables (``RUN/risk/linked_beyond_age``,
+  ``linked_group_ordering``, :mod:`sphr.risk.beyond`), read, not recomputed: one source for
+  the report, its appendix and the CSV beside them;
+* :func:`ordering`: the group-ordering yardstick per sex, method and outcome, with the
+  suppression rule's ``shown``;
+* :func:`gain`: the beyond-age gain dC per sex, method and outcome, in the report's order;
 * :func:`flow`: the participant flow, export -> scored -> held out -> per group;
 * :func:`group_table`: one sex's shipped groups, as the main page prints them.
 
@@ -22,15 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sphr.beyond_age import (
-    GROUP_MIN_EVENTS,
-    GROUP_MIN_N,
-    beyond_age_table,
-    ordering_table,
-)
-from sphr.risk.absolute_validation import HORIZON
+from sphr.beyond_age import GROUP_MIN_EVENTS, GROUP_MIN_N
 from sphr.risk.config import SHIPPED_SPHR
-from sphr.risk.intervals import GROUPS, NORMAL
+from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.report.names import is_reference, ordered
 from sphr.risk.supervised import is_supervised
 
@@ -38,6 +35,31 @@ from sphr.risk.supervised import is_supervised
 TOO_FEW = "too few"
 #: the scores that give no groups of their own to judge beyond age (age is the yardstick)
 NOT_GAINED = frozenset({"age"})
+#: the verdict of groups ordered by their point estimates whose hazard ratios' 95% intervals
+#: do not all lie above 1 (:func:`ordering_label`)
+NOT_BEYOND_CHANCE = "ordered, not beyond chance"
+#: the risk stage's yardstick tables, as keys of its ``linked`` dict
+YARDSTICK: tuple[str, ...] = ("beyond_age", "group_ordering")
+#: the group-ordering table's columns (:func:`sphr.beyond_age.ordering_table`)
+ORDERING_COLUMNS: tuple[str, ...] = ("sex", "method", "outcome", "group", "n", "events",
+                                     "mean_age", "risk", "hr", "hr_low", "hr_high", "hr_p",
+                                     "status", "basis")
+
+
+def ordering_label(block: pd.DataFrame) -> str:
+    """The verdict of one sex, score and outcome (its group rows) as the report prints it:
+    the stage's ``status``, where "ordered" (by point estimates) reads
+    :data:`NOT_BEYOND_CHANCE` when a hazard ratio the verdict rests on (``basis``: Lower and
+    Higher Risk, or the one group named) has a 95% interval that reaches 1."""
+    status, basis = str(block["status"].iloc[0]), str(block["basis"].iloc[0])
+    if status != "ordered":
+        return status
+    by = block.set_index("group")
+    groups = [LOWER_RISK, HIGHER_RISK] if basis == "Lower and Higher Risk" else [basis]
+    if not set(groups) <= set(by.index):
+        return status
+    low = by.loc[groups, "hr_low"].to_numpy(float)
+    return status if bool((low > 1).all()) else NOT_BEYOND_CHANCE
 
 
 def suppressed(n: Any, events: Any) -> Any:
@@ -81,35 +103,51 @@ def outcome_frame(rows: pd.DataFrame, outcomes: pd.DataFrame | None) -> pd.DataF
     return out.assign(event=out["event"].astype(bool))[cols].reset_index(drop=True)
 
 
-def ordering(frame: pd.DataFrame) -> pd.DataFrame:
-    """The group-ordering table per sex, method and outcome, with ``shown``: whether the
-    group's own estimates may be printed (the suppression rule)."""
-    g = frame.dropna(subset=["group"])
-    out = ordering_table(g, keys=["sex", "method", "outcome"], time="time_years",
-                         event="event", age="age_years", group="group", horizon=HORIZON)
+def yardstick(linked: dict[str, pd.DataFrame] | None, rows: pd.DataFrame,
+              outcomes: pd.DataFrame | None, *, n_bootstrap: int = 200, seed: int = 0
+              ) -> dict[str, pd.DataFrame]:
+    """``{"beyond_age", "group_ordering"}``: the tables the risk stage wrote
+    (``RUN/risk/linked_*.parquet``, handed over in ``linked``), read as they are. Only a run
+    folder written before the stage wrote them has them computed here, the stage's way
+    (:func:`sphr.risk.beyond.beyond_age_tables` on the held-out people)."""
+    linked = linked or {}
+    if all(linked.get(k) is not None for k in YARDSTICK):
+        return {k: linked[k] for k in YARDSTICK}
+    from sphr.risk.beyond import scored_tables
+
+    if outcomes is None or outcomes.empty or rows.empty:
+        return {}
+    return scored_tables(rows, outcomes, n_bootstrap=n_bootstrap, seed=seed, partition="test")
+
+
+def ordering(table: pd.DataFrame | None) -> pd.DataFrame:
+    """The stage's group-ordering table (per sex, method and outcome) with ``shown``: whether
+    the group's own estimates may be printed (the suppression rule)."""
+    if table is None or table.empty:
+        return pd.DataFrame(columns=[*ORDERING_COLUMNS, "shown"])
+    out = _report_order(table)
     return out.assign(shown=~suppressed(out["n"], out["events"]))
 
 
-def gain(frame: pd.DataFrame, *, n_bootstrap: int = 200, seed: int = 0) -> pd.DataFrame:
-    """dC = C(age + score) - C(age) with its paired bootstrap interval, per sex, method and
-    outcome (:func:`sphr.beyond_age.beyond_age_table`), the methods in the report's order."""
-    parts = []
-    for outcome in outcome_order(frame["outcome"]):
-        sub = frame.loc[frame["outcome"] == outcome]
-        wide = sub.pivot_table(index=["eid", "sex", "age_years", "bfh", "time_years", "event"],
-                               columns="method", values="score", aggfunc="first").reset_index()
-        methods = [m for m in ordered(sub["method"].unique()) if m not in NOT_GAINED]
-        if not methods:
-            continue
-        table, _ = beyond_age_table(wide, methods, time="time_years", event="event",
-                                    age="age_years", bfh="bfh", by="sex",
-                                    n_bootstrap=n_bootstrap, seed=seed)
-        parts.append(table.rename(columns={"score": "method"}).assign(outcome=outcome))
-    if not parts:
+def _report_order(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows by sex, outcome (death first) and method (the report's order), each block's
+    rows kept in their order."""
+    outcome_rank = {o: k for k, o in enumerate(outcome_order(table["outcome"]))}
+    method_rank = {m: k for k, m in enumerate(ordered(table["method"].unique()))}
+    t = table.assign(_o=table["outcome"].map(outcome_rank), _m=table["method"].map(method_rank))
+    return t.sort_values(["sex", "_o", "_m"], kind="stable").drop(columns=["_o", "_m"]) \
+        .reset_index(drop=True)
+
+
+def gain(table: pd.DataFrame | None) -> pd.DataFrame:
+    """The stage's beyond-age table: dC = C(age + score) - C(age) with its paired bootstrap
+    interval per sex, method and outcome, death first and the methods in the report's order,
+    with ``reference`` (PhenoAge, supervised comparators)."""
+    if table is None or table.empty:
         return pd.DataFrame(columns=["sex", "method", "outcome", "n", "events", "dc", "dc_low",
                                      "dc_high", "reference"])
-    out = pd.concat(parts, ignore_index=True)
-    return out.assign(reference=out["method"].map(is_reference).astype(bool))
+    t = _report_order(table.loc[~table["method"].isin(NOT_GAINED)])
+    return t.assign(reference=t["method"].map(is_reference).astype(bool))
 
 
 def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
@@ -175,7 +213,8 @@ def group_table(order: pd.DataFrame, sex: str, method: str) -> pd.DataFrame:
     """One sex's shipped groups: n and mean age (the first outcome's held-out people), then per
     outcome one cell "observed 10-year risk (Kaplan-Meier); age-adjusted hazard ratio against
     Normal", :data:`TOO_FEW` under the suppression rule; a last row gives each outcome's
-    ordering verdict and its basis ("not ordered" where the groups are not)."""
+    ordering verdict (:func:`ordering_label`: "not ordered" where the groups are not,
+    "ordered, not beyond chance" where only the point estimates are) and its basis."""
     o = order.loc[(order["sex"] == sex) & (order["method"] == method)]
     names = outcome_order(o["outcome"])
     if not names:
@@ -190,7 +229,7 @@ def group_table(order: pd.DataFrame, sex: str, method: str) -> pd.DataFrame:
         by = o.loc[o["outcome"] == name].set_index("group")
         what = name.replace("_", " ")
         table[what] = [_cell(by.loc[g], g) for g in GROUPS]
-        status, basis = str(by["status"].iloc[0]), str(by["basis"].iloc[0])
-        verdict[what] = status if basis in ("none", "Lower and Higher Risk") \
-            else f"{status} (on {basis} only)"
+        label, basis = ordering_label(by.reset_index()), str(by["basis"].iloc[0])
+        verdict[what] = label if basis in ("none", "Lower and Higher Risk") \
+            else f"{label} (on {basis} only)"
     return pd.concat([table, pd.DataFrame([verdict])], ignore_index=True)

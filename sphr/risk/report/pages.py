@@ -11,7 +11,9 @@ import html
 from typing import Any
 
 STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}"
-         "table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px}")
+         "table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px}"
+         # printed, a heading stays with what it heads
+         "h1,h2{break-after:avoid}")
 _MARKDOWN_PREFIX = {"h1": "# ", "h2": "## ", "p": ""}
 
 

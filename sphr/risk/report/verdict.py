@@ -9,6 +9,11 @@ into a template).
 4. :func:`stability_sentence`: whether the shipped SPHR passed its stability rule, and where
    that was measured (the development set, not this cohort);
 5. :func:`population_sentence`: who is scored outside the ages the bounds were set on.
+
+"Ordered" is read from the stage's group-ordering table; where the point estimates are
+ordered but a hazard ratio the verdict rests on has a 95% interval that reaches 1, the
+sentence says "ordered, not beyond chance" (:func:`~sphr.risk.report.frames.ordering_label`,
+the same words as the table's cell).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sphr.risk.report.frames import outcome_order
+from sphr.risk.report.frames import NOT_BEYOND_CHANCE, ordering_label, outcome_order
 from sphr.risk.report.names import is_reference, method_name
 from sphr.risk.report.trust import SEX_NAMES
 
@@ -36,42 +41,53 @@ def _hr_text(by: pd.DataFrame, group: str) -> str:
     return f"{group} {r['hr']:.2f} ({r['hr_low']:.2f}-{r['hr_high']:.2f})"
 
 
-def ordering_sentence(order: pd.DataFrame, method: str, outcome: str) -> str | None:
+def ordering_sentence(order: pd.DataFrame, method: str, outcome: str, *,
+                      people: str = "held-out people of this cohort") -> str | None:
     """Whether ``method``'s groups are ordered by risk of ``outcome``, per sex, with the
-    age-adjusted hazard ratios against Normal that the verdict rests on."""
+    age-adjusted hazard ratios against Normal that the verdict rests on; ``people``: whose
+    outcomes they are."""
     o = order.loc[(order["method"] == method) & (order["outcome"] == outcome)]
     if o.empty:
         return None
     parts = []
     for sex, sub in o.groupby("sex", sort=True):
         by = sub.set_index("group")
-        status, basis = str(sub["status"].iloc[0]), str(sub["basis"].iloc[0])
+        status, basis = ordering_label(sub), str(sub["basis"].iloc[0])
         if basis == "Lower and Higher Risk":
             why = f"{_hr_text(by, 'Lower Risk')}, {_hr_text(by, 'Higher Risk')}"
         elif basis in by.index:
             why = _hr_text(by, basis)
         else:
             why = f"fewer than {int(by['events'].min())} events in a group"
-        parts.append(f"{status} in {_who(str(sex))} ({why})")
+        # "ordered, not beyond chance, in women": the label's own comma closed
+        sep = ", " if "," in status else " "
+        parts.append(f"{status}{sep}in {_who(str(sex))} ({why})")
     return (f"Is Higher Risk at higher risk? The groups of {_plain(method)}, the shipped score, "
             f"are {' and '.join(parts)} for {outcome.replace('_', ' ')}: age-adjusted hazard "
-            "ratio against Normal, held-out people of this cohort.")
+            f"ratio against Normal, {people}.")
 
 
 def across_sentence(order: pd.DataFrame) -> str | None:
-    """How many (sex, score, outcome) have ordered groups, and under which scores the groups
-    of the first outcome are ordered in every sex."""
-    v = order.drop_duplicates(["sex", "method", "outcome"])
-    if v.empty:
+    """How many (sex, score, outcome) have ordered groups (and how many of those only by
+    their point estimates), and under which scores the groups of the first outcome are
+    ordered in every sex."""
+    if order.empty:
         return None
+    keys = ["sex", "method", "outcome"]
+    labels = {k: ordering_label(b) for k, b in order.groupby(keys, sort=False)}
+    v = order.drop_duplicates(keys)
+    v = v.assign(label=[labels[(r.sex, r.method, r.outcome)] for r in v.itertuples()])
     counts = v["status"].value_counts()
+    chance = int((v["label"] == NOT_BEYOND_CHANCE).sum())
     first = outcome_order(v["outcome"])[0]
     f = v.loc[v["outcome"] == first]
-    both = f.groupby("method")["status"].agg(lambda s: bool((s == "ordered").all()))
-    names = [_plain(m) for m in both.index[both.to_numpy(bool)]]
+    names = [_plain(m) + (" (not beyond chance)" if (s["label"] == NOT_BEYOND_CHANCE).any()
+                          else "")
+             for m, s in f.groupby("method", sort=True) if (s["status"] == "ordered").all()]
     what = first.replace("_", " ")
     return (f"Across every score with groups and every linked outcome ({len(v)} sex, score and "
-            f"outcome combinations), the groups are ordered in {int(counts.get('ordered', 0))}, "
+            f"outcome combinations), the groups are ordered in {int(counts.get('ordered', 0))}"
+            + (f" ({chance} of them not beyond chance)" if chance else "") + ", "
             f"not ordered in {int(counts.get('not ordered', 0))} and too few to tell in "
             f"{int(counts.get('too few', 0))}; for {what}, ordered in every sex under "
             + (", ".join(names) if names else "no score") + ".")
