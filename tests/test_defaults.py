@@ -44,7 +44,9 @@ CLI: dict[tuple[str, ...], dict[str, object]] = {
         "methods": list(RISK.methods), "modes": list(RISK.modes),
         "min_group_size": RISK.min_group_size, "bootstrap": RISK.n_bootstrap, "seed": RISK.seed,
         "device": RISK.device},
-    ("score", "run", "export.csv", "--out", "out"): {"device": RISK.device},
+    # sphr score's options are unset until the [score] table and the defaults resolve them
+    # (test_score_defaults_resolve_to_the_librarys)
+    ("score", "run", "export.csv", "--out", "out"): {"device": None, "seed": None},
     ("retrieval", "digits"): {
         "losses": list(COMPARE.losses), "seeds": list(COMPARE.seeds), "profile": COMPARE.profile,
         "device": COMPARE.device},
@@ -238,3 +240,11 @@ def test_estimators_and_the_comparison_take_the_config_defaults():
     assert {k: _default(run_comparison, k) for k in ("losses", "seeds", "device", "profile")} == \
         {"losses": COMPARE.losses, "seeds": COMPARE.seeds, "device": COMPARE.device,
          "profile": COMPARE.profile}
+
+
+def test_score_defaults_resolve_to_the_librarys():
+    from sphr.risk.commands import score_settings_from_args
+    from sphr.risk.config import ScoreSettings
+
+    resolved = score_settings_from_args(_parse(("score", "run", "export.csv", "--out", "out")))
+    assert resolved == ScoreSettings() and resolved.device == RISK.device

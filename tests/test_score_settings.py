@@ -35,12 +35,12 @@ def test_defaults_come_from_the_dataclass():
 
 def test_the_reanchor_seed_is_not_the_bootstrap_seed(monkeypatch):
     """--seed once defaulted to RiskConfig's bootstrap seed and set both; the re-anchoring
-    has its own seed now, and sphr score takes no --seed."""
+    has its own seed now, and --seed is the bootstrap's alone."""
     monkeypatch.setattr(RiskConfig, "seed", 17)  # a bootstrap seed that is not the default
     assert _settings().reanchor_seed == REANCHOR_SEED != 17
     assert _settings("--reanchor-seed", "5").reanchor_seed == 5
-    with pytest.raises(SystemExit):
-        _settings("--seed", "5")
+    both = _settings("--seed", "5")
+    assert both.seed == 5 and both.reanchor_seed == REANCHOR_SEED
 
 
 def test_the_score_table_under_the_command_line(tmp_path):

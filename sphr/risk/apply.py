@@ -163,19 +163,20 @@ class _Scorer:
         report["model"] = str(out / "model")
 
 
-def judge_groups(ingested: Any, rows: pd.DataFrame, config: RiskConfig
+def judge_groups(ingested: Any, rows: pd.DataFrame, config: RiskConfig,
+                 seed: int | None = None
                  ) -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame] | None, dict[str, Any]]:
     """(outcomes, ``{"beyond_age", "group_ordering"}``, what score_report.json says) of the
     people scored, against the linked records the ingest built from the export
-    (:func:`sphr.risk.beyond.scored_tables`, the risk stage's yardstick); Nones, and why,
-    where there are none."""
+    (:func:`sphr.risk.beyond.scored_tables`, the risk stage's yardstick; bootstrap ``seed``,
+    the model's risk seed when None); Nones, and why, where there are none."""
     from sphr.risk.beyond import scored_tables
 
     if ingested.outcomes is None:
         return None, None, {"judged": False, "why": ingested.report["outcomes"]["why"]}
     outcomes = ingested.outcomes.to_pandas()
     tables = scored_tables(rows, outcomes, n_bootstrap=config.n_bootstrap_linked,
-                           seed=config.seed)
+                           seed=config.seed if seed is None else seed)
     if tables["group_ordering"].empty:
         return None, None, {"judged": False, "why": "no person scored into a group has linked "
                                                     "records of an outcome"}
@@ -207,7 +208,7 @@ def run_score(model: str | Path, export: str | Path, out: str | Path,
     report["drift"] = verdict
     report["sphr"] = fitted.sphr_
     scorer.mark(rows, report)
-    outcomes, tables, report["ordering"] = judge_groups(ingested, rows, config)
+    outcomes, tables, report["ordering"] = judge_groups(ingested, rows, config, settings.seed)
     with staged_outputs(out) as stage:
         write_parquet(shipped(risks, config.absolute_method, config.absolute_recalibrate),
                       stage / "absolute_risk.parquet")

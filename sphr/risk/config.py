@@ -170,6 +170,9 @@ class ScoreSettings:
     reanchor_parts: tuple[str, ...] = REANCHOR_PARTS
     #: seed of the re-anchoring's anchor / calibration split (not the bootstrap's)
     reanchor_seed: int = REANCHOR_SEED
+    #: seed of the bootstrap resamples behind the scored groups' intervals (dC, ordering);
+    #: unset: the fitted model's own risk seed
+    seed: int | None = None
     #: a JSON file of the export's outcome table and censoring dates, as ``sphr_dagster run
     #: --outcomes`` takes it (docs/OUTCOMES.md); without it the defaults. Where the export has
     #: linked records, the scored groups are judged against them (OUT/group_ordering.parquet)
