@@ -8,7 +8,10 @@ Two pins of the code before the composition (commit e4df0a8), both compared bit 
    coinciding rows for the clamp / eps paths; with and without class labels), every
    retrieval loss of the registry, the distance helpers, and a short stacked training run
    of all seven losses (loss curves, validation losses, a SHA-256 of the weights). Recorded
-   by running this file (``python tests/test_losses_composition.py``) on that commit. The
+   by running this file (``python tests/test_losses_composition.py``) on that commit; its
+   ``train/`` entries were re-recorded when training's random streams became
+   ``SeedSequence([seed, purpose])`` ones (commit 1088015, docs/REPRODUCIBILITY.md), from
+   :func:`train_results` on that commit, the losses' entries left as they were. The
    float reductions' order depends on the CPU's vector width, so the file is compared where
    torch's version and CPU capability are the recording's, and skipped (saying so) elsewhere.
 2. A frozen copy of that commit's tabular losses (``_Frozen*`` below, the code verbatim),
@@ -305,13 +308,14 @@ def retrieval_batch(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def retrieval_results() -> Iterator[tuple[str, torch.Tensor]]:
-    from sphr.retrieval.losses import LOSSES, build_loss, pairwise_euclidean
+    from sphr.losses.registry import RETRIEVAL, build_loss
+    from sphr.retrieval.losses import LOSSES, pairwise_euclidean
 
     for dname, dtype in DTYPES.items():
         e, labels = retrieval_batch(dtype)
         for name in LOSSES:
             x = e.clone().requires_grad_(True)
-            value = build_loss(name)(x, labels)
+            value = build_loss(name, RETRIEVAL)(x, labels)
             yield f"retrieval/{dname}/{name}/value", value.detach()
             yield f"retrieval/{dname}/{name}/grad", torch.autograd.grad(value, x)[0]
         x = e.clone().requires_grad_(True)
@@ -488,6 +492,7 @@ def test_the_compiled_fused_training_equals_the_frozen_copys(monkeypatch):
 def test_one_fused_step_equals_the_frozen_copys_bit_for_bit():
     """FusedStep itself, with coinciding rows in the batch (bf16 autocast ends before the
     losses, which always see float32: sphr.train.fused)."""
+    from sphr.losses import BatchObjective
     from sphr.train.fused import FusedStep
     from sphr.train.stacked import init_model, stack_params
 
@@ -502,7 +507,8 @@ def test_one_fused_step_equals_the_frozen_copys_bit_for_bit():
     for make in (_current, _frozen):
         params = stack_params([init_model(16, s) for s in range(3)], torch.device("cpu"))
         opt = torch.optim.Adam(params, lr=1e-2)
-        step = FusedStep(params, opt, [make(n, **kw) for n, kw in specs], dropout=0.1, bf16=False)
+        objective = BatchObjective([make(n, **kw) for n, kw in specs])
+        step = FusedStep(params, opt, objective, dropout=0.1, bf16=False)
         values = [step(X, rows, keys) for _ in range(2)]
         out.append((values, [p.detach().clone() for p in params]))
     (v1, p1), (v2, p2) = out

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from test_train_selection import _data as selection_data
 
 from sphr.errors import ConfigError
-from sphr.losses import build_loss
+from sphr.losses import BatchObjective, build_loss
 from sphr.losses.anchor import anchored_stress, geometry_stress
 from sphr.train import TrainConfig, train_sphr
 from sphr.train.selection import Validator, split_validation
@@ -80,10 +80,9 @@ def test_the_validation_loss_carries_the_anchor_on_validation_rows_only():
     Xt = torch.from_numpy(X)
     params = stack_params([init_model(X.shape[1], 0)], torch.device("cpu"))
     loss = build_loss("nplb")
-    plain = Validator(Xt, labels, augmented, split, patience=2)
-    anchored = Validator(Xt, labels, augmented, split, patience=2, anchor=2.0)
-    base = plain.compute(params, [loss], stacked_forward)[0]
-    with_anchor = anchored.compute(params, [loss], stacked_forward)[0]
+    anchored = Validator(Xt, labels, augmented, split, patience=2)
+    base = anchored.compute(params, BatchObjective([loss]), stacked_forward)[0]
+    with_anchor = anchored.compute(params, BatchObjective([loss], 2.0), stacked_forward)[0]
     z = stacked_forward(params, anchored.xv.unsqueeze(0), None)[0]
     for i, t in enumerate(anchored._batches):
         stress = geometry_stress(z[t[:, 0]], z[t[:, 1]], z[t[:, 2]], anchored.xv[t[:, 0]],
@@ -92,8 +91,9 @@ def test_the_validation_loss_carries_the_anchor_on_validation_rows_only():
     # a fitting row's markers changed: the validation loss, anchor and all, does not move
     moved = Xt.clone()
     moved[torch.as_tensor(split.fit_rows)] += 5.0
-    again = Validator(moved, labels, augmented, split, patience=2, anchor=2.0)
-    assert torch.equal(again.compute(params, [loss], stacked_forward)[0], with_anchor)
+    again = Validator(moved, labels, augmented, split, patience=2)
+    assert torch.equal(again.compute(params, BatchObjective([loss], 2.0), stacked_forward)[0],
+                       with_anchor)
 
 
 def _final_stress(result, X: np.ndarray, triplets: np.ndarray) -> float:

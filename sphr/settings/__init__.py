@@ -51,6 +51,7 @@ from sphr.settings.stages import (
     IngestSettings,
     RunOptions,
     library_config,
+    runtime_fields,
     stage_class,
     stage_defaults,
     stage_docs,
@@ -61,5 +62,6 @@ from sphr.settings.values import check_table, check_value, plain, type_name
 __all__ = ["EXPORT_PROFILE", "RUN_SETTINGS_FILE", "RUN_TABLE", "STAGES", "ComparisonSettings",
            "IngestSettings", "RunOptions", "RunSettings", "check_table", "check_value",
            "field_docs", "library_config", "plain", "read_settings_file", "resolve",
+           "runtime_fields",
            "stage_class", "stage_defaults", "stage_docs", "stage_types", "type_name",
            "write_run_settings"]

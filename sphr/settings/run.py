@@ -22,6 +22,7 @@ from sphr.settings.stages import (
     STAGES,
     RunOptions,
     library_config,
+    runtime_fields,
     stage_defaults,
     stage_types,
 )
@@ -54,7 +55,7 @@ def read_settings_file(path: str | Path) -> dict[str, dict[str, Any]]:
         if name == RUN_TABLE:
             check_table(table, _types(RunOptions), f"{path}: [{name}]")
         else:
-            check_table(table, stage_types(name), f"{path}: [{name}]", STAGES[name].runtime)
+            check_table(table, stage_types(name), f"{path}: [{name}]", runtime_fields(name))
         out[name] = dict(table)
     return out
 
