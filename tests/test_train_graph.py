@@ -172,7 +172,10 @@ def test_a_mixed_stack_trains_its_pure_losses_apart_where_graphs_apply(tmp_path)
     """Where the device-resident epoch applies, the pure losses' models form a stack of their
     own (captured on CUDA) and the others train eagerly: each as it would alone. Resumed
     from a checkpoint, the pure stack ends with the same weights."""
-    d = _data()
+    # 640 = 5 x 128 triplets: whole batches only, so each compiled step is compiled for one
+    # batch shape, not two (a cold cache compiled each twice: 161 s of a 2-core box's make
+    # test); the short last batch is test_device_epoch_equals_the_per_batch_fused_step's
+    d = _data(m=640)
     cfg = TrainConfig(epochs=2, batch_size=128, device="cpu", threads=1, checkpoint_every=1,
                       compile=True, cuda_graphs="on")
     configs = [dataclasses.replace(cfg, loss=x) for x in ("nplb", "mdr", "triplet")]
