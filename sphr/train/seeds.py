@@ -3,8 +3,8 @@
 A stream is ``SeedSequence([seed, purpose, *index])`` with a named purpose (:data:`PURPOSES`),
 so no two streams of one seed coincide and no stream of seed ``s`` is another seed's stream.
 Offsets (the seed plus one for the validation triplets, plus two for the fitting ones ...)
-made seed 0's second stream seed 1's first one. docs/REPRODUCIBILITY.md, "Derived seeds", says which results the
-change moved.
+made seed 0's second stream seed 1's first one. docs/REPRODUCIBILITY.md, "Derived seeds",
+says which results the change moved.
 """
 
 from __future__ import annotations
