@@ -34,9 +34,9 @@ def train_throughput(device, profile: str, dataset: str, loss_name: str, steps: 
     import numpy as np
     import torch
 
+    from sphr.losses.registry import RETRIEVAL, build_loss
     from sphr.retrieval.backbones import build_model
     from sphr.retrieval.data.transforms import BatchTransform
-    from sphr.retrieval.losses import build_loss
     from sphr.retrieval.profiles import get_profile
 
     prof = get_profile(profile)
@@ -46,8 +46,8 @@ def train_throughput(device, profile: str, dataset: str, loss_name: str, steps: 
     torch.manual_seed(0)
     model = build_model(prof.backbone, in_channels=channels, dim=prof.dim, width=prof.width,
                         code_bits=code_bits).to(device)
-    loss = build_loss(loss_name).to(device)
-    code_losses = {b: build_loss(loss_name).to(device) for b in code_bits}
+    loss = build_loss(loss_name, RETRIEVAL).to(device)
+    code_losses = {b: build_loss(loss_name, RETRIEVAL).to(device) for b in code_bits}
     opt = torch.optim.Adam(model.parameters(), lr=prof.lr, weight_decay=prof.weight_decay)
     transform = BatchTransform(size, train=prof.augment)
     per_batch = prof.batch_size // prof.m_per_class

@@ -175,3 +175,18 @@ def add_settings(parser: argparse.ArgumentParser, cls: type, *, defaults: Any = 
         action = parser.add_argument(flag, **kwargs)
         added.append(_Added(f.name, action.dest, spec.read if spec.read is not None else read))
     return SettingOptions(cls, tuple(added))
+
+
+def parse_value(text: str) -> Any:
+    """A command-line option value: true / false, int, float, else the string."""
+    low = text.strip().lower()
+    if low in {"true", "yes", "on"}:
+        return True
+    if low in {"false", "no", "off"}:
+        return False
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text.strip()

@@ -136,10 +136,10 @@ def test_dagster_configs_hold_every_library_field_and_default(config_class, stag
 
     from sphr import settings as lib
 
-    spec = lib.STAGES[stage]
     cls = lib.stage_class(stage)
     base = lib.stage_defaults(stage, DEFAULT_PROFILE)
-    wanted = [f.name for f in dataclasses.fields(cls) if f.name not in spec.runtime + left_out]
+    run_sets = lib.runtime_fields(stage)
+    wanted = [f.name for f in dataclasses.fields(cls) if f.name not in run_sets + left_out]
     fields = config_class.model_fields
     missing = [k for k in wanted if k not in fields]
     assert not missing, f"{config_class.__name__} lacks {cls.__name__} fields {missing}"

@@ -21,8 +21,10 @@ from sphr.losses.registry import (
     REGISTRY,
     RETRIEVAL,
     TABULAR,
+    TERM,
     LossRegistry,
     RegisteredLoss,
+    build_loss,
 )
 from sphr.retrieval.catalog import LOSS_CATALOG
 from sphr.train.config import COMPARISON_LOSSES
@@ -88,7 +90,8 @@ def _shape(obj: Any, depth: int = 0) -> Any:
 
 
 def test_the_registry_lists_every_loss_of_both_domains():
-    assert set(DOMAINS) == {TABULAR, RETRIEVAL}
+    assert set(DOMAINS) == {TABULAR, RETRIEVAL, TERM}
+    assert REGISTRY.names(TERM) == ("geometry",)  # the marker-geometry term
     assert REGISTRY.names(TABULAR) == tuple(tl.LOSSES) == COMPARISON_LOSSES
     assert REGISTRY.names(RETRIEVAL) == tuple(LOSS_CATALOG) == tuple(rl.LOSSES)
     assert set(RETRIEVAL_EXPECTED) == set(LOSS_CATALOG)
@@ -100,7 +103,7 @@ def test_the_registry_lists_every_loss_of_both_domains():
 
 @pytest.mark.parametrize("name", COMPARISON_LOSSES)
 def test_each_tabular_loss_is_built_as_its_class_builds_it(name):
-    want = tl.LOSSES[name]()
+    want = tl._CLASSES[name]()
     for got in (REGISTRY.build(name, TABULAR), tl.build_loss(name)):
         assert type(got) is type(want)
         assert _shape(got) == _shape(want)
@@ -108,7 +111,7 @@ def test_each_tabular_loss_is_built_as_its_class_builds_it(name):
     assert entry.parameters == tl.loss_parameters(name) >= {"distance", "reducer"}
     if "margin" in entry.parameters:
         assert _shape(REGISTRY.build(name, TABULAR, margin=0.7)) == _shape(
-            tl.LOSSES[name](margin=0.7))
+            tl._CLASSES[name](margin=0.7))
 
 
 @pytest.mark.parametrize("name", list(LOSS_CATALOG))
@@ -117,7 +120,7 @@ def test_each_retrieval_loss_is_built_as_its_constructor_builds_it(name):
     x = F.normalize(torch.randn(9, 6, generator=torch.Generator().manual_seed(1),
                                 dtype=torch.float64), dim=1)
     y = torch.arange(3).repeat_interleave(3)
-    built = (REGISTRY.build(name, RETRIEVAL), rl.build_loss(name))
+    built = (REGISTRY.build(name, RETRIEVAL), build_loss(name, RETRIEVAL))
     for got in built:  # before any call: a call records its batch's statistics
         assert type(got) is type(want)
         assert _shape(got) == _shape(want)

@@ -12,8 +12,9 @@ import torch
 import torch.nn.functional as F
 
 from sphr.errors import ConfigError
+from sphr.losses.registry import RETRIEVAL, build_loss
 from sphr.retrieval.backbones import build_model
-from sphr.retrieval.losses import AutoMargin, BatchStats, DAMSMargin, LinearMargin, build_loss
+from sphr.retrieval.losses import AutoMargin, BatchStats, DAMSMargin, LinearMargin
 from sphr.retrieval.losses.schedulers import scaled_step
 from sphr.retrieval.monitor import (
     CollapseMonitor,
@@ -74,7 +75,7 @@ def test_scaled_dams_reaches_its_range_when_every_epoch_is_easy_and_holds_otherw
 
 
 def test_dams_mu0_ablation_starts_above_zero_and_scales_from_there() -> None:
-    loss = build_loss("triplet_dams:mu0=0.2")
+    loss = build_loss("triplet_dams:mu0=0.2", RETRIEVAL)
     loss.set_budget(8, 7, scale=True)
     assert loss.current_margin() == pytest.approx(0.2)
     assert (
@@ -92,7 +93,7 @@ def test_training_scales_the_schedule_from_the_profile() -> None:
     data = load_retrieval_data("digits", limit=120)
     prof = get_profile("smoke", epochs=3, batch_size=40, batches_per_epoch=1,
                        image_size={"digits": 16}, scale_schedules=True)
-    r = train_model(data, build_loss("triplet_linear"), prof, seed=0)
+    r = train_model(data, build_loss("triplet_linear", RETRIEVAL), prof, seed=0)
     assert [h["margin"] for h in r.history] == pytest.approx([0.0, 0.5, 1.0])
     assert {"neg_cos", "eff_rank", "collapsed"} <= set(r.history[0])
 
@@ -209,7 +210,7 @@ def test_training_warns_when_the_embedding_collapses(caplog: pytest.LogCaptureFi
     prof = get_profile("smoke", epochs=2, batch_size=40, batches_per_epoch=3,
                        image_size={"digits": 16})
     with caplog.at_level(logging.WARNING, logger="sphr.retrieval.train"):
-        r = train_model(data, build_loss("triplet_dams"), prof, seed=0)
+        r = train_model(data, build_loss("triplet_dams", RETRIEVAL), prof, seed=0)
     fired = [h for h in r.history if h["collapsed"]]
     assert r.collapsed_epochs == len(fired)
     assert bool(fired) == any("collapse" in m for m in caplog.messages)

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sphr.errors import ConfigError
+from sphr.losses.registry import RETRIEVAL, build_loss, parse_loss_spec
 from sphr.retrieval.losses import (
     LOSSES,
     AdaTripletLoss,
@@ -27,9 +28,7 @@ from sphr.retrieval.losses import (
     TripletMiner,
     adatriplet_per_triplet,
     all_triplet_indices,
-    build_loss,
     ocam_per_triplet,
-    parse_loss_spec,
     triplet_negative_pairs,
 )
 
@@ -297,7 +296,7 @@ def test_linear_adds_its_step_every_epoch() -> None:
 
 def test_dams_loss_counts_easy_share_over_all_in_batch_triplets_with_swap() -> None:
     x, y = batch(seed=10)
-    loss = build_loss("triplet_dams")
+    loss = build_loss("triplet_dams", RETRIEVAL)
     loss(x, y)
     sched = loss.scheduler
     d = torch.cdist(x, x)
@@ -308,23 +307,23 @@ def test_dams_loss_counts_easy_share_over_all_in_batch_triplets_with_swap() -> N
 
 
 def test_registry_specs_and_options() -> None:
-    assert parse_loss_spec("triplet_dams:threshold=0.9,swap=false") == (
+    assert parse_loss_spec("triplet_dams:threshold=0.9,swap=false", RETRIEVAL) == (
         "triplet_dams", {"threshold": 0.9, "swap": False})
-    loss = build_loss("triplet_dams:threshold=0.9,swap=false")
+    loss = build_loss("triplet_dams:threshold=0.9,swap=false", RETRIEVAL)
     assert loss.scheduler.threshold == 0.9 and loss.swap is False
     with pytest.raises(ConfigError, match="unknown loss"):
-        build_loss("triplet_magic")
+        build_loss("triplet_magic", RETRIEVAL)
     with pytest.raises(ConfigError, match="no option"):
-        build_loss("ocam:margin=0.2")
+        build_loss("ocam:margin=0.2", RETRIEVAL)
     with pytest.raises(ConfigError, match="true or false"):
-        build_loss("triplet:swap=3")
+        build_loss("triplet:swap=3", RETRIEVAL)
 
 
 @pytest.mark.parametrize("name", list(LOSSES))
 def test_every_loss_gives_a_finite_loss_and_gradient(name: str) -> None:
     x, y = batch(4, 4, 16, seed=11)
     x = x.float().requires_grad_()
-    value = build_loss(name)(x, y)
+    value = build_loss(name, RETRIEVAL)(x, y)
     value.backward()
     assert math.isfinite(float(value.detach())) and float(value.detach()) >= 0
     assert torch.isfinite(x.grad).all()
@@ -334,7 +333,7 @@ def test_identical_embeddings_give_no_nan_gradient() -> None:
     x = torch.ones(4, 3, requires_grad=True)
     y = torch.tensor([0, 0, 1, 1])
     for name in ("triplet_constant", "nplb", "contrastive"):
-        build_loss(name)(x, y).backward()
+        build_loss(name, RETRIEVAL)(x, y).backward()
         assert torch.isfinite(x.grad).all()
         x.grad = None
 
@@ -424,7 +423,7 @@ def test_triplet_gradients_cosine_and_euclidean() -> None:
                                   "triplet_constant"])
 def test_analytic_gradients_match_finite_differences(name: str) -> None:
     x, y = batch(3, 3, 5, seed=13)
-    loss = build_loss(name)
+    loss = build_loss(name, RETRIEVAL)
     # fixed margins, no scheduler state change between the evaluations gradcheck makes
     loss.scheduler = None
     assert torch.autograd.gradcheck(lambda e: loss(e, y), (x.clone().requires_grad_(),), atol=1e-6)
@@ -432,7 +431,7 @@ def test_analytic_gradients_match_finite_differences(name: str) -> None:
 
 def test_adatriplet_with_automargin_reads_statistics_from_all_triplets_and_updates_per_epoch(
 ) -> None:
-    loss = build_loss("adatriplet_automargin")
+    loss = build_loss("adatriplet_automargin", RETRIEVAL)
     batches = [batch(3, 4, 6, seed=s) for s in (14, 15)]
     deltas, negs = [], []
     for x, y in batches:
@@ -456,7 +455,7 @@ def test_dams_and_linear_losses_move_their_margin_at_epoch_ends() -> None:
     x, y = batch(3, 3, 4, seed=16)
     spread = F.normalize(torch.eye(4, dtype=torch.float64)[y] * 5 + 0.01 * x,
                          dim=1)  # every triplet easy
-    dams, lin = build_loss("triplet_dams"), build_loss("triplet_linear")
+    dams, lin = build_loss("triplet_dams", RETRIEVAL), build_loss("triplet_linear", RETRIEVAL)
     assert dams.current_margin() == 0.0 and lin.current_margin() == 0.0
     for _ in range(3):
         dams(spread, y)

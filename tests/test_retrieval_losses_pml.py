@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from pytorch_metric_learning import distances, losses, miners, reducers
 
 from sphr.losses import NPLB
+from sphr.losses.registry import RETRIEVAL, build_loss
 from sphr.retrieval.losses import (
     LOSSES,
     AdaTripletLoss,
@@ -28,7 +29,6 @@ from sphr.retrieval.losses import (
     TripletMiner,
     all_pair_indices,
     all_triplet_indices,
-    build_loss,
     ocam_violation,
     pairwise_euclidean,
     pairwise_similarity,
@@ -176,7 +176,7 @@ def test_pml_losses_are_bit_identical_to_the_previous_implementation(name, make,
 def test_registry_losses_with_schedulers_match_the_previous_arithmetic(name: str) -> None:
     """Over three epochs the scheduled margin moves; each batch equals the
     reference at the margin in force."""
-    loss = build_loss(name)
+    loss = build_loss(name, RETRIEVAL)
     loss.set_budget(3, 2, scale=True)
     for epoch in range(3):
         for e, y in list(_batches(torch.float64))[:2]:
@@ -204,7 +204,7 @@ def test_registry_losses_with_schedulers_match_the_previous_arithmetic(name: str
 
 def test_every_loss_is_a_pml_loss_with_distance_and_reducer_objects() -> None:
     for name in LOSSES:
-        loss = build_loss(name)
+        loss = build_loss(name, RETRIEVAL)
         assert isinstance(loss, losses.BaseMetricLossFunction)
         assert isinstance(loss.distance, distances.BaseDistance)
         assert isinstance(loss.reducer, reducers.BaseReducer)

@@ -84,20 +84,20 @@ def test_profiles() -> None:
 
 
 def test_training_is_seeded_and_advances_the_scheduler_once_per_epoch() -> None:
+    from sphr.losses.registry import RETRIEVAL, build_loss
     from sphr.retrieval.data import load_retrieval_data
-    from sphr.retrieval.losses import build_loss
     from sphr.retrieval.train import train_model
 
     data = load_retrieval_data("digits", limit=120)
     prof = get_profile("smoke", epochs=2, batch_size=40, batches_per_epoch=2,
                        image_size={"digits": 16})
-    r1 = train_model(data, build_loss("triplet_linear"), prof, seed=3)
-    r2 = train_model(data, build_loss("triplet_linear"), prof, seed=3)
+    r1 = train_model(data, build_loss("triplet_linear", RETRIEVAL), prof, seed=3)
+    r2 = train_model(data, build_loss("triplet_linear", RETRIEVAL), prof, seed=3)
     assert [h["loss"] for h in r1.history] == [h["loss"] for h in r2.history]
     # the margin used in each epoch
     assert [h["margin"] for h in r1.history] == pytest.approx([0.0, 0.01])
     assert r1.images == 2 * 2 * 40
-    am = train_model(data, build_loss("adatriplet_automargin"), prof, seed=0)
+    am = train_model(data, build_loss("adatriplet_automargin", RETRIEVAL), prof, seed=0)
     first = am.history[0]
     assert first["margin"] == 0.25 and first["beta"] == 0.0  # eps0, beta0 in epoch 0
     # epoch 1 uses eps = mean(delta)/2 and beta = 1 + (mean(phi_an) - 1)/2 from epoch 0's statistics

@@ -358,7 +358,7 @@ def test_gpu_graph_step_draws_the_per_batch_steps_batches_and_masks():
     """DeviceEpoch captured as CUDA graphs (generators registered with the graphs, keys drawn
     in them) against the per-batch fused step, fp32: the same batches and masks, so the same
     weights up to float rounding; several steps per graph change nothing."""
-    from sphr.losses import build_loss
+    from sphr.losses import BatchObjective, build_loss
     from sphr.train.fused import FusedStep, draw_keys, gather_rows
     from sphr.train.graph import DeviceEpoch
     from sphr.train.stacked import init_model, stack_params
@@ -372,7 +372,8 @@ def test_gpu_graph_step_draws_the_per_batch_steps_batches_and_masks():
         params = stack_params([init_model(16, s) for s in (0, 7)], dev)
         opt = torch.optim.Adam(params, lr=1e-3, fused=True)
         losses = [build_loss("nplb"), build_loss("triplet", margin=0.5)]
-        return params, FusedStep(params, opt, losses, dropout=0.1, bf16=False)
+        return params, FusedStep(params, opt, BatchObjective(losses), dropout=0.1,
+                                 bf16=False)
 
     results = []
     for steps_per_graph in (1, 3, None):  # None: the per-batch loop
@@ -454,18 +455,18 @@ def test_gpu_two_data_sets_and_seeds_in_one_graph_stack(data):
 
 def test_dropout_masks_keep_the_configured_share(data):
     from sphr.train.stack_data import Prepared as _Prepared
-    from sphr.train.trainer import _Group
+    from sphr.train.trainer import _Stack
 
     X, T, _ = data
     one = [_Prepared(X, T, None, None, None)]
-    group = _Group(one, [cfg(dropout=0.1)])
-    masks = group._masks(4096)
+    group = _Stack(one, [cfg(dropout=0.1)])
+    masks = group.inputs.masks(4096)
     assert [m.shape for m in masks] == [(1, 4096, 512), (1, 4096, 256)]
     kept = torch.cat([(m > 0).flatten() for m in masks]).float().mean().item()
     assert abs(kept - 0.9) < 0.003  # 3.1M Bernoulli draws: SD 1.7e-4
     assert abs(torch.cat([m.flatten() for m in masks]).mean().item() - 1.0) < 0.004
     assert torch.unique(masks[0]).tolist() == pytest.approx([0.0, 65536 / 58982])
-    again = _Group(one, [cfg(dropout=0.1)])._masks(4096)
+    again = _Stack(one, [cfg(dropout=0.1)]).inputs.masks(4096)
     assert all(torch.equal(a, b) for a, b in zip(masks, again, strict=True))
 
 

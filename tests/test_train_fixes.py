@@ -10,13 +10,13 @@ import torch
 def test_dropout_mask_scale_is_exact_under_bf16():
     from sphr.train.config import TrainConfig
     from sphr.train.stack_data import Prepared as _Prepared
-    from sphr.train.trainer import _Group
+    from sphr.train.trainer import _Stack
 
     X = np.random.default_rng(0).normal(size=(50, 6)).astype(np.float32)
     t = np.array([[0, 1, 2]] * 10, dtype=np.int64)
-    group = _Group([_Prepared(X, t, None, None, None)],
+    group = _Stack([_Prepared(X, t, None, None, None)],
                    [TrainConfig(precision="bf16", device="cpu", dropout=0.1)])
-    masks = group._masks(64)
+    masks = group.inputs.masks(64)
     kept = round(0.9 * 65536)
     for m in masks:
         assert m.dtype == torch.float32

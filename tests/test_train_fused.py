@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from sphr.losses import build_loss
+from sphr.losses import BatchObjective, build_loss
 from sphr.losses.anchor import anchored_stress
 from sphr.train import TrainConfig
 from sphr.train.fused import FusedStep, _mix32, hashed_masks, supports
@@ -65,7 +65,7 @@ def test_fused_step_equals_autograd_and_adam_on_the_same_masks(anchor):
     ref = stack_params(templates, torch.device("cpu"))
     opt = torch.optim.Adam(ours, lr=1e-2, fused=True)
     ref_opt = torch.optim.Adam(ref, lr=1e-2)
-    step = FusedStep(ours, opt, losses, dropout=0.1, bf16=False, anchor=anchor)
+    step = FusedStep(ours, opt, BatchObjective(losses, geometry=anchor), dropout=0.1, bf16=False)
     gen = torch.Generator().manual_seed(3)
     for _ in range(3):
         rows = torch.randint(0, 120, (2, 3 * 20), generator=gen)

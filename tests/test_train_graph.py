@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from sphr.errors import ConfigError
-from sphr.losses import build_loss
+from sphr.losses import BatchObjective, build_loss
 from sphr.train import TrainConfig, TrainData, train_jobs, train_many, train_sphr
 from sphr.train.fused import FusedStep, draw_keys, gather_rows
 from sphr.train.graph import DeviceEpoch, read_host, wanted
@@ -43,12 +43,13 @@ def _stack(seeds, specs, features: int = 12, compile: bool = False):
     params = stack_params([init_model(features, s) for s in seeds], CPU)
     opt = torch.optim.Adam(params, lr=1e-2, fused=True)
     losses = [build_loss(name, **kw) for name, kw in specs]
-    return params, opt, FusedStep(params, opt, losses, dropout=0.1, bf16=False, compile=compile)
+    return params, opt, FusedStep(params, opt, BatchObjective(losses), dropout=0.1, bf16=False,
+                                    compile=compile)
 
 
 def _reference_epoch(step: FusedStep, X, T, perms, gens, bs: int, seed_of=None):
     """Today's per-batch loop (sphr.train.trainer.run_epoch's fused branch)."""
-    total, n_batches = torch.zeros(len(step.losses)), 0
+    total, n_batches = torch.zeros(len(step.objective.losses)), 0
     for start in range(0, T.shape[0], bs):
         rows = gather_rows(T, perms[:, start:start + bs])
         keys = draw_keys(gens, CPU)
@@ -171,7 +172,10 @@ def test_a_mixed_stack_trains_its_pure_losses_apart_where_graphs_apply(tmp_path)
     """Where the device-resident epoch applies, the pure losses' models form a stack of their
     own (captured on CUDA) and the others train eagerly: each as it would alone. Resumed
     from a checkpoint, the pure stack ends with the same weights."""
-    d = _data()
+    # 640 = 5 x 128 triplets: whole batches only, so each compiled step is compiled for one
+    # batch shape, not two (a cold cache compiled each twice: 161 s of a 2-core box's make
+    # test); the short last batch is test_device_epoch_equals_the_per_batch_fused_step's
+    d = _data(m=640)
     cfg = TrainConfig(epochs=2, batch_size=128, device="cpu", threads=1, checkpoint_every=1,
                       compile=True, cuda_graphs="on")
     configs = [dataclasses.replace(cfg, loss=x) for x in ("nplb", "mdr", "triplet")]
@@ -220,8 +224,8 @@ def test_the_device_knn_votes_as_scikit_learn():
     losses = [build_loss(x) for x in ("nplb", "triplet", "mdr")]
     on_host = Validator(X, labels, augmented, split, 2, knn_on_device=False)
     on_device = Validator(X, labels, augmented, split, 2, knn_on_device=True)
-    a = on_host(params, losses, stacked_forward)
-    b = on_device(params, losses, stacked_forward)
+    a = on_host(params, BatchObjective(losses), stacked_forward)
+    b = on_device(params, BatchObjective(losses), stacked_forward)
     assert a == b
 
 

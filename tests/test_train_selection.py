@@ -111,18 +111,18 @@ def test_a_stack_says_which_losses_it_still_trains_for(caplog):
     import logging
     from types import SimpleNamespace
 
-    from sphr.train.trainer import _Group
+    from sphr.train.epochs import EpochLoop
 
     cfgs = [TrainConfig(loss=x, patience=2, validation_size=0.2) for x in ("triplet", "mdr")]
-    group = SimpleNamespace(configs=cfgs, validator=SimpleNamespace(best=[(0.5, 1), (0.4, 2)]),
-                            epoch=2, _waiting=2)
-    group.done = lambda: _Group.done(group)
+    state = SimpleNamespace(configs=cfgs, epoch=2)
+    inputs = SimpleNamespace(validator=SimpleNamespace(best=[(0.5, 1), (0.4, 2)]))
+    loop = EpochLoop(state, inputs, None, None)  # type: ignore[arg-type]
     with caplog.at_level(logging.INFO, logger="sphr.train.epochs"):  # the stack's epoch loop
-        _Group._log_waiting(group)  # epoch 2: nobody done
-        group.epoch = 3
-        _Group._log_waiting(group)  # triplet's patience ran out
-        group.epoch = 4
-        _Group._log_waiting(group)  # nothing new, and the last one's stop is no news
+        loop._log_waiting()  # epoch 2: nobody done
+        state.epoch = 3
+        loop._log_waiting()  # triplet's patience ran out
+        state.epoch = 4
+        loop._log_waiting()  # nothing new, and the last one's stop is no news
     msgs = [r.getMessage() for r in caplog.records]
     assert msgs == ["epoch 3: 1 of 2 models done (best epochs [1, 2]); training on for mdr"]
 

@@ -2,26 +2,35 @@
 
 ``LOSSES`` names them as the evaluation tables do (``sphr.evaluate.paper.LOSSES``); each is
 registered in the project's one loss registry (:data:`sphr.losses.registry.REGISTRY`) under
-the ``tabular`` domain, beside the image-retrieval losses. :func:`build_loss` makes one from
-its name and parameters. Each takes ``distance=`` and ``reducer=`` (a pytorch-metric-learning
-distance and reducer, or :class:`Euclidean` / :class:`Mean`, the paper's and the defaults): a
-loss is a distance, a reducer and a per-triplet formula, composed (:mod:`sphr.losses.base`,
-docs/METHODS.md#losses).
+the ``tabular`` domain, beside the image-retrieval losses. :func:`build_loss` (the registry's
+one, re-exported) makes one from its name and parameters. Each takes ``distance=`` and
+``reducer=`` (a pytorch-metric-learning distance and reducer, or :class:`Euclidean` /
+:class:`Mean`, the paper's and the defaults): a loss is a distance, a reducer and a per-triplet
+formula, composed (:mod:`sphr.losses.base`, docs/METHODS.md#losses).
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 from sphr.errors import ConfigError
+from sphr.losses.anchor import GeometryTerm
 from sphr.losses.base import TripletObjective
 from sphr.losses.distances import Euclidean, distance, gram_distances, pairwise_distances
 from sphr.losses.mdr import MDR
+from sphr.losses.objective import BatchObjective
 from sphr.losses.pml import InfoNCE, LiftedStruct, NPair
 from sphr.losses.reducers import Mean, TensorReducer
-from sphr.losses.registry import REGISTRY, TABULAR, RegisteredLoss
+from sphr.losses.registry import (
+    REGISTRY,
+    TABULAR,
+    RegisteredLoss,
+    build_loss,
+    loss_parameters,
+)
 from sphr.losses.triplet import (
     NPLB,
     DistanceSwap,
@@ -31,8 +40,8 @@ from sphr.losses.triplet import (
     triplet_hinge,
 )
 
-#: in the paper's column order (Table 3 / A2)
-LOSSES: dict[str, type[TripletObjective]] = {
+#: the classes of the tabular losses, in the paper's column order (Table 3 / A2)
+_CLASSES: dict[str, type[TripletObjective]] = {
     "triplet": Triplet,
     "npair": NPair,
     "lifted_struct": LiftedStruct,
@@ -59,27 +68,15 @@ def _register(name: str, cls: type[TripletObjective]) -> None:
                                      accepted, description=doc, origin=__name__))
 
 
-for _name, _cls in LOSSES.items():
+for _name, _cls in _CLASSES.items():
     _register(_name, _cls)
 
 
-def loss_parameters(name: str) -> set[str]:
-    """The keyword arguments loss ``name`` accepts."""
-    return set(_entry(name).parameters)
+#: the tabular losses of the registry, by name, in the paper's column order
+LOSSES: Mapping[str, RegisteredLoss] = REGISTRY.entries(TABULAR)
 
-
-def _entry(name: str) -> RegisteredLoss:
-    if name not in REGISTRY.names(TABULAR):
-        raise ConfigError(f"unknown loss {name!r}: choose from {', '.join(LOSSES)}")
-    return REGISTRY.get(name, TABULAR)
-
-
-def build_loss(name: str, **params: Any) -> TripletObjective:
-    """A fresh loss module; unknown names or parameters raise :class:`ConfigError`."""
-    return _entry(name).build(**params)
-
-
-__all__ = ["LOSSES", "MDR", "NPLB", "REGISTRY", "DistanceSwap", "Euclidean", "InfoNCE",
+__all__ = ["LOSSES", "MDR", "NPLB", "REGISTRY", "BatchObjective", "DistanceSwap", "Euclidean",
+           "GeometryTerm", "InfoNCE",
            "LiftedStruct", "Mean", "NPair", "TensorReducer", "Triplet", "TripletObjective",
            "build_loss", "distance", "gram_distances", "loss_parameters", "nplb_per_triplet",
            "nplb_power", "pairwise_distances", "triplet_hinge"]

@@ -8,6 +8,11 @@ people. ``[train] anchor = w`` adds ``w`` times :func:`geometry_stress` to the l
 batch, in training and in model selection's validation loss, so a distance leaves the
 markers' only where the triplets pay for it. It is a plain tensor function of embeddings and
 inputs: the compiled step (:mod:`sphr.train.fused`) traces it.
+
+It is registered once, as the term ``geometry`` of the loss registry (domain ``term``), and
+added to the loss in one place, :class:`sphr.losses.objective.BatchObjective`, which every
+training path and the validation loss call. ("Anchor" here is the weight's setting name,
+``[train] anchor``; the triplet's anchor row is another thing.)
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from sphr.losses.distances import distance
+from sphr.losses.registry import REGISTRY, TERM, RegisteredLoss
 
 #: keeps a batch of coinciding rows (all input distances 0) from dividing by zero
 _EPS = 1e-12
@@ -45,3 +51,18 @@ def anchored_stress(z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     b = z.shape[-2] // 3
     return geometry_stress(z[..., :b, :], z[..., b:2 * b, :], z[..., 2 * b:, :],
                            x[..., :b, :], x[..., b:2 * b, :], x[..., 2 * b:, :])
+
+
+class GeometryTerm:
+    """``weight`` times :func:`anchored_stress`: the registry's ``geometry`` term."""
+
+    def __init__(self, weight: float = 1.0) -> None:
+        self.weight = float(weight)
+
+    def __call__(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return self.weight * anchored_stress(z, x)
+
+
+REGISTRY.register(RegisteredLoss("geometry", TERM, GeometryTerm, frozenset({"weight"}),
+                                 description="marker-geometry stress (TrainConfig.anchor)",
+                                 origin=__name__))

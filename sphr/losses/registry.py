@@ -4,6 +4,9 @@ Each :class:`RegisteredLoss` says its name, the domain it serves and how to buil
 
 * ``tabular``: the SPHR embedding's triplet training (``sphr train``, ``TrainConfig.loss``,
   ``sphr.train.trainer.make_loss``); registered by :mod:`sphr.losses`.
+* ``term``: a term of the training objective beside the tabular loss, weighted
+  (:mod:`sphr.losses.objective`): ``geometry``, the marker-geometry stress
+  (:mod:`sphr.losses.anchor`, ``TrainConfig.anchor`` its weight).
 * ``retrieval``: the image-retrieval comparison (``sphr retrieval --losses``,
   ``run_comparison``); registered by :mod:`sphr.retrieval.losses.registry` when the retrieval
   branch is imported, since the retrieval branch sits downstream of ``sphr.losses`` in the
@@ -22,13 +25,17 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from sphr.errors import ConfigError
+from sphr.options import parse_value
 
-Domain = Literal["tabular", "retrieval"]
+Domain = Literal["tabular", "retrieval", "term"]
 #: the SPHR embedding's triplet training on tabular participant data
 TABULAR: Domain = "tabular"
 #: the image-retrieval loss comparison
 RETRIEVAL: Domain = "retrieval"
-DOMAINS: tuple[Domain, ...] = (TABULAR, RETRIEVAL)
+#: terms added to a tabular loss in every training path and in model selection's validation
+#: loss (sphr.losses.objective): the marker-geometry stress (sphr.losses.anchor)
+TERM: Domain = "term"
+DOMAINS: tuple[Domain, ...] = (TABULAR, RETRIEVAL, TERM)
 
 
 @dataclass(frozen=True)
@@ -98,3 +105,33 @@ class LossRegistry:
 
 #: the project's one loss registry
 REGISTRY = LossRegistry()
+
+
+def parse_loss_spec(spec: str, domain: Domain = TABULAR) -> tuple[str, dict[str, Any]]:
+    """``"name:key=value,key=value"`` -> (name, overrides); the name must be one of
+    ``domain``'s."""
+    name, _, rest = spec.partition(":")
+    name = name.strip()
+    if name not in REGISTRY.names(domain):
+        raise ConfigError(f"unknown loss {name!r} ({domain}): choose from "
+                          f"{', '.join(REGISTRY.names(domain))}")
+    overrides: dict[str, Any] = {}
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ConfigError(f"loss option {item!r} in {spec!r} is not key=value")
+        overrides[key.strip()] = parse_value(value)
+    return name, overrides
+
+
+def build_loss(spec: str, domain: Domain = TABULAR, **params: Any) -> Any:
+    """The project's one way to make a loss: a fresh loss ``spec`` of ``domain`` (a name,
+    optionally with ``:key=value,...`` overrides; keyword ``params`` win over them). Unknown
+    names or parameters raise :class:`ConfigError`."""
+    name, opts = parse_loss_spec(spec, domain)
+    return REGISTRY.build(name, domain, **{**opts, **params})
+
+
+def loss_parameters(name: str, domain: Domain = TABULAR) -> set[str]:
+    """The keyword parameters loss ``name`` of ``domain`` accepts."""
+    return set(REGISTRY.get(name, domain).parameters)

@@ -20,7 +20,7 @@ from sphr import lazy_exports
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "sphr.retrieval.compare": ("run_comparison", "combine_results", "ComparisonResult",
                                "summarize"),
-    "sphr.retrieval.losses": ("LOSSES", "DEFAULT_LOSSES", "build_loss"),
+    "sphr.retrieval.losses": ("LOSSES", "DEFAULT_LOSSES"),
     "sphr.retrieval.data": ("load_retrieval_data",),
     "sphr.retrieval.profiles": ("PROFILES", "get_profile"),
     "sphr.retrieval.metrics": ("retrieval_metrics", "knn"),

@@ -1,6 +1,6 @@
 """The loss names, their defaults and one-line descriptions, without importing torch.
 
-``sphr retrieval --help`` lists these; :mod:`sphr.retrieval.losses.registry`
+``sphr retrieval --help`` lists these; :mod:`sphr.retrieval.losses.builders`
 builds the losses from the same entries, so names, defaults and help text
 live in one place.
 """
@@ -80,18 +80,3 @@ DEFAULT_LOSSES: tuple[str, ...] = ("triplet", "adatriplet_automargin", "triplet_
 def loss_help() -> str:
     """One line per loss, for ``sphr retrieval --help``."""
     return "\n".join(f"  {name:<22} {e.description}" for name, e in LOSS_CATALOG.items())
-
-
-def parse_value(text: str) -> Any:
-    """A command-line option value: true / false, int, float, else the string."""
-    low = text.strip().lower()
-    if low in {"true", "yes", "on"}:
-        return True
-    if low in {"false", "no", "off"}:
-        return False
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text.strip()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sphr.retrieval.catalog import loss_help, parse_value
+from sphr.options import parse_value
+from sphr.retrieval.catalog import loss_help
 from sphr.retrieval.profiles import PROFILES, ComparisonConfig
 
 _EPILOG = f"""\

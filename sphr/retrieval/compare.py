@@ -20,11 +20,12 @@ import pandas as pd
 import torch
 
 from sphr.errors import ConfigError
+from sphr.losses.registry import RETRIEVAL, build_loss, parse_loss_spec
 from sphr.retrieval.data import RetrievalData, load_retrieval_data
 from sphr.retrieval.data.core import ImageSet, split_by_group, split_stratified
 from sphr.retrieval.data.transforms import BatchTransform, to_display
 from sphr.retrieval.losses.base import RetrievalLoss
-from sphr.retrieval.losses.registry import LOSSES, build_loss, parse_loss_spec
+from sphr.retrieval.losses.builders import LOSSES
 from sphr.retrieval.metrics import map_score, retrieval_metrics
 from sphr.retrieval.monitor import embedding_health
 from sphr.retrieval.profiles import ComparisonConfig, Profile, get_profile
@@ -40,6 +41,11 @@ TABLE_METRICS: tuple[str, ...] = ("mAP", "mAP@R", "CMC@1", "CMC@5", "CMC@10", "R
 VAL_SPLIT_SEED = 0
 #: below this many training subjects there is no validation split
 MIN_VAL_SUBJECTS = 10
+
+
+def _entry(spec: str) -> Any:
+    """The registry entry of a retrieval loss spec (``triplet_dams:threshold=0.9``)."""
+    return LOSSES[parse_loss_spec(spec, RETRIEVAL)[0]]
 
 
 def split_validation(data: RetrievalData, fraction: float,
@@ -67,13 +73,13 @@ def split_validation(data: RetrievalData, fraction: float,
 
 
 def loss_for(spec: str, profile: Profile) -> RetrievalLoss:
-    """``build_loss(spec)`` with the profile's budget options for its scheduler family
+    """``build_loss(spec, RETRIEVAL)`` with the profile's budget options for its scheduler family
     (``profile.loss_options``) where the spec does not set them."""
-    name, opts = parse_loss_spec(spec)
+    name, opts = parse_loss_spec(spec, RETRIEVAL)
     entry = LOSSES[name]
     extra = {k: v for k, v in profile.loss_options.get(entry.scheduler, {}).items()
              if k in entry.defaults and k not in opts}
-    return build_loss(spec, **extra)
+    return build_loss(spec, RETRIEVAL, **extra)
 
 
 @dataclass
@@ -249,7 +255,7 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
     if not seeds:
         raise ConfigError("no seeds given")
     for spec in losses:  # fail before hours of training, not after
-        build_loss(spec)
+        build_loss(spec, RETRIEVAL)
     prof = get_profile(profile, **(profile_overrides or {}))
     dev = resolve_device(device)
     data = _load(dataset, prof, data_options)
@@ -266,7 +272,7 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
             del tr  # the model's memory is free before the next run
     config = {"dataset": data.name, "level": data.level, "data_info": data.info,
               "losses": list(losses),
-              "loss_descriptions": {s: LOSSES[parse_loss_spec(s)[0]].description for s in losses},
+              "loss_descriptions": {s: _entry(s).description for s in losses},
               "seeds": [int(s) for s in seeds], "device": str(dev), "profile": prof.to_dict(),
               "image_size": image_size_for(data, prof), "train_images": len(data.train),
               "val_images": 0 if val is None else len(val), "test_images": len(data.test),
@@ -283,7 +289,7 @@ def run_comparison(dataset: str | Path | RetrievalData = "digits",
 
 
 def _resolved_options(spec: str, profile: Profile) -> dict[str, Any]:
-    name, opts = parse_loss_spec(spec)
+    name, opts = parse_loss_spec(spec, RETRIEVAL)
     entry = LOSSES[name]
     extra = {k: v for k, v in profile.loss_options.get(entry.scheduler, {}).items()
              if k in entry.defaults}
@@ -386,14 +392,14 @@ def _assemble(dataset: str, per_seed: pd.DataFrame, per_year: pd.DataFrame, curv
           "Margin per epoch: the margin in force (mean over seeds). Collapse: the test embedding "
           "or the last epoch's training batches had a mean negative-pair cosine > 0.95 or an "
           "effective rank < 2.\n\n",
-          selection_markdown(per_seed, curves, {s: LOSSES[parse_loss_spec(s)[0]].scheduler
+          selection_markdown(per_seed, curves, {s: _entry(s).scheduler
                                                 for s in dict.fromkeys(per_seed["loss"])})]
     if not per_year.empty:
         for metric in ("mAP", "CMC@1"):
             md += [f"\n### {metric} by follow-up year (gallery = baseline images)\n",
                    per_year_markdown(per_year, metric)]
     result = ComparisonResult(dataset, table, per_seed, per_year, curves, runs, "".join(md), config)
-    families = {s: LOSSES[parse_loss_spec(s)[0]].scheduler for s in dict.fromkeys(per_seed["loss"])}
+    families = {s: _entry(s).scheduler for s in dict.fromkeys(per_seed["loss"])}
     png = margin_curves_png(curves, families) if not curves.empty else None
     if png is not None:
         result.pngs["margin_curves.png"] = png

@@ -19,14 +19,17 @@ from typing import Any
 from sphr.io import read_json
 from sphr.profiles import PROFILES
 from sphr.risk.config import SHIPPED_SPHR, SPHR_VARIANTS
+from sphr.train.config import CANDIDATE, RUNTIME, SEED, TrainConfig, settings_with
 
 #: the measured spreads (written by benchmarks/real_nhanes.py --record-spread)
 SPREAD_FILE = Path(__file__).with_name("refit_spread.json")
-#: the training settings a candidate may change, with their defaults
-CANDIDATE_SETTINGS: dict[str, Any] = {"selection": "loss", "ensemble": 1, "anchor": 0.0}
-#: settings that change where and how fast a model trains, not what it learns
-RUNTIME_SETTINGS: tuple[str, ...] = ("seed", "device", "threads", "precision", "compile",
-                                     "cuda_graphs", "steps_per_graph", "checkpoint_every")
+#: the training settings a candidate may change, with their defaults (their fields' role)
+CANDIDATE_SETTINGS: dict[str, Any] = {
+    name: getattr(TrainConfig(), name) for name in settings_with(TrainConfig, role=CANDIDATE)}
+#: settings that change where and how fast a model trains, not what it learns, and the seed
+#: (a refit's own)
+RUNTIME_SETTINGS: tuple[str, ...] = (*settings_with(TrainConfig, role=SEED),
+                                     *settings_with(TrainConfig, role=RUNTIME))
 #: the risk methods that read SPHR's embedding
 SPHR_METHODS: tuple[str, ...] = ("sphr", *SPHR_VARIANTS)
 
@@ -34,8 +37,6 @@ SPHR_METHODS: tuple[str, ...] = ("sphr", *SPHR_VARIANTS)
 def profile_of(train: dict[str, Any]) -> str | None:
     """The profile whose training settings ``train`` (a saved ``TrainConfig``) has, runtime
     settings and the candidate's aside; None for settings of no profile."""
-    from sphr.train.config import TrainConfig
-
     skip = set(RUNTIME_SETTINGS) | set(CANDIDATE_SETTINGS)
     for name in PROFILES:
         base = TrainConfig.profile(name).to_dict()

@@ -54,6 +54,7 @@ from sphr.settings.stages import (
     STAGES,
     RunOptions,
     library_config,
+    runtime_fields,
     stage_class,
     stage_defaults,
     stage_docs,
@@ -71,5 +72,5 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 __all__ = ["COMMAND_TABLES", "EXPORT_PROFILE", "RUN_SETTINGS_FILE", "RUN_TABLE", "STAGES",
            "ComparisonSettings", "IngestSettings", "RunOptions", "RunSettings", "check_table",
            "check_value", "command_table", "field_docs", "library_config", "plain",
-           "read_settings_file", "resolve", "stage_class", "stage_defaults", "stage_docs",
-           "stage_types", "type_name", "write_run_settings"]
+           "read_settings_file", "resolve", "runtime_fields", "stage_class", "stage_defaults",
+           "stage_docs", "stage_types", "type_name", "write_run_settings"]

@@ -24,6 +24,7 @@ from sphr.settings.stages import (
     RunOptions,
     command_class,
     library_config,
+    runtime_fields,
     stage_defaults,
     stage_types,
 )
@@ -58,7 +59,7 @@ def read_settings_file(path: str | Path) -> dict[str, dict[str, Any]]:
         elif name in COMMAND_TABLES:
             check_table(table, _types(command_class(name)), f"{path}: [{name}]")
         else:
-            check_table(table, stage_types(name), f"{path}: [{name}]", STAGES[name].runtime)
+            check_table(table, stage_types(name), f"{path}: [{name}]", runtime_fields(name))
         out[name] = dict(table)
     return out
 

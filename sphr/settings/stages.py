@@ -65,7 +65,8 @@ STAGES: dict[str, _Stage] = {
     "synth": _Stage("sphr.synth.config:SynthConfig"),
     "ingest": _Stage("sphr.data.config:IngestSettings"),
     "cohorts": _Stage("sphr.cohorts.config:CohortConfig", runtime=("sexes",)),
-    "train": _Stage("sphr.train.config:TrainConfig", runtime=("device", "threads"),
+    # its run-set fields are marked in the dataclass (``set_by_run``: runtime_fields)
+    "train": _Stage("sphr.train.config:TrainConfig",
                     extra="sphr.train.config:ComparisonSettings"),
     "baselines": _Stage("sphr.baselines.config:BaselinesConfig", runtime=("device",)),
     "evaluate": _Stage("sphr.evaluate.config:EvalConfig", runtime=("device",)),
@@ -93,10 +94,18 @@ def stage_class(stage: str) -> type:
     return _load(STAGES[stage].config)
 
 
+def runtime_fields(stage: str) -> tuple[str, ...]:
+    """The fields of ``stage``'s dataclass that the run sets, not a table: its ``runtime`` and
+    those whose field metadata says ``set_by_run``."""
+    marked = [f.name for f in dataclasses.fields(stage_class(stage))
+              if f.metadata.get("set_by_run")]
+    return tuple(dict.fromkeys((*STAGES[stage].runtime, *marked)))
+
+
 def stage_types(stage: str) -> dict[str, Any]:
     """Every key of ``[stage]`` with its type: the dataclass's fields (not the run's) and extras."""
     spec = STAGES[stage]
-    types_ = _types(stage_class(stage), spec.runtime)
+    types_ = _types(stage_class(stage), runtime_fields(stage))
     if spec.extra:
         types_.update(_types(_load(spec.extra)))
     return types_

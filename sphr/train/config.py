@@ -18,6 +18,38 @@ COMPARISON_LOSSES: tuple[str, ...] = ("triplet", "npair", "lifted_struct", "mdr"
                                       "distance_swap", "nplb")
 
 
+#: what a setting of :class:`TrainConfig` is, in its field's metadata (``role``); the trainer
+#: (which settings may differ within a stack), checkpoints (which a resume may change), the
+#: refit spreads (sphr.risk.refits) and the run's settings (sphr.settings) read it from there
+IDENTITY = "identity"  # what a model learns; one value per stack
+PER_MODEL = "per_model"  # what a model learns; may differ between the models of a stack
+SEED = "seed"  # the seed: differs between the models of a stack and between refits
+CANDIDATE = "candidate"  # what a model learns, one of the refit candidates (sphr.risk.refits)
+RUNTIME = "runtime"  # where and how fast a model trains, not what it learns
+ROLES: tuple[str, ...] = (IDENTITY, PER_MODEL, SEED, CANDIDATE, RUNTIME)
+
+
+def role(name: str, *, resumable: bool = False, set_by_run: bool = False) -> dict[str, Any]:
+    """A field's metadata: its role; ``resumable``: a resumed run may change it;
+    ``set_by_run``: the run sets it (the device), it is no key of ``[train]``."""
+    if name not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {name!r}")
+    return {"role": name, "resumable": resumable, "set_by_run": set_by_run}
+
+
+def setting(name: str, default: Any, **flags: bool) -> Any:
+    """A field of :class:`TrainConfig` with an immutable default and its :func:`role`."""
+    return field(default=default, metadata=role(name, **flags))
+
+
+def settings_with(cls: type, *, role: str | None = None, **flags: bool) -> tuple[str, ...]:
+    """The names of ``cls``'s fields (a dataclass built with :func:`setting`) whose metadata
+    has ``role`` (any, when None) and each of ``flags``, in field order."""
+    return tuple(f.name for f in dataclasses.fields(cls)
+                 if (role is None or f.metadata.get("role") == role)
+                 and all(f.metadata.get(k, False) == v for k, v in flags.items()))
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """SPHR training: Adam lr 1e-3, x0.95 every 50 epochs, margin 1, 1000 epochs
@@ -27,62 +59,62 @@ class TrainConfig:
 
     #: the metric-learning loss: nplb, triplet, distance_swap, mdr, npair, lifted_struct or
     #: infonce
-    loss: str = "nplb"
+    loss: str = setting(PER_MODEL, "nplb")
     #: keyword arguments of the loss on top of margin (and p for NPLB), as a JSON object
-    loss_params: dict[str, Any] = field(default_factory=dict)
+    loss_params: dict[str, Any] = field(default_factory=dict, metadata=role(PER_MODEL))
     #: training epochs (at most, with model selection)
-    epochs: int = 1000
+    epochs: int = setting(IDENTITY, 1000, resumable=True)
     #: triplets per batch
-    batch_size: int = 256
+    batch_size: int = setting(IDENTITY, 256)
     #: Adam's learning rate
-    lr: float = 1e-3
+    lr: float = setting(IDENTITY, 1e-3)
     #: the learning rate's factor every lr_step epochs
-    lr_gamma: float = 0.95
+    lr_gamma: float = setting(IDENTITY, 0.95)
     #: epochs between learning-rate steps
-    lr_step: int = 50
+    lr_step: int = setting(IDENTITY, 50)
     #: the loss's margin
-    margin: float = 1.0
+    margin: float = setting(PER_MODEL, 1.0)
     #: the p-norm of the distances, for the losses that take one (NPLB)
-    p: int = 2
+    p: int = setting(PER_MODEL, 2)
     #: seed of the weights, the batches, the dropout masks and the validation split (each
     #: its own SeedSequence stream of it, sphr.train.seeds)
-    seed: int = 0
+    seed: int = setting(SEED, 0)
     #: auto, cpu or cuda[:N] (auto: CUDA when present)
-    device: str = "auto"
+    device: str = setting(RUNTIME, "auto", resumable=True, set_by_run=True)
     #: fp32, bf16 (autocast) or tf32 (CUDA matmuls)
-    precision: str = "fp32"
+    precision: str = setting(RUNTIME, "fp32")
     #: torch.compile the forward pass (the whole step where the losses are pure)
-    compile: bool = False
+    compile: bool = setting(RUNTIME, False, resumable=True)
     #: epochs between checkpoints (written to OUT/checkpoint; 0: only the final one)
-    checkpoint_every: int = 50
+    checkpoint_every: int = setting(RUNTIME, 50, resumable=True)
     #: torch's CPU threads (None: every core this process may use)
-    threads: int | None = None
+    threads: int | None = setting(RUNTIME, None, resumable=True, set_by_run=True)
     #: dropout of the hidden layers
-    dropout: float = 0.1
+    dropout: float = setting(IDENTITY, 0.1)
     #: the embedding's width
-    out_dim: int = 32
+    out_dim: int = setting(IDENTITY, 32)
     #: share of the real training rows held out to pick the best epoch (0: none, the
     #: paper's way); see :mod:`sphr.train.selection`
-    validation_size: float = 0.0
+    validation_size: float = setting(IDENTITY, 0.0)
     #: stop after this many epochs without a better validation loss (None: never)
-    patience: int | None = None
+    patience: int | None = setting(IDENTITY, None)
     #: what picks the kept epoch: ``loss`` (the lowest validation loss) or ``severity`` (the
     #: validation rows' severity concordance; docs/METHODS.md, "SPHR's stability from fit
     #: to fit")
-    selection: str = "loss"
+    selection: str = setting(CANDIDATE, "loss")
     #: K > 1: K seeds trained as one stack and saved as one model whose embedding is the
     #: members' side by side (:class:`sphr.models.SPHREnsemble`; docs/METHODS.md, "SPHR's
     #: stability from fit to fit")
-    ensemble: int = 1
+    ensemble: int = setting(CANDIDATE, 1)
     #: w > 0: add w times the normalized stress between the embedding's and the input
     #: markers' distances of each triplet to the loss (:mod:`sphr.losses.anchor`;
     #: docs/METHODS.md, "SPHR's stability from fit to fit", R3)
-    anchor: float = 0.0
+    anchor: float = setting(CANDIDATE, 0.0)
     #: the compiled step's epoch as CUDA graph replays (:mod:`sphr.train.graph`); applies with
     #: ``compile`` and losses that are all pure
-    cuda_graphs: str = "auto"
+    cuda_graphs: str = setting(RUNTIME, "auto", resumable=True)
     #: training steps captured in one CUDA graph (one replay launches them all)
-    steps_per_graph: int = 1
+    steps_per_graph: int = setting(RUNTIME, 1, resumable=True)
 
     def __post_init__(self) -> None:
         from sphr.losses import LOSSES

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch.optim.adam import adam
 
-from sphr.losses.anchor import anchored_stress
+from sphr.losses.objective import BatchObjective
 from sphr.models import HIDDEN
 from sphr.train.stacked import stacked_forward
 
@@ -110,10 +110,9 @@ class FusedStep:
     ``compile=False`` runs the same step eagerly (tests)."""
 
     def __init__(self, params: list[torch.Tensor], opt: torch.optim.Adam,
-                 losses: Sequence[torch.nn.Module], dropout: float, bf16: bool,
-                 compile: bool = True, anchor: float = 0.0) -> None:
-        self.params, self.opt, self.losses = params, opt, list(losses)
-        self.anchor = anchor  # the marker-geometry anchor's weight (sphr.losses.anchor)
+                 objective: BatchObjective, dropout: float, bf16: bool,
+                 compile: bool = True) -> None:
+        self.params, self.opt, self.objective = params, opt, objective
         # the same storage outside autograd: func.grad differentiates them inside the step,
         # and Adam writes into them in place
         self.leaves = [p.detach() for p in params]
@@ -131,8 +130,9 @@ class FusedStep:
         self.lr = torch.tensor(self._lr, device=dev)
         self._grad = torch.func.grad_and_value(self._objective, has_aux=True)
         # torch.compile is lazy: a step never called is never compiled
-        kind = (len(params), params[0].shape[0], tuple(type(x).__name__ for x in self.losses),
-                self.kept, bf16, anchor)
+        kind = (len(params), params[0].shape[0],
+                tuple(type(x).__name__ for x in objective.losses), self.kept, bf16,
+                objective.geometry)
         self._step = _compiled(self._update, kind) if compile else self._update
         self._step_at = _compiled(self._update_at, kind) if compile else self._update_at
 
@@ -141,12 +141,7 @@ class FusedStep:
         masks = hashed_masks(keys, x.shape[1], self.kept) if self.kept is not None else None
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             z = stacked_forward(params, x, masks)
-        z = z.float()
-        b = z.shape[1] // 3
-        values = torch.stack([loss(z[j, :b], z[j, b:2 * b], z[j, 2 * b:])
-                              for j, loss in enumerate(self.losses)])
-        if self.anchor:
-            values = values + self.anchor * anchored_stress(z, x)
+        values = self.objective(z.float(), x)  # pure losses: no labels
         return values.sum(), values
 
     def _update(self, params: list[torch.Tensor], X: torch.Tensor, rows: torch.Tensor,

@@ -2,9 +2,9 @@
 
 A stream is ``SeedSequence([seed, purpose, *index])`` with a named purpose (:data:`PURPOSES`),
 so no two streams of one seed coincide and no stream of seed ``s`` is another seed's stream.
-Offsets (``seed + 1`` for the validation triplets, ``seed + 2`` ...) made seed 0's second
-stream seed 1's first one. docs/REPRODUCIBILITY.md, "Derived seeds", says which results the
-change moved.
+Offsets (the seed plus one for the validation triplets, plus two for the fitting ones ...)
+made seed 0's second stream seed 1's first one. docs/REPRODUCIBILITY.md, "Derived seeds",
+says which results the change moved.
 """
 
 from __future__ import annotations

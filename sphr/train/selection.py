@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from sphr.errors import ConfigError
-from sphr.losses.anchor import geometry_stress
+from sphr.losses.objective import BatchObjective
 from sphr.train.seeds import derived_seed
 from sphr.train.tracking import SELECTIONS, RowFacts, track_epoch
 
@@ -109,14 +109,12 @@ class Validator:
     def __init__(self, X: torch.Tensor, labels: np.ndarray, augmented: np.ndarray,
                  split: ValidationSplit, patience: int | None, batch_size: int = 512,
                  knn_on_device: bool | None = None, selection: str = "loss",
-                 facts: RowFacts | None = None, anchor: float = 0.0) -> None:
+                 facts: RowFacts | None = None) -> None:
         if selection not in SELECTIONS:
             raise ConfigError(f"selection must be one of {', '.join(SELECTIONS)}, "
                               f"got {selection!r}")
         self.split, self.patience, self.batch_size = split, patience, batch_size
         self.selection = selection
-        # the marker-geometry anchor's weight: the validation loss is the training objective
-        self.anchor = anchor
         dev = X.device
         self.xv = X[torch.as_tensor(split.validation_rows, device=dev)]
         fit_real = np.setdiff1d(split.fit_rows, np.flatnonzero(np.asarray(augmented, bool)))
@@ -147,20 +145,25 @@ class Validator:
         self.best_params: list[list[torch.Tensor]] = []
 
     @torch.no_grad()
-    def compute(self, params: list[torch.Tensor], losses: list, forward) -> list[torch.Tensor]:
-        """The validation pass on the device: each model's loss per validation batch (K, B),
+    def compute(self, params: list[torch.Tensor], objective: BatchObjective, forward
+                ) -> list[torch.Tensor]:
+        """The validation pass on the device: each model's training objective (its loss and
+        terms, :class:`~sphr.losses.objective.BatchObjective`) per validation batch (K, B),
         then the kNN check's predicted classes (K, queries) on the device, else the fitting
         and query embeddings for scikit-learn; last the validation and fitting embeddings,
         which the tracking reads."""
         k = params[0].shape[0]
         zv = forward(params, self.xv.unsqueeze(0).expand(k, -1, -1), None).float()
         zf = forward(params, self.xf.unsqueeze(0).expand(k, -1, -1), None).float()
-        values = torch.stack([self._batch_losses(loss, zv[j]) for j, loss in enumerate(losses)])
+        values = torch.stack([self._batch_losses(objective.subset([j]), zv[j])
+                              for j in range(len(objective.losses))])
         zq = zv[:, self._queries]
         knn = [self._knn(zf, zq)] if self.knn_on_device else [zf, zq]
         return [values, *knn, zv, zf]
 
-    def _batch_losses(self, loss, z: torch.Tensor) -> torch.Tensor:
+    def _batch_losses(self, objective: BatchObjective, z: torch.Tensor) -> torch.Tensor:
+        """One model's objective per validation batch, the batch laid out as in training."""
+        loss = objective.losses[0]
         was_training = loss.training
         loss.eval()  # running statistics (MDR) must not learn from validation rows
         # in training-sized batches: the batch-wise losses (N-Pair, LiftedStruct, InfoNCE)
@@ -168,15 +171,10 @@ class Validator:
         # be both slow and a different objective
         out = []
         for t in self._batches:
-            lab = None
-            if loss.uses_labels:
-                lab = (self.labels_v[t[:, 0]], self.labels_v[t[:, 1]], self.labels_v[t[:, 2]])
-            za, zp, zn = z[t[:, 0]], z[t[:, 1]], z[t[:, 2]]
-            value = loss(za, zp, zn, lab).reshape(())
-            if self.anchor:
-                value = value + self.anchor * geometry_stress(
-                    za, zp, zn, self.xv[t[:, 0]], self.xv[t[:, 1]], self.xv[t[:, 2]])
-            out.append(value.detach())
+            rows = t.t().reshape(-1)  # a..., p..., n...
+            value = objective(z[rows].unsqueeze(0), self.xv[rows].unsqueeze(0),
+                              self.labels_v[rows].unsqueeze(0))
+            out.append(value.reshape(()).detach())
         loss.train(was_training)
         return torch.stack(out)
 
@@ -225,9 +223,9 @@ class Validator:
         validation rows' severity concordance."""
         return float(values[0]) if self.selection == "loss" else -float(values[2])
 
-    def __call__(self, params: list[torch.Tensor], losses: list, forward
+    def __call__(self, params: list[torch.Tensor], objective: BatchObjective, forward
                  ) -> list[tuple[float, ...]]:
-        return self.finish([t.cpu() for t in self.compute(params, losses, forward)])
+        return self.finish([t.cpu() for t in self.compute(params, objective, forward)])
 
     def update(self, epoch: int, params: list[torch.Tensor], values: list[tuple[float, ...]]
                ) -> bool:

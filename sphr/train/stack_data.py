@@ -1,6 +1,6 @@
 """The inputs of a training stack: its data sets on the device and its random streams.
 
-A stack (:class:`sphr.train.trainer._Group`) trains K models at once. This part holds what
+A stack (:class:`sphr.train.trainer._Stack`) trains K models at once. This part holds what
 they train on: the feature rows and triplets of each data set, one generator per distinct
 seed (models sharing a seed share batches and dropout masks), the (data set, seed) streams
 that say which batch each model reads, and the validators of model selection.
@@ -8,6 +8,7 @@ that say which batch each model reads, and the validators of model selection.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ import torch
 
 from sphr.errors import ConfigError
 from sphr.models import HIDDEN
+from sphr.train.config import TrainConfig
 from sphr.train.seeds import derived_seed
 from sphr.train.selection import ValidationSplit, Validator
 from sphr.train.tracking import RowFacts
@@ -44,9 +46,20 @@ class Prepared(TrainData):
 
 
 class StackInputs:
-    """Data sets, generators and streams of a stack (the host class sets ``configs``,
-    ``data``, ``data_of`` and ``device``, then calls :meth:`_load_data`,
-    :meth:`_generators` and :meth:`_validators`)."""
+    """Data sets, generators and streams of a stack of models ``configs``: model ``j``
+    trains on ``data[data_of[j]]``; ``labels``: the rows' classes go to the device too (a
+    loss of the stack reads them)."""
+
+    def __init__(self, data: Sequence[Prepared], configs: Sequence[TrainConfig],
+                 data_of: Sequence[int], device: torch.device, labels: bool = False) -> None:
+        self.configs, self.data, self.data_of = list(configs), list(data), list(data_of)
+        self.device = device
+        self._load_data()
+        self.L: torch.Tensor | None = None
+        if labels and all(d.labels is not None for d in self.data):
+            self.L = torch.from_numpy(np.concatenate([d.labels for d in self.data])).to(device)
+        self._generators()
+        self._validators()
 
     def _load_data(self) -> None:
         """Features and triplets on the device; several data sets: one feature matrix (each
@@ -85,7 +98,7 @@ class StackInputs:
                             torch.tensor([g for _, g in pairs], device=dev))
         self.stream_of = torch.tensor(self._stream_pos, device=dev)
 
-    def _maps(self) -> tuple[Any, Any, Any]:
+    def maps(self) -> tuple[Any, Any, Any]:
         """(streams, stream_of, seed_of) for :meth:`FusedStep.at`: None where a model's
         stream or seed is its own position (no copy)."""
         k = len(self.configs)
@@ -105,14 +118,13 @@ class StackInputs:
                 rows = self.X[s:s + len(d.X)]  # a view: this data set's rows
                 self.validators.append(Validator(rows, d.labels, d.augmented, d.split,
                                                  cfg.patience, cfg.batch_size,
-                                                 selection=cfg.selection, facts=d.facts,
-                                                 anchor=cfg.anchor))
+                                                 selection=cfg.selection, facts=d.facts))
         self.validator = self.validators[0] if self.validators else None
-        self._members = [[j for j, x in enumerate(self.data_of) if x == d]
+        self.members = [[j for j, x in enumerate(self.data_of) if x == d]
                          for d in range(len(self.validators))]
-        self._member_index = [torch.tensor(m, device=self.device) for m in self._members]
+        self.member_index = [torch.tensor(m, device=self.device) for m in self.members]
 
-    def _masks(self, m: int) -> list[torch.Tensor] | None:
+    def masks(self, m: int) -> list[torch.Tensor] | None:
         """Scaled dropout masks for both hidden layers, one draw per seed.
 
         16 random bits per unit: one int64 draw covers four units, ~3.6x faster
@@ -134,19 +146,19 @@ class StackInputs:
                               device=self.device, dtype=torch.int64).view(torch.int16)
                 for g in self.gens])
             mask = (bits < kept - 32768).to(dtype).mul_(65536 / kept)
-            masks.append(self._per_model(mask))
+            masks.append(self.per_model(mask))
         return masks
 
-    def _per_model(self, t: torch.Tensor) -> torch.Tensor:
+    def per_model(self, t: torch.Tensor) -> torch.Tensor:
         """Per-seed rows (seeds, ...) -> per-model (K, ...); no copy when there is one of each."""
         if t.shape[0] == len(self.configs):
             own = len(self.gens) == len(self.configs) and self._seeds_in_order
             return t if own else t[self.seed_of]
         return t[self.seed_of]
 
-    def _rows_per_model(self, t: torch.Tensor) -> torch.Tensor:
+    def rows_per_model(self, t: torch.Tensor) -> torch.Tensor:
         """Per-stream rows (streams, ...) -> per-model (K, ...)."""
         if self.streams is None:
-            return self._per_model(t)
+            return self.per_model(t)
         return t if self._stream_pos == list(range(len(self.configs))) else t[self.stream_of]
 

@@ -19,9 +19,10 @@ With ``compile`` and pure losses, an epoch on a CUDA device is CUDA graph replay
 stacks, the pure one captured, the other eager, so each model trains as it would alone.
 An epoch's loss and validation reach the host in one copy.
 
-A stack (``_Group``) is built from named parts: its inputs and random streams
-(:mod:`sphr.train.stack_data`), its checkpoints (:mod:`sphr.train.checkpoint`) and its epochs
-and validation (:mod:`sphr.train.epochs`, with the ``on_epoch`` callback,
+A stack (``_Stack``) is composed of named parts, each with declared inputs: its inputs and
+random streams (:mod:`sphr.train.stack_data`), the state its epochs change and its
+checkpoints (:mod:`sphr.train.checkpoint`) and its epochs and validation
+(:mod:`sphr.train.epochs`, with the ``on_epoch`` callback,
 :data:`~sphr.train.epochs.EpochCallback`); here the models, losses and optimizer, and the
 public functions.
 """
@@ -41,12 +42,12 @@ import torch
 
 from sphr.device import configure_threads, resolve_device
 from sphr.errors import ConfigError, InputError
-from sphr.losses import TripletObjective, build_loss, loss_parameters
+from sphr.losses import BatchObjective, TripletObjective, build_loss, loss_parameters
 from sphr.models import SPHREnsemble, SPHRNet
-from sphr.train import fused, graph
-from sphr.train.checkpoint import CHECKPOINT, StackCheckpoint
-from sphr.train.config import TrainConfig
-from sphr.train.epochs import EpochCallback, StackLoop
+from sphr.train import checkpoint, fused, graph
+from sphr.train.checkpoint import CHECKPOINT, StackState
+from sphr.train.config import PER_MODEL, SEED, TrainConfig, settings_with
+from sphr.train.epochs import EpochCallback, EpochLoop
 from sphr.train.seeds import derived_seed, member_seed
 from sphr.train.selection import ValidationSplit, split_validation
 from sphr.train.stack_data import Prepared, StackInputs, TrainData
@@ -55,8 +56,8 @@ from sphr.train.tracking import TRACK_COLUMNS, RowFacts
 
 log = logging.getLogger(__name__)
 
-#: settings that may differ between models trained as one stack
-_PER_MODEL = ("loss", "loss_params", "margin", "p", "seed")
+#: settings that may differ between models trained as one stack (their fields' role)
+_PER_MODEL = (*settings_with(TrainConfig, role=PER_MODEL), *settings_with(TrainConfig, role=SEED))
 
 __all__ = ["CHECKPOINT", "EpochCallback", "TrainData", "TrainResult", "make_loss",
            "member_seed", "train_jobs", "train_many", "train_sphr"]
@@ -110,69 +111,65 @@ def _group_key(cfg: TrainConfig) -> tuple[Any, ...]:
     return tuple((k, repr(v)) for k, v in sorted(d.items()) if k not in _PER_MODEL)
 
 
-class _Group(StackInputs, StackCheckpoint, StackLoop):
-    """K models with the same optimizer settings, trained as one stack: its inputs
-    (:class:`~sphr.train.stack_data.StackInputs`), its checkpoints
-    (:class:`~sphr.train.checkpoint.StackCheckpoint`) and its epochs
-    (:class:`~sphr.train.epochs.StackLoop`); here the models, losses and optimizer."""
+class _Stack:
+    """K models with the same optimizer settings, trained as one stack, composed of named
+    parts with declared inputs: its inputs and random streams (``inputs``,
+    :class:`~sphr.train.stack_data.StackInputs`), what its epochs change (``state``,
+    :class:`~sphr.train.checkpoint.StackState`, which :mod:`sphr.train.checkpoint` saves and
+    loads) and its epochs (``loop``, :class:`~sphr.train.epochs.EpochLoop`); here the models,
+    losses and optimizer are made, and the trained models read back."""
 
     def __init__(self, data: Sequence[Prepared], configs: Sequence[TrainConfig],
                  data_of: Sequence[int] | None = None) -> None:
         """Model ``j`` trains on ``data[data_of[j]]`` (default: every model on ``data[0]``);
         several data sets need one shape (as many features and triplets)."""
-        self.configs = list(configs)
-        cfg = self.configs[0]
-        self.device = resolve_device(cfg.device)
-        self.threads = configure_threads(cfg.threads) if self.device.type == "cpu" else None
-        self.data = list(data)
-        self.data_of = list(data_of) if data_of is not None else [0] * len(self.configs)
-        self._load_data()
-        self.losses = [make_loss(c).to(self.device).train() for c in self.configs]
-        need_labels = any(loss.uses_labels for loss in self.losses)
-        self.L = None
-        if need_labels and all(d.labels is not None for d in data):
-            self.L = torch.from_numpy(np.concatenate([d.labels for d in data])).to(self.device)
-        self.templates = [init_model(self.X.shape[1], derived_seed(c.seed, "init"), c.out_dim,
-                                     c.dropout) for c in self.configs]
-        self.params = stack_params(self.templates, self.device)
-        extra = [p for loss in self.losses for p in loss.parameters()]
+        configs = list(configs)
+        cfg = configs[0]
+        device = resolve_device(cfg.device)
+        threads = configure_threads(cfg.threads) if device.type == "cpu" else None
+        losses = [make_loss(c).to(device).train() for c in configs]
+        self.inputs = inputs = StackInputs(
+            data, configs, list(data_of) if data_of is not None else [0] * len(configs), device,
+            labels=any(loss.uses_labels for loss in losses))
+        self.templates = [init_model(inputs.X.shape[1], derived_seed(c.seed, "init"),
+                                     c.out_dim, c.dropout) for c in configs]
+        params = stack_params(self.templates, device)
+        extra = [p for loss in losses for p in loss.parameters()]
         # fused: one kernel for every parameter (CPU and CUDA), ~2x less optimizer time
-        self.opt = torch.optim.Adam([*self.params, *extra], lr=cfg.lr, fused=True)
-        self.sched = torch.optim.lr_scheduler.StepLR(self.opt, step_size=cfg.lr_step,
-                                                     gamma=cfg.lr_gamma)
-        self._generators()
-        self.epoch = 0
-        self.curve: list[list[float]] = []
-        self.forward = torch.compile(stacked_forward) if cfg.compile else stacked_forward
+        opt = torch.optim.Adam([*params, *extra], lr=cfg.lr, fused=True)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=cfg.lr_step, gamma=cfg.lr_gamma)
+        self.state = StackState(configs, params, opt, sched, losses)
+        # the loss and the marker-geometry term, as every path and the validation add them
+        objective = BatchObjective(losses, geometry=cfg.anchor)
+        forward = torch.compile(stacked_forward) if cfg.compile else stacked_forward
         # the whole step as one graph where every loss is a pure function (sphr.train.fused),
         # and on CUDA the whole epoch as graph replays (sphr.train.graph)
-        self.fused = None
-        self.graph: graph.DeviceEpoch | None = None
-        if cfg.compile and fused.supports(self.losses):
-            self.fused = fused.FusedStep(self.params, self.opt, self.losses, cfg.dropout,
-                                         bf16=cfg.precision == "bf16", anchor=cfg.anchor)
-            if graph.wanted(cfg.cuda_graphs, cfg.compile, self.device):
-                self.graph = graph.DeviceEpoch(
-                    self.fused, self.X, self.T, self.gens, batch_size=cfg.batch_size,
-                    n_models=len(self.configs), maps=self._maps(),
-                    capture=self.device.type == "cuda", steps_per_graph=cfg.steps_per_graph)
-        self._validators()
-        self._waiting = len(self.configs)  # models whose patience has not run out
+        step, epoch = None, None
+        if cfg.compile and fused.supports(losses):
+            step = fused.FusedStep(params, opt, objective, cfg.dropout,
+                                   bf16=cfg.precision == "bf16")
+            if graph.wanted(cfg.cuda_graphs, cfg.compile, device):
+                epoch = graph.DeviceEpoch(
+                    step, inputs.X, inputs.T, inputs.gens, batch_size=cfg.batch_size,
+                    n_models=len(configs), maps=inputs.maps(), capture=device.type == "cuda",
+                    steps_per_graph=cfg.steps_per_graph)
+        self.loop = EpochLoop(self.state, inputs, objective, forward, step, epoch, threads)
 
     def results(self, timings: dict[str, Any], which: Sequence[int] | None = None
                 ) -> list[TrainResult]:
         """Models ``which`` (default all), each with its best validation epoch's weights and
         its curves up to its own stop: the epoch its patience ran out, as trained alone."""
-        v = self.validator
-        done = self.done()
+        inp, st = self.inputs, self.state
+        v = inp.validator
+        done = self.loop.done()
         out = []
-        for j in range(len(self.configs)) if which is None else which:
-            cfg = self.configs[j]
-            end = self.epoch
+        for j in range(len(st.configs)) if which is None else which:
+            cfg = st.configs[j]
+            end = st.epoch
             validation = {}
-            n_triplets = len(self.data[self.data_of[j]].triplets)
+            n_triplets = len(inp.data[inp.data_of[j]].triplets)
             if v is not None:
-                split = self.validators[self.data_of[j]].split
+                split = inp.validators[inp.data_of[j]].split
                 if j in done:
                     end = int(v.best[j][1]) + cfg.patience
                 validation = {"best_epoch": int(v.best[j][1]), "epochs_run": end,
@@ -187,12 +184,12 @@ class _Group(StackInputs, StackCheckpoint, StackLoop):
                               "validation_rows": len(split.validation_rows),
                               "fit_triplets": len(split.fit_triplets)}
             best = v.best_params[j] if v is not None and v.best_params else None
-            stack, k = ([w.unsqueeze(0) for w in best], 0) if best else (self.params, j)
+            stack, k = ([w.unsqueeze(0) for w in best], 0) if best else (st.params, j)
             out.append(TrainResult(
                 model=unstack(stack, k, self.templates[j]),
-                loss_curve=[row[j] for row in self.curve[:end]], config=cfg, timings=dict(timings),
-                device=str(self.device), n_triplets=n_triplets,
-                loss_module=self.losses[j].cpu().eval(), validation=validation))
+                loss_curve=[row[j] for row in st.curve[:end]], config=cfg, timings=dict(timings),
+                device=str(inp.device), n_triplets=n_triplets,
+                loss_module=st.losses[j].cpu().eval(), validation=validation))
         return out
 
 
@@ -229,38 +226,41 @@ def _prepare(datasets: Sequence[TrainData], configs: Sequence[TrainConfig],
 def _train_group(data: list[Prepared], configs: Sequence[TrainConfig], data_of: list[int],
                  checkpoint_dir: Path | None, resume: bool, on_epoch: EpochCallback | None,
                  retire: bool, t0: float) -> list[TrainResult]:
-    group = _Group(data, configs, data_of)
+    group = _Stack(data, configs, data_of)
     ckpt = checkpoint_dir
-    resumed = bool(resume and ckpt is not None and group.load(ckpt))
+    resumed = bool(resume and ckpt is not None and checkpoint.load(group.state, group.inputs,
+                                                                   ckpt))
     setup_s = time.perf_counter() - t0
     desc = "train " + ",".join(dict.fromkeys(c.loss for c in configs))
     # without checkpoints, models that are done leave the stack once half of it is: one loss
     # whose validation loss keeps improving (MDR at the paper profile, docs/METHODS.md)
     # then trains alone instead of holding every model's compute
-    retire = (retire and ckpt is None and group.validator is not None
+    retire = (retire and ckpt is None and group.inputs.validator is not None
               and configs[0].patience is not None)
     index = list(range(len(configs)))  # position in ``configs`` of each model in the stack
     out: dict[int, TrainResult] = {}
     while True:
-        timings = group.fit(checkpoint_dir=ckpt, on_epoch=on_epoch, desc=desc, retire=retire)
+        timings = group.loop.fit(checkpoint_dir=ckpt, on_epoch=on_epoch, desc=desc,
+                                 retire=retire)
+        epoch, stacked = group.state.epoch, group.state.configs
         timings.update(setup_s=round(setup_s, 3),
-                       resumed_from_epoch=group.epoch - timings["epochs_run"] if resumed else None)
-        done = group.done()
-        if not retire or len(done) in (0, len(group.configs)) or group.epoch >= configs[0].epochs:
+                       resumed_from_epoch=epoch - timings["epochs_run"] if resumed else None)
+        done = group.loop.done()
+        if not retire or len(done) in (0, len(stacked)) or epoch >= configs[0].epochs:
             out.update(zip(index, group.results(timings), strict=True))
             return [out[i] for i in range(len(configs))]
-        keep = [j for j in range(len(group.configs)) if j not in done]
-        state = group.narrowed(keep)
+        keep = [j for j in range(len(stacked)) if j not in done]
+        state = checkpoint.narrowed(group.state, group.inputs, keep)
         out.update(zip([index[j] for j in done], group.results(timings, done), strict=True))
-        log.info("epoch %d: %s leave the stack; %s train on", group.epoch,
-                 ", ".join(group.configs[j].loss for j in done),
-                 ", ".join(group.configs[j].loss for j in keep))
+        log.info("epoch %d: %s leave the stack; %s train on", epoch,
+                 ", ".join(stacked[j].loss for j in done), ", ".join(stacked[j].loss for j in keep))
         index = [index[j] for j in keep]
         # a narrower stack is a new one (its step compiled and its graphs captured anew)
-        kept_data = list(dict.fromkeys(group.data_of[j] for j in keep))
-        group = _Group([group.data[d] for d in kept_data], [group.configs[j] for j in keep],
-                          [kept_data.index(group.data_of[j]) for j in keep])
-        group.load_state(state)
+        data_of = group.inputs.data_of
+        kept_data = list(dict.fromkeys(data_of[j] for j in keep))
+        group = _Stack([group.inputs.data[d] for d in kept_data], [stacked[j] for j in keep],
+                       [kept_data.index(data_of[j]) for j in keep])
+        checkpoint.load_state(group.state, group.inputs, state)
 
 
 def _substacks(configs: Sequence[TrainConfig]) -> list[list[int]]:

@@ -5,7 +5,7 @@ Each loss is a pytorch-metric-learning ``BaseMetricLossFunction`` called as
 ``distance=`` and ``reducer=`` objects; miners (PML ``BaseMiner`` subclasses,
 or PML's own) pick the triplets; schedulers are separate objects the loss
 consults for its margin each epoch; :data:`LOSSES` maps the ``--losses``
-names to configured instances.
+names to their registry entries; ``sphr.losses.registry.build_loss(spec, RETRIEVAL)`` makes one.
 """
 
 from sphr.retrieval.losses.base import (
@@ -22,6 +22,7 @@ from sphr.retrieval.losses.base import (
     triplet_margins,
     triplet_negative_pairs,
 )
+from sphr.retrieval.losses.builders import DEFAULT_LOSSES, LOSSES, loss_help
 from sphr.retrieval.losses.formulas import (
     adatriplet_per_triplet,
     cosine_distance01,
@@ -31,13 +32,6 @@ from sphr.retrieval.losses.formulas import (
 )
 from sphr.retrieval.losses.miners import OCAMMiner, TripletMiner, selection_miner
 from sphr.retrieval.losses.pairs import ContrastiveLoss, NPLBLoss, OCAMLoss
-from sphr.retrieval.losses.registry import (
-    DEFAULT_LOSSES,
-    LOSSES,
-    build_loss,
-    loss_help,
-    parse_loss_spec,
-)
 from sphr.retrieval.losses.schedulers import (
     AutoMargin,
     ConstantMargin,
@@ -70,7 +64,6 @@ __all__ = [
     "all_pair_indices",
     "all_triplet_indices",
     "batch_stats",
-    "build_loss",
     "cosine_distance01",
     "distance_for",
     "loss_help",
@@ -79,7 +72,6 @@ __all__ = [
     "ocam_violations",
     "pairwise_euclidean",
     "pairwise_similarity",
-    "parse_loss_spec",
     "reducer_for",
     "select_triplets",
     "selection_miner",

@@ -1,6 +1,6 @@
-"""Register the losses named in :mod:`sphr.retrieval.catalog` (``--losses``,
-``run_comparison``) in the project's one loss registry (:mod:`sphr.losses.registry`, domain
-``retrieval``) and build them from a spec.
+"""How each loss named in :mod:`sphr.retrieval.catalog` (``--losses``, ``run_comparison``) is
+built, registered in the project's one loss registry (:mod:`sphr.losses.registry`, domain
+``retrieval``); the registry's one ``build_loss(spec, RETRIEVAL)`` makes them.
 
 A spec is a name, optionally with overrides: ``triplet_dams:threshold=0.9,swap=false``.
 Every default is an option; unknown options are an error.
@@ -16,13 +16,13 @@ from pytorch_metric_learning.distances import CosineSimilarity
 
 from sphr.errors import ConfigError
 from sphr.losses.registry import REGISTRY, RETRIEVAL, RegisteredLoss
-from sphr.retrieval.catalog import DEFAULT_LOSSES, LOSS_CATALOG, loss_help, parse_value
+from sphr.retrieval.catalog import DEFAULT_LOSSES, LOSS_CATALOG, loss_help
 from sphr.retrieval.losses.base import EuclideanDistance, RetrievalLoss, distance_for, reducer_for
 from sphr.retrieval.losses.pairs import ContrastiveLoss, NPLBLoss, OCAMLoss
 from sphr.retrieval.losses.schedulers import AutoMargin, ConstantMargin, DAMSMargin, LinearMargin
 from sphr.retrieval.losses.triplet import AdaTripletLoss, TripletLoss
 
-__all__ = ["DEFAULT_LOSSES", "LOSSES", "build_loss", "loss_help", "parse_loss_spec"]
+__all__ = ["DEFAULT_LOSSES", "LOSSES", "loss_help"]
 
 
 def _triplet_const(o: dict[str, Any], geometry: str) -> RetrievalLoss:
@@ -98,24 +98,3 @@ for _name, _e in LOSS_CATALOG.items():
 
 #: the retrieval losses of :data:`sphr.losses.registry.REGISTRY`, by ``--losses`` name
 LOSSES: Mapping[str, RegisteredLoss] = REGISTRY.entries(RETRIEVAL)
-
-
-def parse_loss_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"name:key=value,key=value"`` -> (name, overrides)."""
-    name, _, rest = spec.partition(":")
-    name = name.strip()
-    if name not in LOSSES:
-        raise ConfigError(f"unknown loss {name!r}: use one of {', '.join(LOSSES)}")
-    overrides: dict[str, Any] = {}
-    for item in filter(None, (x.strip() for x in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise ConfigError(f"loss option {item!r} in {spec!r} is not key=value")
-        overrides[key.strip()] = parse_value(value)
-    return name, overrides
-
-
-def build_loss(spec: str, **overrides: Any) -> RetrievalLoss:
-    """A fresh loss (with a fresh scheduler) for ``spec``; keyword overrides win over the spec's."""
-    name, opts = parse_loss_spec(spec)
-    return REGISTRY.build(name, RETRIEVAL, **{**opts, **overrides})
