@@ -79,13 +79,16 @@ def test_an_override_that_restates_the_profile_names_the_default_candidate():
     from sphr.risk.refits import candidate_of
     from sphr.train.config import TrainConfig
 
-    for profile in ("demo", "paper"):
+    # the demo profile trains the shipped candidate (the anchor at weight 3), the paper's none
+    for profile, own in (("demo", "anchor=3.0"), ("paper", "default")):
         over = real_nhanes.train_overrides(["ensemble=1", "selection=loss"])
         name = real_nhanes.candidate_name(over, profile)
-        assert name == "default"
+        assert name == own == candidate_of(TrainConfig.profile(profile).to_dict())
         assert candidate_of(TrainConfig.profile(profile, **over).to_dict()) == name
+    # no remedy at all is "default" at either profile
+    assert real_nhanes.candidate_name({"anchor": 0}, "demo") == "default"
     # the demo's epochs restated at the demo profile change nothing; at the paper's they do
-    assert real_nhanes.candidate_name({"epochs": 8}, "demo") == "default"
+    assert real_nhanes.candidate_name({"epochs": 8}, "demo") == "anchor=3.0"
     assert real_nhanes.candidate_name({"epochs": 8}, "paper") == "epochs=8"
     # on a GPU: the candidate is what was trained, not where
     gpu = real_nhanes.train_overrides(["anchor=1", "ensemble=5", "device=cuda", "compile=true"])
@@ -107,7 +110,7 @@ def test_record_spread_keeps_other_entries(tmp_path):
     entry = real_nhanes.record_spread(path, args, result)
     held = json.loads(path.read_text())
     assert held["paper"] == {"default": {"k": 2}}
-    assert held["demo"]["ensemble=5"] == entry
+    assert held["demo"]["anchor=3.0,ensemble=5"] == entry
     assert entry["spread"] == spread and entry["k"] == 3 and entry["space"] == "marker"
     assert entry["command"] == ("python benchmarks/real_nhanes.py --profile demo --refits 3 "
                                 "--folds 5 --seed 0 --spaces marker,quantile --bootstrap 1000 "

@@ -26,11 +26,14 @@ ENTRY = {"date": "2026-11-27", "commit": "abc1234", "command": "python benchmark
 
 
 def test_the_profile_and_candidate_of_a_saved_training_config():
+    # the demo profile trains the shipped candidate, the anchor at weight 3 (docs/METHODS.md)
     demo = TrainConfig.profile("demo", seed=7, device="cpu", threads=1).to_dict()
-    assert profile_of(demo) == "demo" and candidate_of(demo) == "default"
+    assert profile_of(demo) == "demo" and candidate_of(demo) == "anchor=3.0"
+    bare = TrainConfig.profile("demo", anchor=0).to_dict()
+    assert profile_of(bare) == "demo" and candidate_of(bare) == "default"
     paper = TrainConfig.profile("paper", ensemble=5).to_dict()
     assert profile_of(paper) == "paper" and candidate_of(paper) == "ensemble=5"
-    both = TrainConfig.profile("demo", ensemble=3, selection="severity").to_dict()
+    both = TrainConfig.profile("demo", anchor=0, ensemble=3, selection="severity").to_dict()
     assert candidate_of(both) == "ensemble=3,selection=severity"
     assert profile_of(TrainConfig.profile("demo", epochs=3).to_dict()) is None
     # R3 / R4: an anchor given as 1 is filed as the saved config holds it
@@ -51,13 +54,15 @@ def test_every_recorded_candidate_is_one_a_trained_model_can_name():
             settings = dict(item.split("=", 1) for item in items)
             assert set(settings) <= set(CANDIDATE_SETTINGS), key
             typed = {k: type(CANDIDATE_SETTINGS[k])(v) for k, v in settings.items()}
-            assert candidate_of(TrainConfig.profile(profile, **typed).to_dict()) == key
+            # a key names every candidate setting that differs from no remedy at all
+            config = TrainConfig.profile(profile, **{**CANDIDATE_SETTINGS, **typed})
+            assert candidate_of(config.to_dict()) == key
 
 
 def test_sphr_record_takes_the_spread_measured_for_the_models_training(tmp_path):
     path = tmp_path / "refit_spread.json"
     path.write_text(json.dumps({"demo": {"default": ENTRY}}))
-    demo = {"config": TrainConfig.profile("demo").to_dict()}
+    demo = {"config": TrainConfig.profile("demo", anchor=0).to_dict()}
     rec = sphr_record([demo, demo], ["raw_euclidean", "sphr", "sphr_joint", "phenoage"], path)
     assert rec["shipped_sphr"] == "sphr_joint"
     assert rec["training"] == {"profile": "demo", "candidate": "default"}

@@ -136,9 +136,12 @@ def test_command_line_overrides_the_file(tmp_path):
     assert flags.stages["train"]["epochs"] == 8 and from_file.stages["train"]["epochs"] == 1000
 
 
-def test_a_real_export_gets_the_paper_profile_and_no_comparisons(tmp_path):
-    """With --export: paper, the 7-loss and image-retrieval comparisons off unless asked;
-    without (the synthetic demo): demo, both on, as `make pipeline` always ran."""
+def test_a_real_export_gets_the_export_profile_and_no_comparisons(tmp_path):
+    """With --export: EXPORT_PROFILE (the pre-registered rule's choice), the 7-loss and
+    image-retrieval comparisons off unless asked; without (the synthetic demo): demo, both on,
+    as `make pipeline` always ran."""
+    from sphr.settings import EXPORT_PROFILE
+    from sphr.train.config import TrainConfig
     from sphr_dagster.__main__ import build_parser, settings_from_args
 
     def settings(*argv):
@@ -148,13 +151,16 @@ def test_a_real_export_gets_the_paper_profile_and_no_comparisons(tmp_path):
     assert (demo.profile, demo.losses, demo.retrieval, demo.export) == ("demo", True, True, None)
     export = tmp_path / "ukb.csv"
     real = settings("--export", str(export))
-    assert (real.profile, real.losses, real.retrieval) == ("paper", False, False)
-    assert real.export == str(export) and real.stages["train"]["epochs"] == 1000
+    assert (real.profile, real.losses, real.retrieval) == (EXPORT_PROFILE, False, False)
+    assert real.export == str(export)
+    assert real.stages["train"]["epochs"] == TrainConfig.profile(EXPORT_PROFILE).epochs
+    assert settings("--export", str(export), "--profile", "paper").stages["train"][
+        "epochs"] == 1000
     asked = settings("--export", str(export), "--losses", "--retrieval", "--profile", "demo")
     assert (asked.profile, asked.losses, asked.retrieval) == ("demo", True, True)
     assert settings("--no-losses").losses is False
     from_file = resolve(_toml(tmp_path, f'[run]\nexport = "{export}"\n'))
-    assert (from_file.profile, from_file.losses) == ("paper", False)
+    assert (from_file.profile, from_file.losses) == (EXPORT_PROFILE, False)
 
 
 def test_outcomes_and_ranges_reach_ingest_and_cohorts_config(tmp_path):
@@ -192,19 +198,24 @@ def test_announce_prints_first_and_writes_run_settings(tmp_path, capsys):
                        outcomes=str(tmp_path / "o.json"), run_dir=str(tmp_path / "run"))
     path = announce(settings, ["python", "-m", "sphr_dagster", "run"])
     first = capsys.readouterr().out.splitlines()[0]
-    for part in ("profile paper", f"export {tmp_path / 'x.csv'}", f"outcomes {tmp_path / 'o.json'}",
-                 "ranges P0", f"config {tmp_path / 'run.toml'}", "losses off", "retrieval off",
-                 "device auto"):
+    from sphr.settings import EXPORT_PROFILE
+    from sphr.train.config import TrainConfig
+
+    for part in (f"profile {EXPORT_PROFILE}", f"export {tmp_path / 'x.csv'}",
+                 f"outcomes {tmp_path / 'o.json'}", "ranges P0",
+                 f"config {tmp_path / 'run.toml'}", "losses off", "retrieval off", "device auto"):
         assert part in first, (part, first)
     assert path == tmp_path / "run" / RUN_SETTINGS_FILE
     written = json.loads(path.read_text())
     assert set(written) >= {"profile", "export", "outcomes", "ranges", "config_file", "losses",
                             "retrieval", "device", "stages", "written", "command"}
-    assert (written["profile"], written["losses"], written["retrieval"]) == ("paper", False, False)
+    assert (written["profile"], written["losses"], written["retrieval"]) == (EXPORT_PROFILE, False,
+                                                                             False)
     assert set(written["stages"]) == {"synth", "ingest", "cohorts", "train", "baselines",
                                       "evaluate", "risk", "retrieval"}
     assert written["stages"]["cohorts"]["seed"] == 3
-    assert written["stages"]["train"]["epochs"] == 1000  # the paper profile, resolved
+    # the export profile, resolved
+    assert written["stages"]["train"]["epochs"] == TrainConfig.profile(EXPORT_PROFILE).epochs
     assert written["stages"]["ingest"]["censoring"]["hospital"] == "2021-03-31"
     assert written["stages"]["evaluate"]["nn"]["epochs"] == 100
     assert written["command"] == ["python", "-m", "sphr_dagster", "run"]
@@ -217,7 +228,9 @@ def test_config_command_prints_the_launchpad_yaml(tmp_path, capsys):
     path = _toml(tmp_path, "[cohorts]\nseed = 3\n[train]\nepochs = 2\n")
     assert main(["config", str(path), "--export", str(tmp_path / "ukb.csv")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("# settings: profile paper")
+    from sphr.settings import EXPORT_PROFILE
+
+    assert out.startswith(f"# settings: profile {EXPORT_PROFILE}")
     config = yaml.safe_load(out)
     assert config["ops"]["cohorts"]["config"]["seed"] == 3
     assert config["ops"]["sphr_training"]["config"]["epochs"] == 2
@@ -279,7 +292,10 @@ def test_run_on_an_export_with_outcomes_and_ranges(tmp_path, ukb_export, monkeyp
                  "--ranges", str(tmp_path / "ranges.json"), "--run-dir", str(run)])
     out, err = capsys.readouterr()
     assert code == 0, (out + err)[-3000:]
-    assert out.splitlines()[0].startswith("settings: profile paper | export ")
+    from sphr.settings import EXPORT_PROFILE
+    from sphr.train.config import TrainConfig
+
+    assert out.splitlines()[0].startswith(f"settings: profile {EXPORT_PROFILE} | export ")
     written = json.loads((run / RUN_SETTINGS_FILE).read_text())
     assert written["outcomes"] == str(tmp_path / "outcomes.json") and written["losses"] is False
     report = json.loads((run / "ingest" / "ingest_report.json").read_text())
@@ -289,9 +305,10 @@ def test_run_on_an_export_with_outcomes_and_ranges(tmp_path, ukb_export, monkeyp
         cohort = json.loads((run / "cohorts" / sex / "cohort_report.json").read_text())
         glucose = [r for r in cohort["clinical_ranges"] if r["marker"] == "glucose"]
         assert glucose and all(r["high"] == 6.1 for r in glucose)
-    # the paper profile's training settings, two epochs: what the file asked for
+    # the export profile's training settings, two epochs: what the file asked for
     train = json.loads((run / "train" / "female" / "nplb" / "train_report.json").read_text())
-    assert train["config"]["epochs"] == 2 and train["config"]["patience"] == 50
+    assert train["config"]["epochs"] == 2
+    assert train["config"]["patience"] == TrainConfig.profile(EXPORT_PROFILE).patience
     assert not (run / "train" / "female" / "comparison").exists()  # losses off with an export
     assert not (run / "retrieval").exists()
     assert (run / "risk" / "risk_report.json").exists()

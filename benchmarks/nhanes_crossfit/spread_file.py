@@ -20,13 +20,17 @@ def candidate_name(train: dict, profile: str) -> str:
     restates the profile's value (``ensemble=1``) changes nothing, so it is no part of the key;
     values as the saved config holds them (``anchor=1`` is ``anchor=1.0``). Where and how fast
     the fits ran (``device=cuda``, ``compile=true``) is no part of it."""
-    from sphr.risk.refits import RUNTIME_SETTINGS, candidate_key
+    from sphr.risk.refits import CANDIDATE_SETTINGS, RUNTIME_SETTINGS, candidate_key
     from sphr.train.config import TrainConfig
 
     base = TrainConfig.profile(profile).to_dict()
     given = TrainConfig.profile(profile, **train).to_dict()
-    return candidate_key({k: given[k] for k in train
-                          if k not in RUNTIME_SETTINGS and base.get(k, object()) != given[k]})
+    # a candidate setting is named against no remedy at all, as sphr.risk.refits.candidate_of
+    # names a trained model's (a profile may carry one: demo trains with the anchor)
+    changed = {k: given[k] for k, v in CANDIDATE_SETTINGS.items() if given.get(k, v) != v}
+    changed.update({k: given[k] for k in train if k not in RUNTIME_SETTINGS
+                    and k not in CANDIDATE_SETTINGS and base.get(k, object()) != given[k]})
+    return candidate_key(changed)
 
 
 def measuring_command(args: argparse.Namespace) -> str:

@@ -8,7 +8,7 @@ dataclass (the one source of every default), and ``[run]`` for the command's own
 
     [run]
     export = "/data/ukb672345.csv"      # relative paths: from this file's folder
-    profile = "paper"                   # default: paper with an export, demo without
+    profile = "paper"                   # default: demo (docs/METHODS.md, "Higher risk ...")
     losses = false                      # the 7-loss comparison (default: on only without an export)
 
     [ingest.censoring]                  # your release's censoring dates (docs/OUTCOMES.md)

@@ -90,11 +90,13 @@ def loss_configs(losses: Sequence[str], *, profile: str = DEFAULT_PROFILE, seed:
     if unknown:
         raise ConfigError(f"unknown loss(es) {unknown}: "
                           f"choose from {', '.join(COMPARISON_LOSSES)}")
+    # the paper's losses as the paper trained them: without the marker-geometry anchor the
+    # shipped SPHR carries (docs/METHODS.md, "Higher risk for your age"), unless asked for
     if config is not None:
-        return {loss: dataclasses.replace(config, loss=loss) for loss in losses}
+        return {loss: dataclasses.replace(config, loss=loss, anchor=0.0) for loss in losses}
     base = trainer.TrainConfig.profile(profile)
     fields = {f.name for f in dataclasses.fields(base)}
-    extra = {"seed": seed, "device": device, **dict(overrides or {})}
+    extra = {"seed": seed, "device": device, "anchor": 0.0, **dict(overrides or {})}
     bad = [k for k in extra if k not in fields]
     if bad:
         raise ConfigError(f"TrainConfig has no field(s) {bad}")

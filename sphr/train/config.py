@@ -184,7 +184,12 @@ PROFILES: dict[str, dict[str, Any]] = {
     # every loss's validation loss bottoms out at epoch 2-4 (measured, 7-loss stack, women),
     # so epochs past best + 2 only cost time.
     "demo": {"epochs": 8, "batch_size": 512, "checkpoint_every": 0, "validation_size": 0.2,
-             "patience": 2},
+             "patience": 2,
+             # the marker-geometry anchor at weight 3: the candidate SPHR's pre-registered rule
+             # by dC chose (docs/METHODS.md, "Higher risk for your age"; measured in
+             # docs/notes/SPHR_RISK.md): SPHR + markers adds +0.056 / +0.055 to age's C for
+             # death on the development cross-fit, against +0.002 / +0.007 without it
+             "anchor": 3.0},
 }
 
 
