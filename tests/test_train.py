@@ -524,3 +524,18 @@ def test_models_that_are_done_leave_the_stack_and_end_as_if_trained_alone(data, 
         assert np.allclose(alone.loss_curve, r.loss_curve, rtol=1e-4, atol=1e-5), c.loss
         assert np.allclose(alone.validation["val_loss"], r.validation["val_loss"], rtol=1e-4,
                            atol=1e-5), c.loss
+
+
+def test_the_loss_comparison_trains_the_papers_losses_without_the_anchor():
+    """The demo profile's SPHR carries the geometry anchor (the rule's choice); the 7-loss
+    comparison reproduces the paper's losses, so its models train without it unless asked."""
+    from sphr.train.comparison import loss_configs
+    from sphr.train.config import TrainConfig
+
+    assert TrainConfig.profile("demo").anchor == 3.0
+    configs = loss_configs(("nplb", "triplet"), profile="demo", device="cpu")
+    assert {c.anchor for c in configs.values()} == {0.0}
+    given = loss_configs(("nplb",), config=TrainConfig.profile("demo"))
+    assert given["nplb"].anchor == 0.0
+    asked = loss_configs(("nplb",), profile="demo", overrides={"anchor": 1.0})
+    assert asked["nplb"].anchor == 1.0

@@ -96,7 +96,8 @@ def loss_configs(losses: Sequence[str], *, profile: str = DEFAULT_PROFILE, seed:
         return {loss: dataclasses.replace(config, loss=loss, anchor=0.0) for loss in losses}
     base = trainer.TrainConfig.profile(profile)
     fields = {f.name for f in dataclasses.fields(base)}
-    extra = {"seed": seed, "device": device, "anchor": 0.0, **dict(overrides or {})}
+    extra = {"seed": seed, "device": device, **({"anchor": 0.0} if "anchor" in fields else {}),
+             **dict(overrides or {})}
     bad = [k for k in extra if k not in fields]
     if bad:
         raise ConfigError(f"TrainConfig has no field(s) {bad}")
