@@ -323,3 +323,24 @@ def test_ordered_by_point_estimates_within_chance_says_so():
         == f"{NOT_BEYOND_CHANCE} (on Higher Risk only)"
     # not ordered stays not ordered whatever the intervals
     assert ordering_label(order.assign(status="not ordered")) == "not ordered"
+
+
+@pytest.mark.parametrize("settings, source, synthetic", [
+    ({"export": None, "stages": {"synth": {}}}, "export/ukb_synthetic.csv", True),
+    ({"export": "/data/nhanes_ukb_dev.csv", "stages": {"synth": {}}}, "nhanes_ukb_dev.csv",
+     False),
+    (None, "export/ukb_synthetic.csv", True),
+    (None, "/data/ukb672345.csv", False),
+])
+def test_the_synthetic_banner_follows_the_runs_own_record(tmp_path, settings, source, synthetic):
+    """Every run's settings list the synth stage, used or not: a run on an export (real
+    people) must not be called synthetic."""
+    import json
+
+    from sphr.risk.report.main import cohort_facts
+
+    (tmp_path / "ingest").mkdir()
+    (tmp_path / "ingest" / "ingest_report.json").write_text(json.dumps({"source": source}))
+    if settings is not None:
+        (tmp_path / "run_settings.json").write_text(json.dumps(settings))
+    assert cohort_facts({"run": str(tmp_path)})["synthetic"] is synthetic

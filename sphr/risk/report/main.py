@@ -45,7 +45,14 @@ def cohort_facts(summary: dict[str, Any]) -> dict[str, Any]:
     settings = _json(run / "run_settings.json")
     stages = settings.get("stages") or {}
     source = str(ingest.get("source", ""))
-    synthetic = bool(summary.get("synthetic", "synth" in stages or "synth" in Path(source).name))
+    # the run's own record first: a run on an export names it (every run's settings list the
+    # synth stage, used or not); without that record, the synthetic export's file name
+    if "synthetic" in summary:
+        synthetic = bool(summary["synthetic"])
+    elif settings:
+        synthetic = settings.get("export") is None
+    else:
+        synthetic = "synthetic" in Path(source).name
     return {"synthetic": synthetic, "exported": ingest.get("participants"),
             "censoring": (stages.get("ingest") or {}).get("censoring") or {},
             "source": Path(source).name or None}
