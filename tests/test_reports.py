@@ -182,7 +182,13 @@ def test_summary_sentences_are_derived_from_the_numbers(risk_inputs):
     disc.loc[i, ["rr_higher_vs_normal", "rr_low", "rr_high", "n_higher"]] = [3.5, 1.8, 6.9, 12]
     assert "SPHR 3.50 (1.80-6.90, 12 in Higher Risk)" in summary_paragraph(disc, heldout,
                                                                           rows=rows)
-    assert "beyond chance with SPHR" in summary_paragraph(disc, heldout, rows=rows)
+    # one test per claim: the Katz interval is no verdict; the exact, Holm-adjusted test is
+    assert "beyond chance" not in summary_paragraph(disc, heldout, rows=rows)
+    assert "exact test with Holm's correction" in summary_paragraph(disc, heldout, rows=rows)
+    # a Higher Risk group of fewer than 10 people gets no estimate
+    disc.loc[i, "n_higher"] = 1
+    few = summary_paragraph(disc, heldout, rows=rows)
+    assert "SPHR 3.50" not in few and "Too few in Higher Risk" in few
     # the shares come from the rows: make every female SPHR row Normal
     moved = rows.copy()
     moved.loc[(moved["sex"] == "female") & (moved["method"] == "sphr"), "group"] = "Normal"

@@ -94,16 +94,24 @@ def _risk_ratio_sentence(d: pd.DataFrame) -> str | None:
     if est.empty:
         return ("Nobody with a repeat visit was in Higher Risk under any method, so whether "
                 "Higher Risk develops more new disease than Normal cannot be told yet.")
+    from sphr.beyond_age import GROUP_MIN_N
+
     est = est.set_index("method").loc[ordered(est["method"])].reset_index()
+    # no estimate from a group of fewer than GROUP_MIN_N people (the report's one rule)
+    small = est.loc[est["n_higher"] < GROUP_MIN_N, "method"]
+    est = est.loc[est["n_higher"] >= GROUP_MIN_N]
     parts = [f"{method_name(r.method)} {r.rr_higher_vs_normal:.2f} ({r.rr_low:.2f}-"
              f"{r.rr_high:.2f}, {int(r.n_higher)} in Higher Risk)" for r in est.itertuples()]
-    above = [method_name(m) for m in est.loc[est["rr_low"] > 1, "method"]]
-    text = "Risk ratio Higher Risk vs Normal: " + "; ".join(parts) + ", "
-    text += (f"more new disease in Higher Risk beyond chance with {', '.join(above)}."
-             if above else "no interval above 1.")
-    if len(g) > len(est):
-        text += f" The other {len(g) - len(est)} method(s) had nobody in Higher Risk."
-    return text
+    text = ("Risk ratio Higher Risk vs Normal (Katz interval, not adjusted for multiplicity; "
+            "whether Higher Risk develops more disease is judged by the one-sided exact test "
+            "with Holm's correction in the table below): " + "; ".join(parts) + "."
+            if parts else "")
+    if len(small):
+        text += (f" Too few in Higher Risk for an estimate (under {GROUP_MIN_N} people): "
+                 f"{', '.join(method_name(m) for m in small)}.")
+    if len(g) > len(est) + len(small):
+        text += f" The other {len(g) - len(est) - len(small)} method(s) had nobody in Higher Risk."
+    return text.strip() or None
 
 
 def _reference_sentence(d: pd.DataFrame) -> str | None:
