@@ -29,17 +29,15 @@ import pandas as pd
 def redrawn_shares(cal: np.ndarray, test: np.ndarray, draws: int, seed: int) -> np.ndarray:
     """Shares of re-drawn test sets at or below the conformal 95% bound of re-drawn
     calibration sets of the same sizes, from the pooled scores."""
-    from sphr.risk.calibration import NORMAL_LEVEL, conformal_rank
+    from sphr.risk.calibration import NORMAL_LEVEL, upper_bound
 
     pooled = np.concatenate([cal, test])
     rng = np.random.default_rng(seed)
-    k = conformal_rank(cal.size, NORMAL_LEVEL)
     shares = np.empty(draws)
     for b in range(draws):
         order = rng.permutation(pooled.size)
         c, t = pooled[order[:cal.size]], pooled[order[cal.size:]]
-        bound = np.sort(c)[k - 1] if k <= c.size else np.inf
-        shares[b] = np.mean(t <= bound)
+        shares[b] = np.mean(t <= upper_bound(c, NORMAL_LEVEL).value)  # the risk stage's bound
     return shares
 
 

@@ -28,6 +28,7 @@ Imports no stage: only numpy, pandas, scipy and :mod:`sphr.survival`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -53,6 +54,7 @@ __all__ = [
     "crossfit_predictors",
     "group_ordering",
     "ordering_table",
+    "paired_figures",
     "spearman",
 ]
 
@@ -124,7 +126,7 @@ def crossfit_predictors(time: np.ndarray, event: np.ndarray, age: np.ndarray,
                           "age": np.asarray(age, float), "score": (s - s.mean()) / sd})
     e = frame["event"].to_numpy(bool)
     fold = _folds(e, max(2, min(folds, int(e.sum()))), seed)
-    key = (frame["time"].to_numpy().tobytes(), frame["age"].to_numpy().tobytes(), folds, seed)
+    key = (*(frame[c].to_numpy().tobytes() for c in ("time", "event", "age")), folds, seed)
     cached = (cache or {}).get(key)
     lp_age = np.full(len(frame), np.nan) if cached is None else cached
     lp_both = np.full(len(frame), np.nan)
@@ -208,14 +210,24 @@ def beyond_age_table(frame: pd.DataFrame, scores: list[str], *, time: str = "tim
     for k, level in enumerate(levels):
         sub = frame if level is None else frame.loc[frame[by] == level]
         counts = resample_counts(np.random.default_rng([seed, k]), len(sub), n_bootstrap)
-        cache: dict = {}
-        for name in scores:
-            fig, d = beyond_age(sub[time], sub[event], sub[age], sub[name],
-                                bfh=None if bfh is None else sub[bfh], folds=folds,
-                                seed=seed, resamples=counts, cache=cache)
+        figures = paired_figures(sub[time], sub[event], sub[age], {n: sub[n] for n in scores},
+                                 bfh=None if bfh is None else sub[bfh], resamples=counts,
+                                 folds=folds, seed=seed)
+        for name, (fig, d) in figures.items():
             rows.append({**({by: level} if by else {}), "score": name, **fig.as_dict()})
             draws[(level, name)] = d
     return pd.DataFrame(rows), draws
+
+
+def paired_figures(time: np.ndarray, event: np.ndarray, age: np.ndarray,
+                   scores: Mapping[str, np.ndarray], *, resamples: np.ndarray,
+                   bfh: np.ndarray | None = None, folds: int = 5, seed: int = 0
+                   ) -> dict[str, tuple[BeyondAge, np.ndarray]]:
+    """:func:`beyond_age` of several scores of the same people on the same ``resamples``
+    (paired draws), the age-alone models fitted once for them all."""
+    cache: dict = {}
+    return {name: beyond_age(time, event, age, s, bfh=bfh, folds=folds, seed=seed,
+                             resamples=resamples, cache=cache) for name, s in scores.items()}
 
 
 def _group_row(t: np.ndarray, e: np.ndarray, age: np.ndarray, group: np.ndarray, name: str,

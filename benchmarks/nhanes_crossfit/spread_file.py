@@ -20,14 +20,18 @@ def candidate_name(train: dict, profile: str) -> str:
     restates the profile's value (``ensemble=1``) changes nothing, so it is no part of the key;
     values as the saved config holds them (``anchor=1`` is ``anchor=1.0``). Where and how fast
     the fits ran (``device=cuda``, ``compile=true``) is no part of it."""
-    from sphr.risk.refits import CANDIDATE_SETTINGS, RUNTIME_SETTINGS, candidate_key
+    from sphr.risk.refits import (
+        CANDIDATE_SETTINGS,
+        RUNTIME_SETTINGS,
+        candidate_key,
+        changed_candidates,
+    )
     from sphr.train.config import TrainConfig
 
     base = TrainConfig.profile(profile).to_dict()
     given = TrainConfig.profile(profile, **train).to_dict()
-    # a candidate setting is named against no remedy at all, as sphr.risk.refits.candidate_of
-    # names a trained model's (a profile may carry one: demo trains with the anchor)
-    changed = {k: given[k] for k, v in CANDIDATE_SETTINGS.items() if given.get(k, v) != v}
+    # the candidate settings as sphr.risk.refits.candidate_of names a trained model's
+    changed = changed_candidates(given)
     changed.update({k: given[k] for k in train if k not in RUNTIME_SETTINGS
                     and k not in CANDIDATE_SETTINGS and base.get(k, object()) != given[k]})
     return candidate_key(changed)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from sphr.beyond_age import BeyondAge, beyond_age, ordering_table
+from sphr.beyond_age import BeyondAge, ordering_table, paired_figures
 from sphr.labels import BONA_FIDE_HEALTHY
 from sphr.survival import resample_counts
 
@@ -79,15 +79,11 @@ def _beyond_rows(people: pd.DataFrame, sex: str, outcome: str, n_bootstrap: int,
     rng = np.random.default_rng([seed, zlib.crc32(str(sex).encode()),
                                  zlib.crc32(outcome.encode()), 0xBE7])
     counts = resample_counts(rng, len(wide), n_bootstrap)
-    cache: dict = {}
-    out = []
-    for method in wide.columns:
-        if method == "age" or not rule(method, outcome):
-            continue  # age against itself adds nothing by construction
-        fig, _ = beyond_age(first["time_years"], first["event"], first["age_years"],
-                            wide[method], bfh=bfh, seed=seed, resamples=counts, cache=cache)
-        out.append({"sex": sex, "method": method, "outcome": outcome, **fig.as_dict()})
-    return out
+    figures = paired_figures(first["time_years"], first["event"], first["age_years"],
+                             {m: wide[m] for m in wide.columns if rule(m, outcome)}, bfh=bfh,
+                             resamples=counts, seed=seed)
+    return [{"sex": sex, "method": m, "outcome": outcome, **fig.as_dict()}
+            for m, (fig, _) in figures.items()]
 
 
 def scored_tables(rows: pd.DataFrame, outcomes: pd.DataFrame, *, n_bootstrap: int, seed: int,

@@ -59,9 +59,9 @@ class ScoreModel:
     def transform(self, scores: np.ndarray, groups: np.ndarray,
                   ages: np.ndarray | None = None) -> pd.DataFrame:
         """One row per person; a person without a score (NaN) gets no group (None)."""
-        z = self.standardizer.transform(scores, groups, ages)
         c, s = self.standardizer.location_scale(groups, ages) if len(groups) else (
             np.empty(0), np.empty(0))
+        z = (np.asarray(scores, np.float64) - c) / s
         group = np.full(len(z), None, dtype=object)
         scored = np.isfinite(z)
         group[scored] = self.bounds.groups(z[scored])

@@ -271,14 +271,13 @@ class DistanceModel(BaseEstimator):
         """distance, score, group and the interval used, one row per input row (same order);
         mode ``calibrated``: the bounds in the person's own distance units."""
         s, groups = self.distance(frame)
-        ages = ages_of(frame)
-        out = pd.DataFrame({"age_group": groups, "distance": s,
-                            "score": self.standardizer_.transform(s, groups, ages),
+        c, sc = (self.standardizer_.location_scale(groups, ages_of(frame)) if len(s)
+                 else (np.empty(0), np.empty(0)))
+        out = pd.DataFrame({"age_group": groups, "distance": s, "score": (s - c) / sc,
                             "group": np.empty(len(s), dtype=object)})
         for col in INTERVAL_COLUMNS:
             out[col] = np.nan
         if self.mode == "calibrated" and len(s):
-            c, sc = self.standardizer_.location_scale(groups, ages)
             out["group"] = self.bounds_.groups(out["score"].to_numpy())
             out["normal_high"] = c + sc * self.bounds_.normal.value
             out["lower_high"] = c + sc * max(self.bounds_.lower.value, self.bounds_.normal.value)

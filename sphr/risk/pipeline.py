@@ -169,7 +169,7 @@ def linked_tables(run: Path, rows: pd.DataFrame, config: RiskConfig) -> dict[str
     path = ingest_dir(run) / "outcomes.parquet"
     if not path.exists():
         return {}
-    from sphr.risk.beyond import beyond_age_tables
+    from sphr.risk.beyond import scored_tables
     from sphr.risk.linked import linked_validation
 
     outcomes = pd.read_parquet(path)
@@ -184,9 +184,10 @@ def linked_tables(run: Path, rows: pd.DataFrame, config: RiskConfig) -> dict[str
     outcomes = outcomes.loc[outcomes["eid"].isin(pop["eid"])]
     tables = linked_validation(pop, outcomes, n_bootstrap=config.n_bootstrap_linked,
                                seed=config.seed, evaluated_on=evaluated_on)
-    # what each score adds to age, and whether its groups are ordered (docs/METHODS.md)
-    tables.update(beyond_age_tables(pop, outcomes, n_bootstrap=config.n_bootstrap_linked,
-                                    seed=config.seed, evaluated_on=evaluated_on))
+    # what each score adds to age, and whether its groups are ordered (docs/METHODS.md): the
+    # same people, as sphr score and the refresh judge theirs
+    tables.update(scored_tables(rows, outcomes, n_bootstrap=config.n_bootstrap_linked,
+                                seed=config.seed, partition="test"))
     return {k: tables[k] for k in LINKED_TABLES if k in tables}
 
 

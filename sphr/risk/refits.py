@@ -45,11 +45,16 @@ def profile_of(train: dict[str, Any]) -> str | None:
     return None
 
 
+def changed_candidates(train: dict[str, Any]) -> dict[str, Any]:
+    """The candidate settings ``train`` changed from no remedy at all (a profile may carry
+    one: demo trains with the anchor)."""
+    return {k: train[k] for k, v in CANDIDATE_SETTINGS.items() if train.get(k, v) != v}
+
+
 def candidate_of(train: dict[str, Any]) -> str:
     """The candidate name of ``train``: the candidate settings it changed (``default``:
     none), as ``benchmarks/real_nhanes.py`` names them."""
-    changed = {k: train[k] for k, v in CANDIDATE_SETTINGS.items() if train.get(k, v) != v}
-    return candidate_key(changed)
+    return candidate_key(changed_candidates(train))
 
 
 def candidate_key(changed: dict[str, Any]) -> str:
