@@ -170,18 +170,15 @@ def judge_groups(ingested: Any, rows: pd.DataFrame, config: RiskConfig,
     people scored, against the linked records the ingest built from the export
     (:func:`sphr.risk.beyond.scored_tables`, the risk stage's yardstick; bootstrap ``seed``,
     the model's risk seed when None); Nones, and why, where there are none."""
-    from sphr.risk.beyond import scored_tables
+    from sphr.risk.beyond import judged_groups
 
     if ingested.outcomes is None:
         return None, None, {"judged": False, "why": ingested.report["outcomes"]["why"]}
     outcomes = ingested.outcomes.to_pandas()
-    tables = scored_tables(rows, outcomes, n_bootstrap=config.n_bootstrap_linked,
-                           seed=config.seed if seed is None else seed)
-    if tables["group_ordering"].empty:
-        return None, None, {"judged": False, "why": "no person scored into a group has linked "
-                                                    "records of an outcome"}
-    return outcomes, tables, {"judged": True,
-                              "outcomes": sorted(tables["group_ordering"]["outcome"].unique())}
+    tables, state = judged_groups(rows, outcomes, "the export has no linked records",
+                                  n_bootstrap=config.n_bootstrap_linked,
+                                  seed=config.seed if seed is None else seed)
+    return (outcomes if tables is not None else None), tables, state
 
 
 def run_score(model: str | Path, export: str | Path, out: str | Path,

@@ -102,3 +102,20 @@ def scored_tables(rows: pd.DataFrame, outcomes: pd.DataFrame, *, n_bootstrap: in
     outcomes = outcomes.loc[outcomes["eid"].isin(pop["eid"])]
     return beyond_age_tables(pop, outcomes, n_bootstrap=n_bootstrap, seed=seed,
                              evaluated_on=evaluated_on)
+
+
+def judged_groups(rows: pd.DataFrame, outcomes: pd.DataFrame | None, why_not: str, *,
+                  n_bootstrap: int, seed: int
+                  ) -> tuple[dict[str, pd.DataFrame] | None, dict[str, object]]:
+    """(the :func:`scored_tables` of the people scored, or None; what ``score_report.json`` /
+    ``refresh.json`` say of it): judged against ``outcomes`` where there are any and someone
+    scored into a group has a record, else not judged and why (``why_not``: why there are no
+    records)."""
+    if outcomes is None or outcomes.empty:
+        return None, {"judged": False, "why": why_not}
+    tables = scored_tables(rows, outcomes, n_bootstrap=n_bootstrap, seed=seed)
+    if tables["group_ordering"].empty:
+        return None, {"judged": False, "why": "no person scored into a group has linked "
+                                              "records of an outcome"}
+    return tables, {"judged": True,
+                    "outcomes": sorted(tables["group_ordering"]["outcome"].unique())}

@@ -138,22 +138,17 @@ def _judged(rows: pd.DataFrame, fitted: RiskModel, outcomes: pd.DataFrame | None
     """The yardstick tables of everyone scored against the export's linked records (the risk
     stage's, :func:`sphr.risk.beyond.scored_tables`), the report's verdict blocks and what
     refresh.json says; no tables, and why, without records."""
-    from sphr.risk.beyond import scored_tables
+    from sphr.risk.beyond import judged_groups
     from sphr.risk.config import RiskConfig
     from sphr.risk.report.verdict_page import verdict_blocks
 
-    tables = None
-    why = why_not or "the refresh was given no linked records of this export"
-    if outcomes is not None and not outcomes.empty:
-        config = fitted.config or RiskConfig()
-        tables = scored_tables(rows, outcomes, n_bootstrap=config.n_bootstrap_linked,
-                               seed=config.seed)
-        if tables["group_ordering"].empty:
-            tables, why = None, "no person scored into a group has linked records of an outcome"
+    config = fitted.config or RiskConfig()
+    tables, state = judged_groups(
+        rows, outcomes, why_not or "the refresh was given no linked records of this export",
+        n_bootstrap=config.n_bootstrap_linked, seed=config.seed)
     blocks = verdict_blocks(tables, rows, fitted.sphr_,
-                            people="everyone scored in this refresh", why_not=why)
-    state = ({"judged": True, "outcomes": sorted(tables["group_ordering"]["outcome"].unique())}
-             if tables else {"judged": False, "why": why})
+                            people="everyone scored in this refresh",
+                            why_not=state.get("why", ""))
     return tables, blocks, state
 
 
