@@ -206,3 +206,29 @@ def test_cox_efron_gives_up_where_a_column_is_constant():
 
     c = _cohort(n=200)
     assert cox_efron(c["time"], c["event"], np.column_stack([c["x"], np.ones(200)])) is None
+
+
+def test_a_rows_crossfitted_predictor_never_reads_its_own_outcome():
+    """Leakage: each fold's linear predictors come from Cox models fitted on the other folds,
+    so rewriting one fold's follow-up times (the folds are drawn within events and non-events,
+    so they stay) leaves that fold's predictors exactly as they were, and moves the others'."""
+    from sphr.beyond_age import crossfit_predictors
+
+    c = _cohort(n=600)
+    lp_age, lp_both, fold = crossfit_predictors(c["time"], c["event"], c["age"], c["x"])
+    held = fold == 0
+    rng = np.random.default_rng(9)
+    t = np.where(held, rng.uniform(0.1, 20, held.size), c["time"])
+    lp_age2, lp_both2, fold2 = crossfit_predictors(t, c["event"], c["age"], c["x"])
+    np.testing.assert_array_equal(fold2, fold)
+    np.testing.assert_array_equal(lp_age2[held], lp_age[held])
+    np.testing.assert_array_equal(lp_both2[held], lp_both[held])
+    assert not np.allclose(lp_both2[~held], lp_both[~held])
+
+
+def test_an_unknown_standardization_is_refused_by_name():
+    from sphr.errors import ConfigError
+    from sphr.risk.config import RiskConfig
+
+    with pytest.raises(ConfigError, match="standardization 'median'"):
+        RiskConfig(standardization="median").check()
