@@ -277,3 +277,13 @@ def test_age_matched_triplets_refuse_bad_strata_with_a_clear_message():
         mine_triplets(labels, 10, strata=np.array(["a", "a", "b"]))
     with pytest.raises(InputError, match="no stratum has two classes"):
         mine_triplets(labels, 10, strata=np.array(["a", "a", "b", "b"]))
+
+
+def test_normalizer_stays_finite_on_subnormal_values():
+    """The example hypothesis found (OPENBLAS_CORETYPE=Haswell run, 2026-11-28): quantiles a
+    subnormal apart made np.interp's slope overflow into NaN."""
+    X = np.array([[0.0], [-2.22507386e-313]] + [[2.22507386e-313]] * 99)
+    norm = QuantileNormalizer(n_quantiles=100).fit(X)
+    probe = np.sort(np.concatenate([X, X + 0.5, X - 1e3]), axis=0)
+    Z = norm.transform(probe)
+    assert np.isfinite(Z).all() and (np.diff(Z, axis=0) >= 0).all()

@@ -28,6 +28,7 @@ from sphr.errors import ConfigError, InputError
 from sphr.io import read_json, write_json
 
 _EPS = 1e-7  # keeps Phi^-1 finite at the extremes: |z| <= 5.2
+_TINY = np.finfo(np.float64).tiny
 
 
 class QuantileNormalizer(TransformerMixin, BaseEstimator):
@@ -81,9 +82,11 @@ class QuantileNormalizer(TransformerMixin, BaseEstimator):
         out = np.empty_like(X)
         r = self.references_
         for j in range(X.shape[1]):  # a loop over features, each one vectorized
-            q = self.quantiles_[:, j]
-            up = np.interp(X[:, j], q, r)
-            down = -np.interp(-X[:, j], -q[::-1], -r[::-1])
+            # subnormal values flushed to 0: a gap between two quantiles below the smallest
+            # normal double overflows np.interp's slope (inf * 0 = NaN)
+            q, x = (np.where(np.abs(v) < _TINY, 0.0, v) for v in (self.quantiles_[:, j], X[:, j]))
+            up = np.interp(x, q, r)
+            down = -np.interp(-x, -q[::-1], -r[::-1])
             out[:, j] = 0.5 * (up + down)
         return ndtri(np.clip(out, _EPS, 1 - _EPS)).astype(np.float32)
 
