@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CUDA check of the graph trainer in one call (about 5 minutes on an H100): the -m gpu tests of
-# the trainer (the CUDA graph epoch against the per-batch step, one host read per epoch,
+# The CUDA check of the graph trainer in one call (6.5 minutes on an H200, 2026-11-28): the
+# -m gpu tests of the trainer (the CUDA graph epoch against the per-batch step, one host read per epoch,
 # stacks of seeds and data sets), then benchmarks/train.py --device cuda --epochs 2. Run from
 # the repository root on a fresh GPU machine:
 #
@@ -8,7 +8,9 @@
 #
 # Writes under $OUT (default /tmp/gpu_check_out): env.txt (GPU, python, torch), pytest_gpu.log,
 # train_cuda.json (written after each measurement, so a run cut short keeps what it
-# measured), train_cuda.log; the last lines printed are a summary.
+# measured), train_cuda.log, profile.log and profile.json (benchmarks/train_profile.py: the
+# PyTorch profiler over one graph-replayed epoch, where its time goes); the last lines
+# printed are a summary.
 #
 # Install: where PyPI answers, a virtual environment with the project as pyproject pins it
 # (python -m venv .venv && .venv/bin/pip install -e '.[dev]', torch 2.13.0). The lent GPU
@@ -24,7 +26,8 @@ OUT=${OUT:-/tmp/gpu_check_out}
 mkdir -p "$OUT"
 export SPHR_PROGRESS=0 PYTHONUNBUFFERED=1
 PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-150}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-330}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
+PROFILE_TIMEOUT=${PROFILE_TIMEOUT:-90}
 start=$(date +%s)
 
 online() {
@@ -67,7 +70,7 @@ EOF
 
 echo "== pytest -m gpu tests/test_train.py (at most ${PYTEST_TIMEOUT} s)"
 timeout "$PYTEST_TIMEOUT" $PY -m pytest -m gpu tests/test_train.py -q -rA -p no:cacheprovider \
-    --durations=10 2>&1 | tee "$OUT/pytest_gpu.log"
+    -o log_level=INFO --durations=10 2>&1 | tee "$OUT/pytest_gpu.log"
 pytest_rc=${PIPESTATUS[0]}
 
 echo "== benchmarks/train.py --device cuda --epochs 2 (at most ${BENCH_TIMEOUT} s)"
@@ -75,6 +78,11 @@ timeout "$BENCH_TIMEOUT" $PY benchmarks/train.py --device cuda --epochs 2 \
     --json-out "$OUT/train_cuda.json" >"$OUT/train_cuda.log" 2>&1
 bench_rc=$?
 tail -n 40 "$OUT/train_cuda.log"
+
+echo "== benchmarks/train_profile.py --device cuda (at most ${PROFILE_TIMEOUT} s)"
+timeout "$PROFILE_TIMEOUT" $PY benchmarks/train_profile.py --device cuda \
+    >"$OUT/profile.log" 2>&1
+tail -n 1 "$OUT/profile.log" | tee "$OUT/profile.json"
 
 echo "== summary ($(( $(date +%s) - start )) s; pytest rc $pytest_rc, benchmark rc $bench_rc)"
 grep -E "passed|failed|error" "$OUT/pytest_gpu.log" | tail -n 3
@@ -91,7 +99,7 @@ for k in ("device", "ours_precision", "ours_cuda_graphs_b256", "ours_graph_faile
           "stacked_k14_graph_s_per_epoch_b256", "stacked_k7_nograph_s_per_epoch_b256",
           "loss_comparison7_s_per_epoch_b256", "ours_validation_s_per_epoch_b256",
           "matmul_floor_s_per_epoch_b256", "ours_s_per_epoch_b4096", "ours_1000_epochs_s_b4096",
-          "listing_s_per_epoch_b256", "speedup_ratio_b256"):
+          "listing_s_per_epoch_b256", "speedup_ratio_b256", "dynamo_graph_breaks"):
     print(f"{k}: {d.get(k, '(not reached)')}")
 EOF
 [ "$pytest_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]

@@ -325,9 +325,14 @@ def main() -> None:
         print(f"batch {bs}: listing {listing:.3f} s/epoch, ours {ours:.3f} s/epoch "
               f"({listing / ours:.2f}x); model selection {validation:.3f} s/epoch",
               file=sys.stderr)
+    from torch._dynamo.utils import counters  # eager Python inside a compiled step: on CUDA
+    # a host read there breaks its capture
+
+    emit("dynamo_graph_breaks", dict(counters["graph_break"]))
     if device.type == "cuda" and compiled:
         cuda_extras(X, T, y, epochs=args.epochs + 1, device=str(device), precision=precision,
                     emit=emit)
+    out["dynamo_graph_breaks"] = dict(counters["graph_break"])
     print(json.dumps(out))
 
 

@@ -49,6 +49,20 @@ def _same(m1: torch.nn.Module, m2: torch.nn.Module, exact: bool = True, atol: fl
     return all(same(s1[k], s2[k]) for k in s1)
 
 
+def _apart(a: list[torch.Tensor], b: list[torch.Tensor], start: list[torch.Tensor]) -> float:
+    """How far apart two trainings from one start ended, as the largest share, over tensors,
+    of ``b``'s movement from ``start``. On CUDA two kernel orders of one computation round
+    differently and Adam turns a rounding-sized gradient into a step-sized update, so
+    runs on the same batches and masks agree to a small share of their movement, not to a
+    fixed tolerance; other batches or masks move them apart by a large one."""
+    return max(float((x - y).norm() / (y - s0).norm().clamp_min(1e-12))
+               for x, y, s0 in zip(a, b, start, strict=True))
+
+
+#: the largest share of its movement by which a CUDA run may differ from its reference
+CUDA_APART = 0.25
+
+
 def test_network_is_the_papers():
     net = SPHRNet(64)
     kinds = [type(m).__name__ for m in net.net]
@@ -376,9 +390,10 @@ def test_gpu_graph_step_draws_the_per_batch_steps_batches_and_masks():
                                  bf16=False)
 
     results = []
-    for steps_per_graph in (1, 3, None):  # None: the per-batch loop
+    # None: the per-batch loop; last, the per-batch loop on other seeds' batches and masks
+    for steps_per_graph, seeds in ((1, (0, 7)), (3, (0, 7)), (None, (0, 7)), (None, (1, 8))):
         params, step = stack()
-        gens = [torch.Generator(device=dev).manual_seed(s) for s in (0, 7)]
+        gens = [torch.Generator(device=dev).manual_seed(s) for s in seeds]
         epoch = DeviceEpoch(step, X, T, gens, batch_size=256, n_models=2, capture=True,
                             steps_per_graph=steps_per_graph or 1)
         curve = []
@@ -395,11 +410,70 @@ def test_gpu_graph_step_draws_the_per_batch_steps_batches_and_masks():
         if steps_per_graph is not None:
             assert epoch.captured and not epoch.failed, epoch.failed
         results.append((torch.stack(curve).cpu(), [p.detach().cpu() for p in params]))
-    (c1, p1), (c3, p3), (ref_c, ref_p) = results
+    (c1, p1), (c3, p3), (ref_c, ref_p), (_, other_p) = results
     assert torch.equal(c1, c3) and all(torch.equal(a, b) for a, b in zip(p1, p3, strict=True))
     assert torch.allclose(c1, ref_c, rtol=1e-4, atol=1e-6)
-    for a, b in zip(p1, ref_p, strict=True):
-        assert torch.allclose(a, b, atol=3e-5)
+    start = [p.detach().cpu() for p in stack()[0]]
+    same, other = _apart(p1, ref_p, start), _apart(other_p, ref_p, start)
+    print(f"graph vs per-batch: {same:.4f} of the movement; other draws: {other:.4f}")
+    assert same <= CUDA_APART < other
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_a_failed_capture_trains_on_uncaptured_with_the_same_draws():
+    """A step that reads the host inside its capture (the failure torch 2.11 showed) makes the
+    capture fail: the epoch carries on with direct steps, the failure names the first error,
+    the generators (and torch's default one) leave capture mode, and training equals a run
+    that never tried to capture."""
+    from sphr.losses import BatchObjective, build_loss
+    from sphr.train.fused import FusedStep
+    from sphr.train.graph import DeviceEpoch
+
+    dev = torch.device("cuda")
+    g0 = torch.Generator().manual_seed(0)
+    X = torch.randn(300, 16, generator=g0).to(dev)
+    T = torch.randint(0, 300, (600, 3), generator=g0).to(dev)
+    runs = []
+    for capture in (True, False):
+        from sphr.train.stacked import init_model, stack_params
+
+        params = stack_params([init_model(16, 0)], dev)
+        opt = torch.optim.Adam(params, lr=1e-3, fused=True)
+        step = FusedStep(params, opt, BatchObjective([build_loss("nplb")]), dropout=0.1,
+                         bf16=False, compile=False)
+        at = step.at
+
+        def reading_at(X, T, perm, index, *args, at=at, **kwargs):
+            index.item()  # a host read: illegal inside a capture, harmless outside
+            at(X, T, perm, index, *args, **kwargs)
+
+        step.at = reading_at
+        gens = [torch.Generator(device=dev).manual_seed(0)]
+        epoch = DeviceEpoch(step, X, T, gens, batch_size=256, n_models=1, capture=capture)
+        curve = [epoch.run(torch.randperm(len(T), generator=gens[0], device=dev)[None])
+                 for _ in range(3)]
+        runs.append((epoch, torch.stack(curve).cpu(), [p.detach().cpu() for p in params]))
+    (failed, c1, p1), (_, c0, p0) = runs
+    assert not failed.captured and 256 in failed.failed
+    assert "capture" in failed.failed[256].lower(), failed.failed
+    torch.rand(1, device=dev)  # the default generator draws outside a graph again
+    assert torch.equal(c1, c0) and all(torch.equal(a, b) for a, b in zip(p1, p0, strict=True))
+
+
+def test_capture_failure_names_the_error_that_broke_the_capture():
+    from sphr.train.graph import capture_failure
+
+    try:
+        try:
+            raise RuntimeError("operation not permitted when stream is capturing\nmore")
+        except RuntimeError:
+            raise RuntimeError("operation failed due to a previous error during capture")  # noqa: B904 - implicit, as torch.cuda.graph.__exit__ raises
+    except RuntimeError as err:
+        why = capture_failure(err)
+    assert why.startswith("RuntimeError: operation failed due to a previous error")
+    assert "first RuntimeError: operation not permitted when stream is capturing" in why
+    assert "more" not in why
 
 
 @pytest.mark.gpu
@@ -448,9 +522,17 @@ def test_gpu_two_data_sets_and_seeds_in_one_graph_stack(data):
     stacked = train_jobs(jobs)
     assert [r.timings["models_in_stack"] for r in stacked] == [4, 4, 2, 4, 4, 2]
     assert [r.timings["cuda_graphs"] for r in stacked] == [True, True, False] * 2
+    from sphr.train.seeds import derived_seed
+    from sphr.train.stacked import init_model
+
     for (d, cj), r in zip(jobs, stacked, strict=True):
         alone = train_sphr(d.X, d.triplets, cj, labels=d.labels)
-        assert _same(alone.model, r.model, exact=False, atol=1e-3), (cj.loss, cj.seed)
+        start = init_model(d.X.shape[1], derived_seed(cj.seed, "init"), cj.out_dim,
+                           cj.dropout).state_dict()
+        apart = _apart(list(r.model.state_dict().values()),
+                       list(alone.model.state_dict().values()), list(start.values()))
+        print(f"{cj.loss} seed {cj.seed}: stacked vs alone {apart:.4f} of the movement")
+        assert apart <= CUDA_APART, (cj.loss, cj.seed)
 
 
 def test_dropout_masks_keep_the_configured_share(data):

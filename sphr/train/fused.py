@@ -126,13 +126,18 @@ class FusedStep:
             if not opt.state[p]:
                 opt.state[p] = {"step": torch.zeros((), dtype=torch.float32, device=dev),
                                 "exp_avg": torch.zeros_like(p), "exp_avg_sq": torch.zeros_like(p)}
+        # on CUDA the step is captured as a CUDA graph (sphr.train.graph): Adam's capturable
+        # form keeps the bias corrections on the device, where the plain form hands addcdiv_ a
+        # tensor-valued step size that torch 2.11 reads on the host, a sync that breaks the
+        # capture. The CPU keeps the plain form, so its results stay bit for bit.
+        self.capturable = dev.type == "cuda"
         self._lr = float(group["lr"])
         self.lr = torch.tensor(self._lr, device=dev)
         self._grad = torch.func.grad_and_value(self._objective, has_aux=True)
         # torch.compile is lazy: a step never called is never compiled
         kind = (len(params), params[0].shape[0],
                 tuple(type(x).__name__ for x in objective.losses), self.kept, bf16,
-                objective.geometry)
+                objective.geometry, self.capturable)
         self._step = _compiled(self._update, kind) if compile else self._update
         self._step_at = _compiled(self._update_at, kind) if compile else self._update_at
 
@@ -150,7 +155,8 @@ class FusedStep:
         grads, (_, values) = self._grad(params, X[rows], keys)
         with torch.no_grad():
             adam(params, list(grads), exp_avgs, exp_avg_sqs, [], steps, foreach=False,
-                 amsgrad=False, lr=lr, maximize=False, **self.hyper)
+                 capturable=self.capturable, amsgrad=False, lr=lr, maximize=False,
+                 **self.hyper)
         return values
 
     def _update_at(self, params: list[torch.Tensor], X: torch.Tensor, T: torch.Tensor,
