@@ -1,4 +1,4 @@
-"""A synthetic UK Biobank cohort whose health is structured, not noise (generator v3).
+"""A synthetic UK Biobank cohort whose health is structured, not noise (generator v4).
 
 Every participant has seven latent health factors (metabolic, lipid, inflammation, renal,
 hepatic, anaemia, fitness) that share a general frailty factor which grows with age. The
@@ -77,7 +77,7 @@ BASELINE_START = np.datetime64("2006-03-13")
 BASELINE_END = np.datetime64("2010-10-01")
 #: years after baseline at which the oracle ceilings of new diagnoses are taken
 CEILING_HORIZON = 10.0
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,10 @@ _FIRST_OCCURRENCE_START = 130_000
 _READ_FIRST_OCCURRENCES = frozenset(FIRST_OCCURRENCE.values())
 
 
+
+#: the purpose of the decoy columns' stream, ``SeedSequence([seed, DECOY_STREAM])``
+DECOY_STREAM = 7919
+
 def _decoy_columns(n_decoys: int) -> list[tuple[ColumnKey, Decoy]]:
     cols: list[tuple[ColumnKey, Decoy]] = []
     for d in DECOYS:
@@ -265,10 +269,9 @@ def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = SynthConfig.
             for a in range(f.arrays):
                 values = _field_values(f, by_instance, n, i, a)
                 columns.append((ColumnKey(f.id, i, a), _to_series(f, values, labels), f))
-    # an offset stream, not SeedSequence([seed, purpose]) as training's are: the decoys are
-    # part of the frozen generator, and another stream would change every decoy value, a new
-    # generator version (docs/REPRODUCIBILITY.md, "Derived seeds")
-    rng = np.random.default_rng(seed + 7919)
+    # a stream of their own, SeedSequence([seed, purpose]) as every derived seed (generator
+    # v4; v3 drew them from an offset seed, which seed 7919's own stream shared)
+    rng = np.random.default_rng([seed, DECOY_STREAM])
     for key, d in _decoy_columns(decoys):
         columns.append((key, _decoy_values(rng, d, n, labels), None))
     if linked and cohort.linked is not None:

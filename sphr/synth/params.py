@@ -1,4 +1,4 @@
-"""Frozen parameters of the synthetic UK Biobank generator (v3; docs/SYNTH.md, versions).
+"""Frozen parameters of the synthetic UK Biobank generator (v4; docs/SYNTH.md, versions).
 
 Every number here is a row of the parameter table in docs/SYNTH.md, which gives its source
 (paper or cohort, with year) or says "assumption". They were fixed before any method was run on
