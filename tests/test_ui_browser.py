@@ -89,8 +89,8 @@ def dagster_dev(env: dict, log_path: Path):
         yield f"http://127.0.0.1:{port}"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
+        try:  # dagster dev takes its full 20 s to stop its children: the instance is a
+            proc.wait(3)  # temporary folder, so 3 s of grace and then the whole group
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
