@@ -10,7 +10,8 @@
 # train_cuda.json (written after each measurement, so a run cut short keeps what it
 # measured), train_cuda.log, profile.log and profile.json (benchmarks/train_profile.py: the
 # PyTorch profiler over one graph-replayed epoch, where its time goes); the last lines
-# printed are a summary.
+# printed are a summary; profile_stack.log and .json: the seven-model stack against one model
+# (kernels a step, seconds an epoch).
 #
 # Install: where PyPI answers, a virtual environment with the project as pyproject pins it
 # (python -m venv .venv && .venv/bin/pip install -e '.[dev]', torch 2.13.0). The lent GPU
@@ -83,6 +84,11 @@ echo "== benchmarks/train_profile.py --device cuda (at most ${PROFILE_TIMEOUT} s
 timeout "$PROFILE_TIMEOUT" $PY benchmarks/train_profile.py --device cuda \
     >"$OUT/profile.log" 2>&1
 tail -n 1 "$OUT/profile.log" | tee "$OUT/profile.json"
+
+echo "== benchmarks/train_profile.py --device cuda --stack (at most ${PROFILE_TIMEOUT} s)"
+timeout "$PROFILE_TIMEOUT" $PY benchmarks/train_profile.py --device cuda --stack \
+    >"$OUT/profile_stack.log" 2>&1
+tail -n 1 "$OUT/profile_stack.log" | tee "$OUT/profile_stack.json"
 
 echo "== summary ($(( $(date +%s) - start )) s; pytest rc $pytest_rc, benchmark rc $bench_rc)"
 grep -E "passed|failed|error" "$OUT/pytest_gpu.log" | tail -n 3

@@ -8,7 +8,13 @@ time, then one JSON object with the epoch's wall time, its steps, the kernels a 
 the device's busy time in them: ``kernel_s`` near ``epoch_s`` means the GPU is the bound, far
 below it means launches or the host are.
 
+``--stack`` instead profiles ``train.py``'s seven pure-loss models as one stack and the first
+of them alone, each trained twice in a row and profiled the second time (the in-process
+compile cache then holds its step), device activity only: kernels a step and seconds an
+epoch of each, and their ratio, the stack's cost in one model's.
+
     python benchmarks/train_profile.py [--device cuda] [--compile on|off] [--trace FILE]
+        [--stack [--epochs 3]] [--triplets 100000]
 """
 
 from __future__ import annotations
@@ -19,12 +25,51 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train import ours_train, synthetic  # the benchmark's own data and config
 
 PROFILED_EPOCH = 3
+
+
+def _kernels(prof) -> list:
+    """The profiled kernels (the profiler's step annotations carry device time too)."""
+    return [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+            and not e.name.startswith("ProfilerStep")]
+
+
+def stack_profile(args: argparse.Namespace, X, T, y) -> dict:
+    """Seven pure-loss models as one stack against the first alone: kernels a step, seconds
+    an epoch (the trainer's clock) and the ratios."""
+    from torch.profiler import ProfilerActivity, profile
+    from train import SEVEN, paper_config
+
+    from sphr.train import TrainData, train_jobs
+
+    data = TrainData(X, T, y)
+    base = {"epochs": args.epochs, "batch_size": args.batch_size, "device": args.device,
+            "precision": args.precision, "compile": args.compile == "on"}
+    seven = [(data, paper_config(**base, loss=loss, margin=m, p=p, seed=i))
+             for i, (loss, m, p) in enumerate(SEVEN)]
+    activities = [ProfilerActivity.CUDA] if args.device.startswith("cuda") else \
+        [ProfilerActivity.CPU]
+    steps = args.epochs * -(-len(T) // args.batch_size)
+    out: dict[str, object] = {"device": args.device, "epochs": args.epochs}
+    for name, jobs in (("one", seven[:1]), ("stack7", seven)):
+        train_jobs(jobs)  # compiles and warms up: the profiled run below reuses its steps
+        with profile(activities=activities) as prof:
+            results = train_jobs(jobs)
+        epochs = results[0].timings["epoch_s"]
+        out[f"{name}_s_per_epoch"] = round(float(np.median(epochs[1:] or epochs)), 4)
+        out[f"{name}_kernels_per_step"] = round(len(_kernels(prof)) / steps, 1)
+        out[f"{name}_cuda_graphs"] = results[0].timings.get("cuda_graphs")
+        print(prof.key_averages().table(
+            sort_by="self_device_time_total" if args.device.startswith("cuda")
+            else "self_cpu_time_total", row_limit=15), file=sys.stderr)
+    out["stack7_over_one"] = round(out["stack7_s_per_epoch"] / out["one_s_per_epoch"], 2)
+    return out
 
 
 def main() -> None:
@@ -34,12 +79,19 @@ def main() -> None:
     parser.add_argument("--precision", default="bf16")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--trace", default=None, help="also write a Chrome trace here")
+    parser.add_argument("--stack", action="store_true",
+                        help="the seven-model stack against one model alone")
+    parser.add_argument("--epochs", type=int, default=3, help="epochs of each --stack run")
+    parser.add_argument("--triplets", type=int, default=100_000)
     args = parser.parse_args()
 
     from torch._dynamo.utils import counters
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    X, T, y = synthetic(20_000, 100_000)
+    X, T, y = synthetic(20_000, args.triplets)
+    if args.stack:
+        print(json.dumps(stack_profile(args, X, T, y)))
+        return
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available() and args.device.startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
@@ -59,9 +111,7 @@ def main() -> None:
     print(events.table(sort_by=sort, row_limit=25), file=sys.stderr)
     if args.trace:
         prof.export_chrome_trace(args.trace)
-    # the step's own annotation carries the whole epoch's device time too: not a kernel
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-               and not e.name.startswith("ProfilerStep")]
+    kernels = _kernels(prof)
     steps = -(-len(T) // args.batch_size)
     out = {
         "device": torch.cuda.get_device_name() if len(activities) > 1 else "cpu",
