@@ -128,8 +128,9 @@ class FusedStep:
                                 "exp_avg": torch.zeros_like(p), "exp_avg_sq": torch.zeros_like(p)}
         # on CUDA the step is captured as a CUDA graph (sphr.train.graph): Adam's capturable
         # form keeps the bias corrections on the device, where the plain form hands addcdiv_ a
-        # tensor-valued step size that torch 2.11 reads on the host, a sync that breaks the
-        # capture. The CPU keeps the plain form, so its results stay bit for bit.
+        # tensor-valued step size; with the plain form torch 2.11 failed to capture the step
+        # on an H200, with this one it captures (docs/BENCHMARKS.md). The CPU keeps the plain
+        # form, so its results stay bit for bit.
         self.capturable = dev.type == "cuda"
         self._lr = float(group["lr"])
         self.lr = torch.tensor(self._lr, device=dev)
