@@ -10,7 +10,7 @@ below it means launches or the host are.
 
 ``--stack`` instead profiles ``train.py``'s seven pure-loss models as one stack and the first
 of them alone, each trained twice in a row and profiled the second time (the in-process
-compile cache then holds its step), device activity only: kernels a step and seconds an
+compile cache then holds its step): kernels a step and seconds an
 epoch of each, and their ratio, the stack's cost in one model's.
 
     python benchmarks/train_profile.py [--device cuda] [--compile on|off] [--trace FILE]
@@ -34,6 +34,24 @@ from train import ours_train, synthetic  # the benchmark's own data and config
 PROFILED_EPOCH = 3
 
 
+def _activities(device: str) -> list:
+    """What the profiler records: the device's kernels on CUDA, the host's ops elsewhere."""
+    from torch.profiler import ProfilerActivity
+
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    return [ProfilerActivity.CPU]
+
+
+def _table(prof, activities: list, rows: int) -> str:
+    """The top ``rows`` operations by their own time, on the device where it is recorded."""
+    from torch.profiler import ProfilerActivity
+
+    sort = ("self_device_time_total" if ProfilerActivity.CUDA in activities
+            else "self_cpu_time_total")
+    return prof.key_averages().table(sort_by=sort, row_limit=rows)
+
+
 def _kernels(prof) -> list:
     """The profiled kernels (the profiler's step annotations carry device time too)."""
     return [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
@@ -43,7 +61,7 @@ def _kernels(prof) -> list:
 def stack_profile(args: argparse.Namespace, X, T, y) -> dict:
     """Seven pure-loss models as one stack against the first alone: kernels a step, seconds
     an epoch (the trainer's clock) and the ratios."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import profile
     from train import SEVEN, paper_config
 
     from sphr.train import TrainData, train_jobs
@@ -53,8 +71,7 @@ def stack_profile(args: argparse.Namespace, X, T, y) -> dict:
             "precision": args.precision, "compile": args.compile == "on"}
     seven = [(data, paper_config(**base, loss=loss, margin=m, p=p, seed=i))
              for i, (loss, m, p) in enumerate(SEVEN)]
-    activities = [ProfilerActivity.CUDA] if args.device.startswith("cuda") else \
-        [ProfilerActivity.CPU]
+    activities = _activities(args.device)[-1:]  # the device's own: no host-op overhead
     steps = args.epochs * -(-len(T) // args.batch_size)
     out: dict[str, object] = {"device": args.device, "epochs": args.epochs}
     for name, jobs in (("one", seven[:1]), ("stack7", seven)):
@@ -65,9 +82,7 @@ def stack_profile(args: argparse.Namespace, X, T, y) -> dict:
         out[f"{name}_s_per_epoch"] = round(float(np.median(epochs[1:] or epochs)), 4)
         out[f"{name}_kernels_per_step"] = round(len(_kernels(prof)) / steps, 1)
         out[f"{name}_cuda_graphs"] = results[0].timings.get("cuda_graphs")
-        print(prof.key_averages().table(
-            sort_by="self_device_time_total" if args.device.startswith("cuda")
-            else "self_cpu_time_total", row_limit=15), file=sys.stderr)
+        print(_table(prof, activities, 15), file=sys.stderr)
     out["stack7_over_one"] = round(out["stack7_s_per_epoch"] / out["one_s_per_epoch"], 2)
     return out
 
@@ -86,15 +101,13 @@ def main() -> None:
     args = parser.parse_args()
 
     from torch._dynamo.utils import counters
-    from torch.profiler import ProfilerActivity, profile, schedule
+    from torch.profiler import profile, schedule
 
     X, T, y = synthetic(20_000, args.triplets)
     if args.stack:
         print(json.dumps(stack_profile(args, X, T, y)))
         return
-    activities = [ProfilerActivity.CPU]
-    if torch.cuda.is_available() and args.device.startswith("cuda"):
-        activities.append(ProfilerActivity.CUDA)
+    activities = _activities(args.device)
     marks: dict[int, float] = {}
     # epoch k's callback is profiler step k: waits 1, warms 1, records the third epoch
     with profile(activities=activities,
@@ -106,9 +119,7 @@ def main() -> None:
         res, _ = ours_train(X, T, y, epochs=PROFILED_EPOCH + 1, batch_size=args.batch_size,
                             device=args.device, precision=args.precision,
                             compile=args.compile == "on", on_epoch=on_epoch)
-    events = prof.key_averages()
-    sort = "self_device_time_total" if len(activities) > 1 else "self_cpu_time_total"
-    print(events.table(sort_by=sort, row_limit=25), file=sys.stderr)
+    print(_table(prof, activities, 25), file=sys.stderr)
     if args.trace:
         prof.export_chrome_trace(args.trace)
     kernels = _kernels(prof)

@@ -429,6 +429,7 @@ def test_gpu_a_failed_capture_trains_on_uncaptured_with_the_same_draws():
     from sphr.losses import BatchObjective, build_loss
     from sphr.train.fused import FusedStep
     from sphr.train.graph import DeviceEpoch
+    from sphr.train.stacked import init_model, stack_params
 
     dev = torch.device("cuda")
     g0 = torch.Generator().manual_seed(0)
@@ -436,8 +437,6 @@ def test_gpu_a_failed_capture_trains_on_uncaptured_with_the_same_draws():
     T = torch.randint(0, 300, (600, 3), generator=g0).to(dev)
     runs = []
     for capture in (True, False):
-        from sphr.train.stacked import init_model, stack_params
-
         params = stack_params([init_model(16, 0)], dev)
         opt = torch.optim.Adam(params, lr=1e-3, fused=True)
         step = FusedStep(params, opt, BatchObjective([build_loss("nplb")]), dropout=0.1,

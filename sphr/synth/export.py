@@ -86,11 +86,9 @@ _OPCS = np.array(["H22.9", "W40.1", "C75.1", "K40.1", "Q07.4", "M45.9"])
 _FIRST_OCCURRENCE_START = 130_000
 #: the First Occurrence fields the ingest reads: never decoys
 _READ_FIRST_OCCURRENCES = frozenset(FIRST_OCCURRENCE.values())
-
-
-
 #: the purpose of the decoy columns' stream, ``SeedSequence([seed, DECOY_STREAM])``
 DECOY_STREAM = 7919
+
 
 def _decoy_columns(n_decoys: int) -> list[tuple[ColumnKey, Decoy]]:
     cols: list[tuple[ColumnKey, Decoy]] = []
@@ -270,7 +268,7 @@ def build_export_frame(cohort: SyntheticCohort, fmt: ExportFormat = SynthConfig.
                 values = _field_values(f, by_instance, n, i, a)
                 columns.append((ColumnKey(f.id, i, a), _to_series(f, values, labels), f))
     # a stream of their own, SeedSequence([seed, purpose]) as every derived seed (generator
-    # v4; v3 drew them from an offset seed, which seed 7919's own stream shared)
+    # v4; v3 drew them from seed + 7919, which is seed s + 7919's base stream)
     rng = np.random.default_rng([seed, DECOY_STREAM])
     for key, d in _decoy_columns(decoys):
         columns.append((key, _decoy_values(rng, d, n, labels), None))
