@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import SEXES
+from .common import SEXES, score_rows
 from .refits import RULE_SCORES
 
 #: (c) of the rule: the largest refit SD of the pooled C
@@ -78,18 +78,14 @@ def beyond_markdown(result: dict, labels: dict[str, str]) -> str:
                   "for age; rho = Spearman of the score with age among held-out BFH", "",
                   "| score | women dC | women HR/SD | women rho | men dC | men HR/SD | men rho |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
-        for key, label in labels.items():
-            if not all(key in by_sex.get(s, {}) for s in SEXES):
-                continue
-            cells = []
-            for s in SEXES:
-                f = by_sex[s][key]
-                dc, hr, rho = f["dc"], f["hr_per_sd"], f["spearman_age_bfh"]
-                cells += [f"{dc[0]:+.3f} [{dc[1]:+.3f}, {dc[2]:+.3f}]" if dc[0] is not None
-                          else "-", f"{hr[0]:.2f} [{hr[1]:.2f}, {hr[2]:.2f}]"
-                          if hr[0] is not None else "-",
-                          f"{rho:+.2f}" if rho is not None else "-"]
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        def cells(s: str, key: str, by_sex: dict = by_sex) -> list[str]:
+            f = by_sex[s][key]
+            dc, hr, rho = f["dc"], f["hr_per_sd"], f["spearman_age_bfh"]
+            return [f"{dc[0]:+.3f} [{dc[1]:+.3f}, {dc[2]:+.3f}]" if dc[0] is not None else "-",
+                    f"{hr[0]:.2f} [{hr[1]:.2f}, {hr[2]:.2f}]" if hr[0] is not None else "-",
+                    f"{rho:+.2f}" if rho is not None else "-"]
+
+        lines += score_rows(by_sex, labels, cells)
         ages = {s: by_sex[s].get("raw_euclidean", {}).get("c_age") for s in SEXES}
         lines += ["", "Age alone: C " + ", ".join(f"{s} {v:.3f}" for s, v in ages.items()
                                                   if v is not None), ""]

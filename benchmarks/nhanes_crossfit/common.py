@@ -1,10 +1,12 @@
 """What every part of the cross-fitted NHANES benchmark shares: the development set's files,
 the sexes, the refit seeds and directories, the death outcome, ``--train`` items read as
-settings, and the percentile interval of a row of bootstrap draws."""
+settings, the percentile interval of a row of bootstrap draws, and a table's rows of scores
+by sex."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -61,3 +63,12 @@ def interval(draws: np.ndarray) -> list[float]:
     resamples): the 95% percentile interval over the resamples, each rounded to 4 places."""
     lo, hi = np.nanpercentile(draws[1:], (2.5, 97.5))
     return [round(float(draws[0]), 4), round(float(lo), 4), round(float(hi), 4)]
+
+
+def score_rows(by_sex: dict, labels: dict[str, str],
+               cells: Callable[[str, str], list[str]]) -> list[str]:
+    """One markdown row per labelled score present in both sexes: its label, then
+    ``cells(sex, key)`` for each sex in :data:`SEXES` order."""
+    return [f"| {label} | " + " | ".join(c for s in SEXES for c in cells(s, key)) + " |"
+            for key, label in labels.items()
+            if all(key in by_sex.get(s, {}) for s in SEXES)]

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .cindex import c_indices, plain_c
-from .common import SEXES, refit_seed
+from .common import SEXES, refit_seed, score_rows
 from .tables import LABELS
 
 
@@ -106,14 +106,10 @@ def refit_markdown(refits: dict) -> str:
                   "the mean over folds of one fold's SD over refits", "",
                   "| score | women | women fold SD | men | men fold SD |",
                   "| --- | --- | --- | --- | --- |"]
-        for key, label in LABELS.items():
-            if not all(key in by_sex.get(s, {}) for s in SEXES):
-                continue
-            cells = []
-            for s in SEXES:
-                v = by_sex[s][key]
-                cells += [f"{v['mean']:.3f}, SD {v['sd']:.3f} [{v['min']:.3f}-{v['max']:.3f}]",
-                          f"{refits['per_fold'][space][s][key]['mean_fold_sd']:.3f}"]
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        lines.append("")
+        def cells(s: str, key: str, by_sex: dict = by_sex, space: str = space) -> list[str]:
+            v = by_sex[s][key]
+            return [f"{v['mean']:.3f}, SD {v['sd']:.3f} [{v['min']:.3f}-{v['max']:.3f}]",
+                    f"{refits['per_fold'][space][s][key]['mean_fold_sd']:.3f}"]
+
+        lines += [*score_rows(by_sex, LABELS, cells), ""]
     return "\n".join(lines)
