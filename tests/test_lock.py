@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import sys
 from pathlib import Path
 
 import pytest
-from packaging.markers import default_environment
+from packaging.markers import Marker, default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -77,3 +79,20 @@ def test_the_lock_keeps_torch_at_the_cpu_build_pin():
     # an open torch pin would pull a CUDA build and several GB of nvidia-* wheels
     (torch,) = lock_pins((ROOT / "requirements.lock").read_text())["torch"]
     assert torch[0] == Version("2.13.0")
+
+
+def test_make_install_installed_the_locks_versions():
+    """Every installed package the lock pins is at its pin (a local build tag such as
+    torch's ``+cpu`` aside: an index's CPU build of the pinned release)."""
+    if not (Path(sys.prefix) / ".installed").exists():
+        pytest.skip("this environment was not installed by `make install`")
+    pins = lock_pins((ROOT / "requirements.lock").read_text())
+    environment = default_environment()
+    wrong = []
+    for dist in importlib.metadata.distributions():
+        name = canonicalize_name(dist.metadata["Name"])
+        allowed = [v for v, marker in pins.get(name, [])
+                   if not marker or Marker(marker).evaluate(environment)]
+        if allowed and Version(Version(dist.version).public) not in allowed:
+            wrong.append(f"{name} {dist.version}, locked {allowed[0]}")
+    assert not wrong, "; ".join(wrong)

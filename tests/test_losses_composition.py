@@ -22,7 +22,6 @@ Two pins of the code before the composition (commit e4df0a8), both compared bit 
 from __future__ import annotations
 
 import hashlib
-import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -32,12 +31,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from compiled_setup import BATCH, FEATURES, PURE_THREE, ROWS, compiled
 from torch import nn
 
 FIXTURE = Path(__file__).parent / "data" / "losses_composition.npz"
 RECORDED_ON = "e4df0a8"
-needs_compiler = pytest.mark.skipif(not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
-                                    reason="torch.compile needs a C++ compiler on the CPU")
 
 
 # --------------------------------------------------------------------------- the frozen copy
@@ -327,8 +325,8 @@ def retrieval_results() -> Iterator[tuple[str, torch.Tensor]]:
 def train_data(m: int = 600) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """240 rows of three classes, ``m`` triplets (600: tests/test_train.py's data)."""
     rng = np.random.default_rng(0)
-    y = rng.integers(0, 3, 240)
-    X = (rng.normal(size=(240, 12)) + y[:, None]).astype(np.float32)
+    y = rng.integers(0, 3, ROWS)
+    X = (rng.normal(size=(ROWS, FEATURES)) + y[:, None]).astype(np.float32)
     by = [np.flatnonzero(y == c) for c in range(3)]
     a = rng.integers(0, 240, m)
     p = np.array([rng.choice(by[y[i]]) for i in a])
@@ -497,21 +495,21 @@ def test_a_short_training_run_equals_the_frozen_copys(monkeypatch):
     assert _same_results(iter(ours), train_results()) == 21
 
 
-@needs_compiler
+@compiled
 def test_the_compiled_fused_training_equals_the_frozen_copys(monkeypatch):
     """The pure losses take the fused step (sphr.train.fused): one graph for forward, loss,
     gradients and Adam. Composed, they must trace to the same numbers."""
-    pure = ("triplet", "distance_swap", "nplb")
+    pure = [name for name, _ in PURE_THREE]  # the step other tests compile (compiled_setup)
     assert all(_current(name).pure for name in pure)
     # 640 triplets (the validation split keeps their number): 5 whole batches of 128, so
     # each step is compiled for one batch shape (a short last batch doubled the compiles
     # from a cold cache; the compiled short batch is tests/test_train_graph.py's)
-    ours = list(train_results(compile=True, losses=pure, m=640))
+    ours = list(train_results(compile=True, losses=pure, m=5 * BATCH))
     monkeypatch.setattr("sphr.train.trainer.make_loss", _frozen_make_loss)
-    assert _same_results(iter(ours), train_results(compile=True, losses=pure, m=640)) == 9
+    assert _same_results(iter(ours), train_results(compile=True, losses=pure, m=5 * BATCH)) == 9
 
 
-@needs_compiler
+@compiled
 def test_one_fused_step_equals_the_frozen_copys_bit_for_bit():
     """FusedStep itself, with coinciding rows in the batch (bf16 autocast ends before the
     losses, which always see float32: sphr.train.fused)."""
@@ -520,15 +518,15 @@ def test_one_fused_step_equals_the_frozen_copys_bit_for_bit():
     from sphr.train.stacked import init_model, stack_params
 
     torch.manual_seed(0)
-    X = torch.randn(120, 16)
+    X = torch.randn(ROWS, FEATURES)
     X[1] = X[0]  # rows 0 and 1 coincide: below, every model has a triplet with d(a, p) = 0
-    rows = torch.randint(0, 120, (3, 3 * 20), generator=torch.Generator().manual_seed(3))
-    rows[:, 0], rows[:, 20] = 0, 1
+    rows = torch.randint(0, ROWS, (3, 3 * BATCH), generator=torch.Generator().manual_seed(3))
+    rows[:, 0], rows[:, BATCH] = 0, 1
     keys = torch.tensor([5, 6, 7], dtype=torch.int32)
-    specs = (("nplb", {}), ("triplet", {"margin": 0.5}), ("distance_swap", {}))
+    specs = PURE_THREE  # the step other tests compile (compiled_setup)
     out = []
     for make in (_current, _frozen):
-        params = stack_params([init_model(16, s) for s in range(3)], torch.device("cpu"))
+        params = stack_params([init_model(FEATURES, s) for s in range(3)], torch.device("cpu"))
         opt = torch.optim.Adam(params, lr=1e-2)
         objective = BatchObjective([make(n, **kw) for n, kw in specs])
         step = FusedStep(params, opt, objective, dropout=0.1, bf16=False)

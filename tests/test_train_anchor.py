@@ -6,11 +6,11 @@ distances nearer the markers' (the fused step against autograd: test_train_fused
 from __future__ import annotations
 
 import dataclasses
-import shutil
 
 import numpy as np
 import pytest
 import torch
+from compiled_setup import ANCHOR_WEIGHT, BATCH, compiled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_train_selection import _data as selection_data
@@ -21,9 +21,6 @@ from sphr.losses.anchor import anchored_stress, geometry_stress
 from sphr.train import TrainConfig, train_sphr
 from sphr.train.selection import Validator, split_validation
 from sphr.train.stacked import init_model, stack_params, stacked_forward
-
-needs_compiler = pytest.mark.skipif(not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
-                                    reason="torch.compile needs a C++ compiler on the CPU")
 
 
 def _triplet_rows(seed: int, b: int, n: int) -> tuple[torch.Tensor, ...]:
@@ -128,17 +125,21 @@ def _final_stress(result, X: np.ndarray, triplets: np.ndarray) -> float:
                                  x[t[:, 2]]))
 
 
-@pytest.mark.parametrize("compile", [False, pytest.param(True, marks=needs_compiler)])
+@pytest.mark.parametrize("compile", [False, pytest.param(True, marks=compiled)])
 def test_training_with_the_anchor_keeps_the_markers_geometry_and_repeats_bit_for_bit(compile):
     X, labels, augmented, triplets = selection_data(300, 0)
     # 3,968 = 31 x 128 triplets (the validation split keeps their number): whole batches, so
     # the compiled step compiles for one batch shape per weight, not two (from a cold cache
     # the short last batch's graphs took half this test's time)
     triplets = triplets[:3968]
-    cfg = TrainConfig(epochs=4, batch_size=128, validation_size=0.2, device="cpu",
+    cfg = TrainConfig(epochs=4, batch_size=BATCH, validation_size=0.2, device="cpu",
                       checkpoint_every=0, compile=compile, lr=3e-3)
-    plain = train_sphr(X, triplets, cfg, labels=labels, augmented=augmented)
-    anchored_cfg = dataclasses.replace(cfg, anchor=1.0)
+    # the plain training, the yardstick, trains eagerly: compiled it would be one more graph
+    # of its own (tests/compiled_setup.py); the anchored one is the step test_train_fused.py
+    # checks against autograd
+    plain = train_sphr(X, triplets, dataclasses.replace(cfg, compile=False), labels=labels,
+                       augmented=augmented)
+    anchored_cfg = dataclasses.replace(cfg, anchor=ANCHOR_WEIGHT)
     anchored = train_sphr(X, triplets, anchored_cfg, labels=labels, augmented=augmented)
     # seeds 0-4 give a ratio of 0.35-0.52 (per-batch step, measured when the training's
     # streams became SeedSequence ones, docs/REPRODUCIBILITY.md); an anchor that does nothing
@@ -146,4 +147,4 @@ def test_training_with_the_anchor_keeps_the_markers_geometry_and_repeats_bit_for
     assert _final_stress(anchored, X, triplets) < 0.7 * _final_stress(plain, X, triplets)
     again = train_sphr(X, triplets, anchored_cfg, labels=labels, augmented=augmented)
     assert anchored.loss_curve == again.loss_curve
-    assert anchored.config.anchor == 1.0 and plain.config.anchor == 0.0
+    assert anchored.config.anchor == ANCHOR_WEIGHT and plain.config.anchor == 0.0

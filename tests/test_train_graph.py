@@ -7,11 +7,11 @@ host read moves an epoch's results. Capturing it as CUDA graphs needs a GPU
 from __future__ import annotations
 
 import dataclasses
-import shutil
 
 import numpy as np
 import pytest
 import torch
+from compiled_setup import BATCH, FEATURES, PURE_THREE, ROWS, compiled
 
 from sphr.errors import ConfigError
 from sphr.losses import BatchObjective, build_loss
@@ -20,15 +20,13 @@ from sphr.train.fused import FusedStep, draw_keys, gather_rows
 from sphr.train.graph import DeviceEpoch, read_host, wanted
 from sphr.train.stacked import init_model, stack_params
 
-needs_compiler = pytest.mark.skipif(not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
-                                    reason="torch.compile needs a C++ compiler on the CPU")
 CPU = torch.device("cpu")
 #: seven pure models: the comparison's three pure losses at several settings
 SEVEN = (("nplb", {}), ("triplet", {"margin": 0.5}), ("distance_swap", {}), ("nplb", {"p": 4}),
          ("triplet", {}), ("nplb", {"margin": 2.0}), ("distance_swap", {"margin": 0.5}))
 
 
-def _data(n: int = 240, m: int = 600, features: int = 12, seed: int = 0) -> TrainData:
+def _data(n: int = ROWS, m: int = 600, features: int = FEATURES, seed: int = 0) -> TrainData:
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 3, n)
     X = (rng.normal(size=(n, features)) + y[:, None]).astype(np.float32)
@@ -39,7 +37,7 @@ def _data(n: int = 240, m: int = 600, features: int = 12, seed: int = 0) -> Trai
     return TrainData(X, np.stack([a, p, neg], 1), y)
 
 
-def _stack(seeds, specs, features: int = 12, compile: bool = False):
+def _stack(seeds, specs, features: int = FEATURES, compile: bool = False):
     params = stack_params([init_model(features, s) for s in seeds], CPU)
     opt = torch.optim.Adam(params, lr=1e-2, fused=True)
     losses = [build_loss(name, **kw) for name, kw in specs]
@@ -60,7 +58,7 @@ def _reference_epoch(step: FusedStep, X, T, perms, gens, bs: int, seed_of=None):
     return total / n_batches
 
 
-@pytest.mark.parametrize("compile", [False, pytest.param(True, marks=needs_compiler)])
+@pytest.mark.parametrize("compile", [False, pytest.param(True, marks=compiled)])
 def test_device_epoch_equals_the_per_batch_fused_step_bit_for_bit(compile):
     """Gathering by a device step counter, summing on the device and drawing keys in the
     loop body changes no bit: same batches, masks, gradients, Adam state and loss."""
@@ -68,23 +66,25 @@ def test_device_epoch_equals_the_per_batch_fused_step_bit_for_bit(compile):
     # own for both steps (about 25 s each from a cold cache on 2 cores), so the compiled
     # variant keeps whole batches; the compiled short batch is
     # test_device_epoch_in_the_trainer_is_todays_fused_training_on_the_cpu's
-    data = _data(m=256 if compile else 300)
+    data = _data(m=2 * BATCH if compile else 300)
     X, T = torch.from_numpy(data.X), torch.from_numpy(data.triplets)
-    seeds, specs = (0, 0, 5), SEVEN[:3]
+    # the per-batch step is the one tests/test_losses_composition.py and test_train_fused.py
+    # compile (tests/compiled_setup.py)
+    seeds, specs = (0, 0, 5), PURE_THREE
     seed_of = torch.tensor([0, 0, 1])  # two models share seed 0's batches and masks
     ours_p, _, ours = _stack(seeds, specs, compile=compile)
     ref_p, _, ref = _stack(seeds, specs, compile=compile)
     gens = [torch.Generator().manual_seed(s) for s in (0, 5)]
     ref_gens = [torch.Generator().manual_seed(s) for s in (0, 5)]
-    epoch = DeviceEpoch(ours, X, T, gens, batch_size=128, n_models=3,
+    epoch = DeviceEpoch(ours, X, T, gens, batch_size=BATCH, n_models=3,
                         maps=(None, seed_of, seed_of))
     for _ in range(2):
         perms = torch.stack([torch.randperm(len(T), generator=g) for g in gens])
         ref_perms = torch.stack([torch.randperm(len(T), generator=g) for g in ref_gens])
         got = epoch.run(perms)
-        expect = _reference_epoch(ref, X, T, ref_perms, ref_gens, 128, seed_of)
+        expect = _reference_epoch(ref, X, T, ref_perms, ref_gens, BATCH, seed_of)
         assert torch.equal(got, expect)
-    assert int(epoch.index) == -(-len(T) // 128) and not epoch.captured  # nothing to capture
+    assert int(epoch.index) == -(-len(T) // BATCH) and not epoch.captured  # nothing to capture
     # on the CPU
     for p, q in zip(ours_p, ref_p, strict=True):
         assert torch.equal(p, q)
@@ -153,12 +153,12 @@ def test_two_data_sets_train_as_one_stack_as_each_alone():
     assert [r.timings["models_in_stack"] for r in mixed] == [1, 1]
 
 
-@needs_compiler
+@compiled
 def test_device_epoch_in_the_trainer_is_todays_fused_training_on_the_cpu():
     """cuda_graphs="on" runs the device-resident epoch on the CPU (uncaptured): the same
     bits as the per-batch fused step ("off"), and "auto" leaves the CPU on the latter."""
     d = _data(m=300)
-    cfg = TrainConfig(epochs=3, batch_size=128, device="cpu", threads=1, checkpoint_every=0,
+    cfg = TrainConfig(epochs=3, batch_size=BATCH, device="cpu", threads=1, checkpoint_every=0,
                       compile=True, validation_size=0.2, patience=2)
     runs = {m: train_sphr(d.X, d.triplets, dataclasses.replace(cfg, cuda_graphs=m),
                           labels=d.labels) for m in ("off", "on", "auto")}
@@ -172,7 +172,7 @@ def test_device_epoch_in_the_trainer_is_todays_fused_training_on_the_cpu():
             assert torch.equal(v, w)
 
 
-@needs_compiler
+@compiled
 def test_a_mixed_stack_trains_its_pure_losses_apart_where_graphs_apply(tmp_path):
     """Where the device-resident epoch applies, the pure losses' models form a stack of their
     own (captured on CUDA) and the others train eagerly: each as it would alone. Resumed
@@ -180,15 +180,21 @@ def test_a_mixed_stack_trains_its_pure_losses_apart_where_graphs_apply(tmp_path)
     # 640 = 5 x 128 triplets: whole batches only, so each compiled step is compiled for one
     # batch shape, not two (a cold cache compiled each twice: 161 s of a 2-core box's make
     # test); the short last batch is test_device_epoch_equals_the_per_batch_fused_step's
-    d = _data(m=640)
-    cfg = TrainConfig(epochs=2, batch_size=128, device="cpu", threads=1, checkpoint_every=1,
+    d = _data(m=5 * BATCH)
+    cfg = TrainConfig(epochs=2, batch_size=BATCH, device="cpu", threads=1, checkpoint_every=1,
                       compile=True, cuda_graphs="on")
-    configs = [dataclasses.replace(cfg, loss=x) for x in ("nplb", "mdr", "triplet")]
+    # two NPLB models (seeds 0 and 1; a stack of losses is test_device_epoch_equals_the_...'s)
+    # around MDR, whose labels keep it out of the fused step
+    configs = [dataclasses.replace(cfg, loss="nplb"), dataclasses.replace(cfg, loss="mdr"),
+               dataclasses.replace(cfg, loss="nplb", seed=1)]
     many = train_many(d.X, d.triplets, configs, labels=d.labels)
     assert [r.timings["models_in_stack"] for r in many] == [2, 1, 2]
     assert [r.timings["device_epoch"] for r in many] == [True, False, True]
     for c, r in zip(configs, many, strict=True):
-        alone = train_sphr(d.X, d.triplets, c, labels=d.labels)
+        # alone on the per-batch fused step, which gives the device epoch's bits (test above):
+        # the step test_train_fused.py's compiled training builds
+        alone = train_sphr(d.X, d.triplets, dataclasses.replace(c, cuda_graphs="off"),
+                           labels=d.labels)
         for v, w in zip(alone.model.state_dict().values(), r.model.state_dict().values(),
                         strict=True):
             assert torch.allclose(v, w, atol=1e-5), c.loss
