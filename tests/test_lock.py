@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,9 @@ def test_make_install_installed_the_locks_versions():
     pins = lock_pins((ROOT / "requirements.lock").read_text())
     environment = default_environment()
     wrong = []
-    for dist in importlib.metadata.distributions():
+    # the environment's own packages: not the copies a package vendors with their metadata
+    # (setuptools/_vendor holds an older packaging, on sys.path once setuptools is imported)
+    for dist in importlib.metadata.distributions(path=[sysconfig.get_path("purelib")]):
         name = canonicalize_name(dist.metadata["Name"])
         allowed = [v for v, marker in pins.get(name, [])
                    if not marker or Marker(marker).evaluate(environment)]
