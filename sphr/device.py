@@ -54,8 +54,6 @@ def fast_settings(device: str | torch.device = "auto") -> dict[str, object]:
     AVX512-BF16 or AMX, where it is ~4x fp32 matmul throughput); ``torch.compile``
     on CUDA, and on the CPU when a C++ compiler is there for inductor's kernels.
     """
-    import shutil
-
     dev = resolve_device(device)
     if dev.type == "cuda":
         return {"precision": "bf16" if torch.cuda.is_bf16_supported() else "tf32",
@@ -65,4 +63,11 @@ def fast_settings(device: str | torch.device = "auto") -> dict[str, object]:
     except (AttributeError, RuntimeError):
         bf16 = False
     return {"precision": "bf16" if bf16 else "fp32",
-            "compile": any(shutil.which(c) for c in ("g++", "c++", "clang++"))}
+            "compile": cpu_compiler_found()}
+
+
+def cpu_compiler_found() -> bool:
+    """Whether a C++ compiler is on PATH: torch.compile builds its CPU kernels with one."""
+    import shutil
+
+    return any(shutil.which(c) for c in ("g++", "c++", "clang++"))

@@ -20,6 +20,12 @@ compiled = pytest.mark.compiled
 COMPILED_FILES = ("tests/test_losses_composition.py", "tests/test_train_anchor.py",
                   "tests/test_train_fused.py", "tests/test_train_graph.py")
 
+
+def in_compiled_files(nodeid: str) -> bool:
+    """Whether a test's node id (``path::name[params]``) lies in one of COMPILED_FILES."""
+    return nodeid.split("::")[0] in COMPILED_FILES
+
+
 #: the marker matrix of the compiled steps: rows x features (tests/test_train_graph.py's
 #: _data and tests/test_losses_composition.py's train_data draw it)
 ROWS, FEATURES = 240, 12

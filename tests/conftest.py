@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
+from compiled_setup import in_compiled_files
 
 os.environ.setdefault("SPHR_PROGRESS", "0")
 
@@ -14,9 +14,9 @@ def _share_the_cores() -> None:
     """Each pytest-xdist worker gets its share of the cores for torch's and the BLAS' thread
     pools. Left alone, each of ``-n 2``'s workers starts as many OpenMP threads as the box has
     cores, and on 2 cores the 4 threads wait on each other at every parallel op (measured:
-    the risk, drift, evaluation and ingest test files took 161 s with -n 2, 140 s with one
-    thread a worker). Set before torch and numpy load, as OpenMP reads it once; processes the
-    tests start inherit it, and an explicit setting wins."""
+    the risk, drift, evaluation, real-data and fields-CLI test files took 161 s with -n 2,
+    140 s with one thread a worker). Set before torch and numpy load, as OpenMP reads it
+    once; processes the tests start inherit it, and an explicit setting wins."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers > 0:
         share = str(max(1, (os.cpu_count() or 1) // workers))
@@ -66,12 +66,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The compiled tests (tests/compiled_setup.py) skipped without a C++ compiler; the order
     pytest-xdist hands out work in (below): the compiled tests' files first, then the files of
     slow tests, then the rest in the files' order."""
-    from compiled_setup import COMPILED_FILES
+    from sphr.device import cpu_compiler_found
 
-    has_compiler = any(shutil.which(c) for c in ("g++", "c++", "clang++"))
+    has_compiler = cpu_compiler_found()
     for item in items:
         if item.get_closest_marker("compiled"):
-            if item.nodeid.split("::")[0] not in COMPILED_FILES:
+            if not in_compiled_files(item.nodeid):
                 raise pytest.UsageError(f"{item.nodeid} is marked compiled: add its file to "
                                         "tests/compiled_setup.py's COMPILED_FILES")
             if not has_compiler:
@@ -79,7 +79,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     reason="torch.compile needs a C++ compiler on the CPU"))
 
     def rank(item: pytest.Item) -> int:
-        if item.nodeid.split("::")[0] in COMPILED_FILES:
+        if in_compiled_files(item.nodeid):
             return 0
         return 1 if item.get_closest_marker("slow") else 2
 
@@ -100,13 +100,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     An explicit ``--dist`` other than load keeps its own scheduling."""
     if config.getoption("dist") != "load":
         return None
-    from compiled_setup import COMPILED_FILES
     from xdist.scheduler import LoadScopeScheduling
 
     class FilesCompiledFirst(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::")[0]
-            return "compiled" if path in COMPILED_FILES else path
+            return "compiled" if in_compiled_files(nodeid) else nodeid.split("::")[0]
 
     config.option.loadscopereorder = False  # keep the collection's order, not the largest first
     return FilesCompiledFirst(config, log)

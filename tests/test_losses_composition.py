@@ -328,7 +328,7 @@ def train_data(m: int = 600) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     y = rng.integers(0, 3, ROWS)
     X = (rng.normal(size=(ROWS, FEATURES)) + y[:, None]).astype(np.float32)
     by = [np.flatnonzero(y == c) for c in range(3)]
-    a = rng.integers(0, 240, m)
+    a = rng.integers(0, ROWS, m)
     p = np.array([rng.choice(by[y[i]]) for i in a])
     neg = np.array([rng.choice(np.flatnonzero(y != y[i])) for i in a])
     return X, np.stack([a, p, neg], 1), y
