@@ -7,14 +7,18 @@ demo profile; the others re-score the same fits with ``--reuse-fits --risk
 standardization=NAME``):
 
     python benchmarks/standardization.py --run training_groups=DIR [--run NAME=DIR ...]
-        [--docs docs/notes/SPHR_RISK.md] [--collapse]
+        [--docs docs/notes/SPHR_RISK.md] [--collapse] [--noise]
 
 A candidate passes when, for every method and both sexes, |Spearman| <= 0.10 among held-out
 BFH and its dC is at least the lower 95% bound of ``training_groups``' dC. Among passing
 candidates the highest mean dC ships; within 0.002, the first in the pre-registered order.
 Last line: one JSON object (``candidates``: per name the largest |Spearman|, the mean dC, the
 failures and ``passes``; ``chosen``; with ``--collapse``, ``collapse``: per sex and method the
-held-out BFH's distance median and scale over the training BFH's, [mean, min, max]).
+held-out BFH's distance median and scale over the training BFH's, [mean, min, max]; with
+``--noise``, ``noise``: the rule's pass rate for scores that hold no age at all, and per
+candidate the cells whose Spearman is beyond chance after Holm's correction,
+:mod:`nhanes_crossfit.rho_noise`; and ``normal_by_age``: the held-out BFH's share in Normal
+per sex and age group, every default score pooled).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parent))
 from _docs import write_generated
 from nhanes_crossfit.common import SEXES
+from nhanes_crossfit.rho_noise import beyond_chance, held_out_bfh, permutation_null
 from nhanes_crossfit.tables import LABELS
 
 #: the methods whose calibrated score goes through the standardization (the default methods)
@@ -119,6 +124,64 @@ def scale_collapse(run: Path, folds: int = 5) -> dict:
     return out
 
 
+def normal_by_age(runs: dict[str, str], folds: int = 5) -> tuple[dict, str]:
+    """Per candidate, sex and age group: the held-out BFH's share in Normal over every default
+    method, with a Wilson interval on the people (conservative: a person's scores are
+    correlated). A standardization that keeps age in
+    the spread (``calibration_shift`` has one scale) shows it here, not in the Spearman."""
+    import pandas as pd
+
+    from sphr.risk.validation import wilson
+
+    shares: dict = {}
+    for name, d in runs.items():
+        held = pd.concat(pd.read_parquet(Path(d) / f"fold{k}" / "score_marker" /
+                                         "risk_groups.parquet") for k in range(folds))
+        held = held[(held["mode"] == "calibrated") & (held["label"] == 2)
+                    & held["method"].isin(METHODS)]
+        for (sex, group), sub in held.groupby(["sex", "age_group"]):
+            share, people = float((sub["group"] == "Normal").mean()), sub["eid"].nunique()
+            # a person's scores are not independent draws: the interval counts people
+            lo, hi = (float(x) for x in wilson(share * people, people))
+            shares.setdefault(name, {}).setdefault(sex, {})[group] = [
+                round(share, 3), round(lo, 3), round(hi, 3), people]
+    groups = sorted({g for v in shares.values() for s in v.values() for g in s})
+    lines = ["Held-out BFH in Normal by age group, every default score pooled (share [95% "
+             "Wilson interval counting people, as if each person's scores were one], n people)",
+             "",
+             "| candidate | sex | " + " | ".join(groups) + " |",
+             "| --- | --- |" + " --- |" * len(groups)]
+    for name, by_sex in shares.items():
+        for sex in SEXES:
+            cells = [f"{v[0]:.0%} [{v[1]:.0%}, {v[2]:.0%}], {v[3]}" if (v := by_sex[sex].get(g))
+                     else "-" for g in groups]
+            lines.append(f"| `{name}` | {sex} | " + " | ".join(cells) + " |")
+    return shares, "\n".join(lines) + "\n"
+
+
+def noise(runs: dict[str, str], n_perm: int = 2000) -> tuple[dict, str]:
+    """The permutation null of the held-out BFH's Spearman (written after the rule's verdict,
+    to say how much of it chance can explain): its JSON and its markdown."""
+    nulls = {n: permutation_null(held_out_bfh(Path(d)), METHODS, SEXES, MAX_RHO, n_perm)
+             for n, d in runs.items()}
+    base = nulls[BASE]
+    sizes = ", ".join(f"{sex} {base['cells'][(sex, METHODS[0])]['n']}" for sex in SEXES)
+    sd = [c["null_sd"] for c in base["cells"].values()]
+    lines = [f"Chance alone ({n_perm} permutations of age among one sex's held-out BFH, one "
+             f"permutation for every score): held-out BFH {sizes}; the SD of a score's Spearman "
+             f"with age when it holds no age is {min(sd):.3f}-{max(sd):.3f}, and such scores "
+             f"meet |Spearman| <= {MAX_RHO:.2f} in all {len(base['cells'])} cells at once in "
+             f"**{base['pass_rate']:.0%}** of permutations.", "",
+             "| candidate | cells beyond chance (two-sided permutation p, Holm over the cells) |",
+             "| --- | --- |"]
+    for n, null in nulls.items():
+        lines.append(f"| `{n}` | {'; '.join(beyond_chance(null)) or 'none'} |")
+    out = {n: {"pass_rate": v["pass_rate"], "beyond_chance": beyond_chance(v),
+               "cells": {f"{sex} {m}": c for (sex, m), c in v["cells"].items()}}
+           for n, v in nulls.items()}
+    return out, "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="append", required=True, metavar="NAME=DIR",
@@ -127,6 +190,9 @@ def main() -> None:
     parser.add_argument("--collapse", action="store_true",
                         help="also the held-out over training BFH ratios of the distances' "
                         "median and scale (training_groups' run)")
+    parser.add_argument("--noise", action="store_true",
+                        help="also what chance alone does to the held-out BFH's Spearman "
+                        "(a permutation null, Holm over the cells)")
     args = parser.parse_args()
     runs = dict(item.split("=", 1) for item in args.run)
     if BASE not in runs:
@@ -136,10 +202,14 @@ def main() -> None:
     verdicts = {n: judge(f, figures[BASE]) for n, f in figures.items()}
     chosen = choose(verdicts)
     text = markdown(figures, verdicts, chosen)
+    result = {"candidates": verdicts, "chosen": chosen}
+    if args.noise:
+        result["noise"], noise_text = noise(runs)
+        result["normal_by_age"], age_text = normal_by_age(runs)
+        text += "\n" + noise_text + "\n" + age_text
     print(text)
     if args.docs is not None:
         write_generated(args.docs, GENERATED, "\n" + text + "\n")
-    result = {"candidates": verdicts, "chosen": chosen}
     if args.collapse:
         result["collapse"] = scale_collapse(Path(runs[BASE]))
     print(json.dumps(result))

@@ -160,7 +160,7 @@ def test_groups_pooled_across_an_age_trend_keep_age_in_the_score():
 def test_calibration_source_reads_no_training_row():
     train, cal = _healthy(600, 1), _healthy(150, 2)
     other = Healthy(train.scores * 5 + 3, train.groups, train.ages)
-    for name in ("calibration_groups", "calibration_line"):
+    for name in ("calibration_groups", "calibration_line", "calibration_shift"):
         a, ba = calibrate(name, NAMES, train, cal)
         b, bb = calibrate(name, NAMES, other, cal)
         assert a.to_dict() == b.to_dict() and ba == bb
@@ -180,6 +180,27 @@ def test_calibration_source_bounds_rest_on_crossfitted_z():
     assert bounds.normal.value != in_sample.normal.value
     refit = AgeStandardizer(NAMES, 30, "line").fit(cal.scores, cal.groups, cal.ages)
     assert refit.to_dict() == std.to_dict()
+
+
+def test_one_scale_for_every_age_keeps_the_scores_gain_over_age():
+    """``calibration_shift``: z = (s - a - b age) / c, so a Cox model of age + z ranks as
+    age + s does, and dC is the score's own; a scale line in age (``calibration_line``)
+    bends z, and its dC moves."""
+    c = _cohort(n=1500, seed=7)
+    # a raw score that rises with age and spreads with it, carrying the marker x
+    score = 1 + 0.05 * (c["age"] - 40) + (0.2 + 0.02 * (c["age"] - 40)) * np.exp(0.5 * c["x"])
+    groups = np.array([f"{lo}-{lo + 5}" for lo in (40 + 5 * ((c["age"] - 40) // 5).astype(int))],
+                      object)
+    healthy = _healthy(300, 2)
+    raw, _ = beyond_age(c["time"], c["event"], c["age"], score, n_bootstrap=20)
+    dc = {}
+    for name in ("calibration_shift", "calibration_line"):
+        std, _ = calibrate(name, NAMES, healthy, healthy)
+        z = std.transform(score, groups, c["age"])
+        dc[name] = beyond_age(c["time"], c["event"], c["age"], z, n_bootstrap=20)[0].dc
+    assert raw.dc > 0.02
+    assert dc["calibration_shift"] == pytest.approx(raw.dc, abs=1e-12)
+    assert abs(dc["calibration_line"] - raw.dc) > 1e-4
 
 
 @pytest.mark.parametrize("ties", [False, True])

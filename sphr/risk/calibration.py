@@ -102,9 +102,12 @@ def calibrated_groups(score: np.ndarray, normal_bound: float, lower_bound: float
 #: how a score is made comparable across ages before the calibrated bounds (docs/METHODS.md,
 #: "Age standardization"): ``<source>_<form>``, source ``training`` (the training BFH) or
 #: ``calibration`` (the calibration BFH, cross-fitted for the bounds), form ``groups`` (median
-#: and IQR per age group) or ``line`` (a location and a scale linear in age)
+#: and IQR per age group), ``line`` (a location and a scale linear in age) or ``shift`` (a
+#: location linear in age and one scale for every age)
 STANDARDIZATIONS: tuple[str, ...] = ("training_groups", "calibration_groups",
-                                     "calibration_line", "training_line")
+                                     "calibration_line", "training_line", "calibration_shift")
+#: the forms of :class:`AgeStandardizer`
+FORMS = ("groups", "line", "shift")
 #: folds of the calibration BFH when they set the standardization too (module docstring)
 CALIBRATION_FOLDS = 5
 #: the standard deviation of a normal variable per unit of mean absolute deviation
@@ -126,14 +129,17 @@ class AgeStandardizer:
     is what the bound is about and must not move the centre. ``form="line"``: location
     a + b age by least squares and scale (c + d age) sqrt(pi / 2) from the absolute residuals
     on age (a normal's SD per mean absolute deviation), floored at a tenth of their mean: two
-    lines over every age, so no group's few members set its own scale. Which rows it is
-    fitted on is the caller's choice (:func:`calibrate`).
+    lines over every age, so no group's few members set its own scale. ``form="shift"``: the
+    same location line and one scale, the mean absolute residual x sqrt(pi / 2), so z is an
+    affine function of the score and age (a Cox model of age + z ranks as age + the score
+    does) and no scale line can cross zero. Which rows it is fitted on is the caller's choice
+    (:func:`calibrate`).
     """
 
     def __init__(self, group_names: list[str], min_group_size: int = 30,
                  form: str = "groups") -> None:
-        if form not in ("groups", "line"):
-            raise ValueError(f"form must be 'groups' or 'line', got {form!r}")
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
         self.group_names = list(group_names)
         self.min_group_size = min_group_size
         self.form = form
@@ -155,7 +161,7 @@ class AgeStandardizer:
         scores, groups = np.asarray(scores, np.float64), np.asarray(groups, object)
         if scores.size < 3:
             raise InputError(f"need at least 3 healthy people's scores, got {scores.size}")
-        if self.form == "line":
+        if self.form != "groups":
             return self._fit_line(scores, self._ages(groups, ages))
         counts = [int((groups == g).sum()) for g in self.group_names]
         windows = pooled_windows(counts, min(self.min_group_size, scores.size))
@@ -175,7 +181,9 @@ class AgeStandardizer:
             design = design[:, :1]
         loc = np.linalg.lstsq(design, scores, rcond=None)[0]
         resid = np.abs(scores - design @ loc)
-        spread = np.linalg.lstsq(design, resid, rcond=None)[0]
+        # "shift": one scale for every age, the intercept-only fit of the same residuals
+        spread = np.linalg.lstsq(design if self.form == "line" else design[:, :1], resid,
+                                 rcond=None)[0]
         loc, spread = np.resize(np.append(loc, 0.0), 2), np.resize(np.append(spread, 0.0), 2)
         self.line_ = [float(loc[0]), float(loc[1]), float(spread[0]), float(spread[1]),
                       float(max(resid.mean() / 10, 1e-12))]
@@ -185,7 +193,7 @@ class AgeStandardizer:
                        ) -> tuple[np.ndarray, np.ndarray]:
         """(location, scale) for each row's age group (``groups``) and age."""
         groups = np.asarray(groups, object)
-        if self.form == "line":
+        if self.form != "groups":
             a = self._ages(groups, ages)
             b0, b1, g0, g1, floor = self.line_
             return b0 + b1 * a, np.maximum(g0 + g1 * a, floor) * _MAD_TO_SD
