@@ -8,11 +8,13 @@ whether it passes):
     python benchmarks/sphr_choice.py --run demo:default=DIR --run demo:anchor=1.0=DIR ...
         [--cost demo:anchor=1.0,ensemble=5=5] [--docs docs/notes/SPHR_RISK.md]
 
-A candidate is a profile, its training settings and one SPHR score. Among candidates passing in
-both sexes the highest mean dC over the two sexes ships; within 0.003 of it the cheapest
-training (``--cost``: relative training cost, 1 by default; then the smaller anchor weight).
-The profile whose shipped candidate passes becomes the export default; both: ``demo``.
-Last line: one JSON object (``candidates``, ``shipped``, ``export_profile``).
+A candidate is a profile, its training settings and one SPHR score. Within a profile, among
+candidates passing in both sexes the highest mean dC over the two sexes ships; within 0.003 of
+it the cheapest training (``--cost``: relative training cost, 1 by default; then the smaller
+anchor weight). The profile whose shipped candidate passes becomes the export default; both:
+``demo``, the cheaper, whichever has the larger dC.
+Last line: one JSON object (``candidates``, ``shipped``, ``export_profile``, ``per_profile``:
+each profile's own choice).
 """
 
 from __future__ import annotations
@@ -59,16 +61,27 @@ def candidates(runs: dict[str, Path], cost: dict[str, float]) -> list[dict]:
 
 
 def choose(rows: list[dict]) -> dict | None:
+    """One profile's shipped candidate: the highest mean dC among those passing in both sexes;
+    within :data:`TIE` of it, the cheapest training, then the smaller anchor weight."""
     passing = [r for r in rows if r["passes"]]
     if not passing:
         return None
     best = max(r["mean_dc"] for r in passing)
     near = [r for r in passing if r["mean_dc"] >= best - TIE]
-    return min(near, key=lambda r: (r["profile"] != "demo", r["cost"], _weight(r["training"]),
-                                    -r["mean_dc"]))
+    return min(near, key=lambda r: (r["cost"], _weight(r["training"]), -r["mean_dc"]))
 
 
-def markdown(rows: list[dict], shipped: dict | None) -> str:
+def ship(rows: list[dict]) -> tuple[dict[str, dict | None], str | None]:
+    """(each profile's shipped candidate, the export's default profile): the profile whose
+    shipped candidate passes; both, the cheaper (``demo``). A profile's candidates are never
+    weighed against the other profile's dC: the rule picks a profile by passing, not by
+    the larger figure."""
+    profiles = sorted({r["profile"] for r in rows}, key=lambda p: (p != "demo", p))
+    per_profile = {p: choose([r for r in rows if r["profile"] == p]) for p in profiles}
+    return per_profile, next((p for p in profiles if per_profile[p]), None)
+
+
+def markdown(rows: list[dict], per_profile: dict[str, dict | None], export: str | None) -> str:
     lines = ["SPHR's rule by dC over 3 refits of the development cross-fit: mean dC for death "
              "[95% CI], every refit's dC, refit SD of C; passes = interval above 0, every refit "
              "above 0 and SD <= 0.02", "",
@@ -84,10 +97,18 @@ def markdown(rows: list[dict], shipped: dict | None) -> str:
                          f"{'' if e['passes'] else ', fails'}")
         lines.append(f"| {r['profile']} | {r['training']} | {LABELS.get(r['score'], r['score'])} "
                      f"| " + " | ".join(cells) + f" | {'yes' if r['passes'] else 'no'} |")
+    def said(r: dict) -> str:
+        return (f"{LABELS.get(r['score'], r['score'])} trained with `{r['training']}` at the "
+                f"`{r['profile']}` profile (mean dC {r['mean_dc']:+.3f})")
+
+    shipped = per_profile.get(export) if export else None
     lines += ["", "Shipped by the rule: " + (
-        f"{LABELS.get(shipped['score'], shipped['score'])} trained with `{shipped['training']}` "
-        f"at the `{shipped['profile']}` profile (mean dC {shipped['mean_dc']:+.3f})."
-        if shipped else "nothing (no candidate passed in both sexes).")]
+        said(shipped) + "." if shipped else "nothing (no candidate passed in both sexes).")]
+    for profile, r in per_profile.items():
+        if profile != export:
+            lines.append(f"At the `{profile}` profile the rule's choice is " + (
+                said(r) + ", not the export's default: the rule takes the cheaper profile "
+                "when both pass." if r else "nothing: no candidate passed in both sexes."))
     return "\n".join(lines) + "\n"
 
 
@@ -100,13 +121,13 @@ def main() -> None:
     runs = {k: Path(v) for k, v in (item.rsplit("=", 1) for item in args.run)}
     cost = {k: float(v) for k, v in (item.rsplit("=", 1) for item in args.cost)}
     rows = candidates(runs, cost)
-    shipped = choose(rows)
-    text = markdown(rows, shipped)
+    per_profile, export = ship(rows)
+    text = markdown(rows, per_profile, export)
     print(text)
     if args.docs is not None:
         write_generated(args.docs, GENERATED, "\n" + text + "\n")
-    print(json.dumps({"candidates": rows, "shipped": shipped,
-                      "export_profile": shipped["profile"] if shipped else None}))
+    print(json.dumps({"candidates": rows, "shipped": per_profile.get(export) if export else None,
+                      "export_profile": export, "per_profile": per_profile}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,48 @@
+"""benchmarks/sphr_choice.py: each profile's choice by dC, and the export's profile by passing
+(docs/METHODS.md, "Higher risk for your age")."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("sphr_choice",
+                                               ROOT / "benchmarks" / "sphr_choice.py")
+sphr_choice = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sphr_choice)
+
+
+def _row(profile: str, training: str, mean_dc: float, passes: bool, cost: float = 1.0) -> dict:
+    return {"profile": profile, "training": training, "score": "sphr_joint",
+            "mean_dc": mean_dc, "passes": passes, "cost": cost}
+
+
+def test_the_cheaper_profile_ships_when_both_pass_whatever_their_dc():
+    rows = [_row("demo", "anchor=1.0", 0.040, True), _row("demo", "anchor=3.0", 0.056, True),
+            _row("paper", "anchor=3.0", 0.080, True), _row("demo", "default", 0.090, False)]
+    per_profile, export = sphr_choice.ship(rows)
+    assert export == "demo" and per_profile["demo"]["training"] == "anchor=3.0"
+    assert per_profile["paper"]["mean_dc"] == 0.080  # said, not shipped
+    rows = [{**r, "per_sex": {sex: {"mean_dc": r["mean_dc"], "interval": [0.01, 0.1],
+                                    "refit_dc": [r["mean_dc"]] * 3, "mean_c": 0.6, "c_sd": 0.01,
+                                    "passes": r["passes"]} for sex in ("female", "male")}}
+            for r in rows]
+    text = sphr_choice.markdown(rows, per_profile, export)
+    assert "Shipped by the rule: SPHR + markers trained with `anchor=3.0` at the `demo`" in text
+    assert "At the `paper` profile the rule's choice is" in text
+
+
+def test_a_profile_ships_only_when_its_own_candidate_passes():
+    rows = [_row("demo", "default", 0.002, False), _row("paper", "anchor=1.0", 0.030, True)]
+    assert sphr_choice.ship(rows)[1] == "paper"
+    assert sphr_choice.ship([_row("demo", "default", 0.002, False)]) == ({"demo": None}, None)
+
+
+def test_within_the_tie_the_cheaper_training_and_then_the_smaller_weight_ship():
+    rows = [_row("demo", "anchor=3.0", 0.056, True),
+            _row("demo", "anchor=1.0,ensemble=5", 0.0545, True, cost=5.0),
+            _row("demo", "anchor=1.0", 0.0535, True)]
+    assert sphr_choice.choose(rows)["training"] == "anchor=1.0"
+    rows[2]["mean_dc"] = 0.050  # outside the tie: the highest dC ships
+    assert sphr_choice.choose(rows)["training"] == "anchor=3.0"
