@@ -253,3 +253,15 @@ def test_an_unknown_standardization_is_refused_by_name():
 
     with pytest.raises(ConfigError, match="standardization 'median'"):
         RiskConfig(standardization="median").check()
+
+
+def test_the_report_says_which_standardization_made_its_scores():
+    from sphr.risk.calibration import STANDARDIZATION_TEXT
+    from sphr.risk.report.tables import definitions
+
+    assert set(STANDARDIZATION_TEXT) == set(STANDARDIZATIONS)
+    for name in STANDARDIZATIONS:
+        text = " ".join(definitions({"standardization": name}).split())
+        assert STANDARDIZATION_TEXT[name] in text and f'standardization = "{name}"' in text
+    # a report written before the setting existed: the only standardization there was
+    assert 'standardization = "training_groups"' in definitions({})

@@ -108,6 +108,19 @@ STANDARDIZATIONS: tuple[str, ...] = ("training_groups", "calibration_groups",
                                      "calibration_line", "training_line", "calibration_shift")
 #: the forms of :class:`AgeStandardizer`
 FORMS = ("groups", "line", "shift")
+#: what each standardization does, in the report's words (its definitions block)
+STANDARDIZATION_TEXT: dict[str, str] = {
+    "training_groups": "standardized per age group among the training BFH (median and IQR)",
+    "calibration_groups": "standardized per age group among the calibration BFH (median and "
+                          "IQR; the bounds from each calibration person's z under a "
+                          "standardizer fitted without them)",
+    "calibration_line": "standardized by a location and a scale linear in age, fitted on the "
+                        "calibration BFH (the bounds from cross-fitted z)",
+    "training_line": "standardized by a location and a scale linear in age, fitted on the "
+                     "training BFH",
+    "calibration_shift": "standardized by a location linear in age and one scale for every "
+                         "age, fitted on the calibration BFH (the bounds from cross-fitted z)",
+}
 #: folds of the calibration BFH when they set the standardization too (module docstring)
 CALIBRATION_FOLDS = 5
 #: the standard deviation of a normal variable per unit of mean absolute deviation

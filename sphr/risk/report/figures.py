@@ -390,8 +390,8 @@ def distance_plot(rows: pd.DataFrame, thresholds: pd.DataFrame, sex: str,
         ax.axis("off")
     for ax in axes[:, 0]:
         ax.set_ylabel("participants")
-    xlabel = ("age-standardized score: (distance - BFH median) / IQR of the age group "
-              "(values beyond the axis are in the last bin)" if mode == "calibrated"
+    xlabel = ("age-standardized score: (distance - healthy people's centre at that age) / "
+              "their spread (values beyond the axis are in the last bin)" if mode == "calibrated"
               else "distance / the age group's Normal upper bound (values beyond the axis are "
                    "in the last bin)")
     h = fig.get_size_inches()[1]

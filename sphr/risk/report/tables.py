@@ -14,6 +14,7 @@ import pandas as pd
 from sphr.report import (
     table,
 )
+from sphr.risk.calibration import STANDARDIZATION_TEXT
 from sphr.risk.curves import OUTCOME, shares
 from sphr.risk.intervals import HIGHER_RISK, LOWER_Q, LOWER_RISK, NORMAL, NORMAL_Q
 from sphr.risk.report.names import age_order, main_outcome, method_name, ordered
@@ -26,6 +27,9 @@ def _ci(v: float, lo: float, hi: float) -> str:
 def definitions(summary: dict[str, Any]) -> str:
     n_lo, n_hi = NORMAL_Q
     l_lo, l_hi = LOWER_Q
+    # reports written before the setting existed were all standardized this way
+    standardization = summary.get("standardization", "training_groups")
+    standardized = STANDARDIZATION_TEXT[standardization]
     return f"""<ul class="defs">
 <li><b>Health distance</b> s(p) = ||G(p) - r<sub>g</sub>||, Euclidean in the space of the method's
 representation G, with r<sub>g</sub> = G(P50(B<sub>g</sub>)): the element-wise median of the \
@@ -39,9 +43,10 @@ DeepPatient = the fitted stacked denoising autoencoder; SPHR = the NPLB-trained 
 <li><b>Mode <code>paper</code></b> (Appendix B, Eq. A.4 as written): Normal interval
 N = [d(G(P{n_lo}), r), d(G(P{n_hi}), r)], Lower Risk interval LR = [d(G(P{l_lo:g}), r),
 d(G(P{l_hi:g}), r)], P<sub>q</sub> the element-wise q-th percentile vector of B<sub>g</sub>.</li>
-<li><b>Mode <code>calibrated</code></b> (default): the score is the distance standardized per age
-group among the training BFH (median and IQR); its bounds are one-sided split-conformal bounds from
-the <i>calibration</i> BFH, real participants set aside before any fit: Normal if the score is at
+<li><b>Mode <code>calibrated</code></b> (default): the score is the distance {standardized}
+(<code>[risk] standardization = "{standardization}"</code>); its bounds are one-sided
+split-conformal bounds from the <i>calibration</i> BFH, real participants set aside before any
+fit: Normal if the score is at
 most the 95% bound, Lower Risk up to the 99% bound, Higher Risk beyond. A person closer to healthy
 than most healthy people is Normal. With fewer than 99 calibration BFH the 99% bound is a
 log-normal prediction bound (column "bound_method" of the thresholds).</li>
