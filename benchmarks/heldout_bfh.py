@@ -13,7 +13,8 @@ the observed share falls in that distribution.
 
 Last line: one JSON object: per sex and method, ``n_calibration``, ``n_test``, ``observed``,
 the 5th / 50th percentile of the re-drawn shares and ``p_at_most_observed`` (the share of draws
-at or below the observed share).
+at or below the observed share); ``floor``: per cell the chance alone of a share below 90%
+(:func:`floor_miss_chance`) and the chance that every cell clears it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,33 @@ def redrawn_shares(cal: np.ndarray, test: np.ndarray, draws: int, seed: int) -> 
         c, t = pooled[order[:cal.size]], pooled[order[cal.size:]]
         shares[b] = np.mean(t <= upper_bound(c, NORMAL_LEVEL).value)  # the risk stage's bound
     return shares
+
+
+#: the floor a cell's held-out share in Normal is held to (issue "higher risk for your age")
+FLOOR = 0.90
+
+
+def floor_miss_chance(n_calibration: int, n_test: int, floor: float = FLOOR) -> dict:
+    """The chance that a test set's share in Normal falls below ``floor`` under exchangeability:
+    the conformal bound's coverage is Beta(k, n + 1 - k) (k = ceil((n + 1) 0.95), the risk
+    stage's rank), and the test share is Binomial(n_test, coverage) / n_test. ``exact``: the
+    same with a bound of exactly 95% coverage (an infinite calibration set), what the test
+    set's own size leaves."""
+    from scipy import stats
+
+    from sphr.risk.calibration import NORMAL_LEVEL
+
+    k = int(np.ceil((n_calibration + 1) * NORMAL_LEVEL))
+    below = int(np.ceil(floor * n_test)) - 1  # at most this many Normal: under the floor
+    exact = float(stats.binom.cdf(below, n_test, NORMAL_LEVEL))
+    if k > n_calibration:  # the risk stage falls back to a log-normal bound: no closed form
+        return {"p_below_floor": float("nan"), "exact": exact}
+    coverage = stats.beta(k, n_calibration + 1 - k)
+    grid = np.linspace(0.0, 1.0, 20001)
+    density = coverage.pdf(grid)
+    missed = stats.binom.cdf(below, n_test, grid)
+    return {"p_below_floor": float(np.trapezoid(density * missed, grid)
+                                   / np.trapezoid(density, grid)), "exact": exact}
 
 
 def main() -> None:
@@ -69,7 +97,25 @@ def main() -> None:
             "p50": round(float(p50), 4), "p_at_most_observed": round(p, 4)}
         print(f"| {sex} | {method} | {cal.size} / {test.size} | {observed:.1%} | {p5:.1%} / "
               f"{p50:.1%} | {p:.3f} |")
+    out["floor"] = floor_summary(out)
     print(json.dumps(out))
+
+
+def floor_summary(cells: dict) -> dict:
+    """Per cell the chance of a share below :data:`FLOOR` by chance alone, and the chance that
+    every cell clears it (cells taken as independent; they share people, so it is a bound
+    from below)."""
+    chances = {f"{sex}/{m}": floor_miss_chance(c["n_calibration"], c["n_test"])
+               for sex, by in cells.items() for m, c in by.items()}
+    every = float(np.prod([1 - v["p_below_floor"] for v in chances.values()]))
+    every_exact = float(np.prod([1 - v["exact"] for v in chances.values()]))
+    print(f"\nChance alone of a cell below {FLOOR:.0%}: "
+          + ", ".join(sorted({f"{k.split('/')[0]} {v['p_below_floor']:.3f} (exact bound "
+                              f"{v['exact']:.3f})" for k, v in chances.items()}))
+          + f"; every one of {len(chances)} cells at or above it: {every:.2f} "
+          f"(with an exactly-95% bound: {every_exact:.2f}), cells taken as independent.")
+    return {"cells": chances, "every_cell": round(every, 3),
+            "every_cell_exact_bound": round(every_exact, 3)}
 
 
 if __name__ == "__main__":
