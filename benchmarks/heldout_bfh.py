@@ -49,9 +49,9 @@ FLOOR = 0.90
 def floor_miss_chance(n_calibration: int, n_test: int, floor: float = FLOOR) -> dict:
     """The chance that a test set's share in Normal falls below ``floor`` under exchangeability:
     the conformal bound's coverage is Beta(k, n + 1 - k) (k = ceil((n + 1) 0.95), the risk
-    stage's rank), and the test share is Binomial(n_test, coverage) / n_test. ``exact``: the
-    same with a bound of exactly 95% coverage (an infinite calibration set), what the test
-    set's own size leaves."""
+    stage's rank), and the test share is Binomial(n_test, coverage) / n_test, so the count in
+    Normal is beta-binomial. ``exact``: the same with a bound of exactly 95% coverage (an
+    infinite calibration set), what the test set's own size leaves."""
     from scipy import stats
 
     from sphr.risk.calibration import NORMAL_LEVEL
@@ -61,12 +61,8 @@ def floor_miss_chance(n_calibration: int, n_test: int, floor: float = FLOOR) -> 
     exact = float(stats.binom.cdf(below, n_test, NORMAL_LEVEL))
     if k > n_calibration:  # the risk stage falls back to a log-normal bound: no closed form
         return {"p_below_floor": float("nan"), "exact": exact}
-    coverage = stats.beta(k, n_calibration + 1 - k)
-    grid = np.linspace(0.0, 1.0, 20001)
-    density = coverage.pdf(grid)
-    missed = stats.binom.cdf(below, n_test, grid)
-    return {"p_below_floor": float(np.trapezoid(density * missed, grid)
-                                   / np.trapezoid(density, grid)), "exact": exact}
+    return {"p_below_floor": float(stats.betabinom.cdf(below, n_test, k, n_calibration + 1 - k)),
+            "exact": exact}
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parent))
 from _docs import write_generated
 from nhanes_crossfit.common import SEXES
-from nhanes_crossfit.rho_noise import beyond_chance, held_out_bfh, permutation_null
+from nhanes_crossfit.rho_noise import BFH, beyond_chance, held_out_bfh, permutation_null
 from nhanes_crossfit.tables import LABELS
 
 #: the methods whose calibrated score goes through the standardization (the default methods)
@@ -103,7 +103,7 @@ def scale_collapse(run: Path, folds: int = 5) -> dict:
         spec = json.loads((run / f"fold{fold}" / "risk_marker" / "model" /
                            "risk_model.json").read_text())
         held = pd.read_parquet(run / f"fold{fold}" / "score_marker" / "risk_groups.parquet")
-        held = held[(held["mode"] == "calibrated") & (held["label"] == 2)]
+        held = held[(held["mode"] == "calibrated") & (held["label"] == BFH)]
         for sex, s in spec["sexes"].items():
             for m in ("raw_euclidean", "mahalanobis", "sphr", "sphr_joint"):
                 std = s["methods"][m]["modes"]["calibrated"]["standardizer"]
@@ -137,7 +137,7 @@ def normal_by_age(runs: dict[str, str], folds: int = 5) -> tuple[dict, str]:
     for name, d in runs.items():
         held = pd.concat(pd.read_parquet(Path(d) / f"fold{k}" / "score_marker" /
                                          "risk_groups.parquet") for k in range(folds))
-        held = held[(held["mode"] == "calibrated") & (held["label"] == 2)
+        held = held[(held["mode"] == "calibrated") & (held["label"] == BFH)
                     & held["method"].isin(METHODS)]
         for (sex, group), sub in held.groupby(["sex", "age_group"]):
             share, people = float((sub["group"] == "Normal").mean()), sub["eid"].nunique()
