@@ -9,10 +9,12 @@ from the same population falls at or below it with probability >= q
 
 With few calibration people that rank can exceed n (n < q / (1 - q): 19 for
 95%, 99 for 99%), and the conformal bound is infinite. **Decision**: then the
-bound is the one-sided normal prediction bound of log(score - shift) (a
-log-normal tail, Student t quantile, widened by sqrt(1 + 1/n)), and the method
-used is recorded, so a reader can tell an exact conformal bound from a
-parametric one.
+bound is a parametric one, the one-sided normal prediction bound (Student t
+quantile, widened by sqrt(1 + 1/n)) of the scores after a transform
+(:data:`TAIL_BOUNDS`), and the method used is recorded, so a reader can tell an
+exact conformal bound from a parametric one. Which transform is chosen by a
+pre-registered simulation (docs/METHODS.md, "The Higher Risk bound with fewer
+than 99 calibration BFH"; ``benchmarks/tail_bound.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ class Bound:
     value: float
     level: float
     n: int
-    #: "conformal" (rank ceil((n + 1) level)) or "lognormal" (parametric fallback)
+    #: "conformal" (rank ceil((n + 1) level)) or the parametric fallback's name
+    #: (:data:`TAIL_BOUNDS`)
     method: str
 
     def as_dict(self) -> dict:
@@ -46,24 +49,73 @@ def conformal_rank(n: int, level: float) -> int:
     return math.ceil((n + 1) * level - 1e-12)
 
 
-def upper_bound(scores: np.ndarray, level: float) -> Bound:
-    """One-sided upper bound at ``level`` from calibration scores (see module docstring)."""
-    from scipy.stats import t as student_t
+#: the parametric fallbacks where the conformal rank exceeds n: the transform the prediction
+#: bound is computed after. ``lognormal``: log(score - shift), the shift 5% of the range below
+#: the smallest score (written for raw distances; on z centred at 0 the smallest score's log
+#: lies far below the others); ``yeo_johnson``: Yeo-Johnson at its maximum-likelihood lambda
+#: (any sign, no shift); ``normal``: none
+TAIL_BOUNDS = ("lognormal", "yeo_johnson", "normal")
+#: the fallback the risk stage uses: the pre-registered simulation passed none of the three
+#: (docs/notes/SPHR_RISK.md, "The Higher Risk bound with fewer than 99 calibration BFH"), so
+#: today's stays; on z it is conservative (0.3% of the demo's held-out BFH above the 99% bound)
+TAIL_BOUND = "lognormal"
 
+
+def upper_bound(scores: np.ndarray, level: float, tail: str = TAIL_BOUND) -> Bound:
+    """One-sided upper bound at ``level`` from calibration scores (see module docstring):
+    conformal where the rank fits in n, else the ``tail`` fallback of :data:`TAIL_BOUNDS`."""
     s = np.sort(np.asarray(scores, dtype=np.float64))
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
+    if tail not in TAIL_BOUNDS:
+        raise ValueError(f"tail bound {tail!r}: choose one of {', '.join(TAIL_BOUNDS)}")
     if s.size < 3 or not np.isfinite(s).all():
         raise InputError(f"need at least 3 finite calibration scores, got {s.size}")
     k = conformal_rank(s.size, level)
     if k <= s.size:
         return Bound(float(s[k - 1]), level, int(s.size), "conformal")
-    # shift so that the log is defined for scores that may be <= 0 (accelerations)
-    shift = min(0.0, float(s[0])) - 1e-9 - 0.05 * float(np.ptp(s) or 1.0)
-    logs = np.log(s - shift)
-    n = s.size
-    bound = logs.mean() + student_t.ppf(level, n - 1) * logs.std(ddof=1) * math.sqrt(1 + 1 / n)
-    return Bound(float(np.exp(bound) + shift), level, int(n), "lognormal")
+    return Bound(tail_bound(s, level, tail), level, int(s.size), tail)
+
+
+def prediction_bound(values: np.ndarray, level: float) -> float:
+    """The one-sided normal prediction bound of one new value: mean + t(level, n - 1) SD
+    sqrt(1 + 1/n)."""
+    from scipy.stats import t as student_t
+
+    n = values.size
+    return float(values.mean() + student_t.ppf(level, n - 1) * values.std(ddof=1)
+                 * math.sqrt(1 + 1 / n))
+
+
+def tail_bound(scores: np.ndarray, level: float, tail: str) -> float:
+    """The parametric bound ``tail`` (:data:`TAIL_BOUNDS`) of ``scores`` at ``level``."""
+    s = np.asarray(scores, dtype=np.float64)
+    if tail == "normal":
+        return prediction_bound(s, level)
+    if tail == "lognormal":
+        shift = min(0.0, float(s.min())) - 1e-9 - 0.05 * float(np.ptp(s) or 1.0)
+        return float(np.exp(prediction_bound(np.log(s - shift), level)) + shift)
+    from scipy.stats import yeojohnson
+
+    if np.ptp(s) == 0:  # one value: no spread to transform
+        return float(s[0])
+    transformed, lam = yeojohnson(s)
+    return yeo_johnson_inverse(prediction_bound(np.asarray(transformed), level), float(lam))
+
+
+def yeo_johnson_inverse(y: float, lam: float) -> float:
+    """The value whose Yeo-Johnson transform at ``lam`` is ``y``; infinite where ``y`` lies
+    beyond the transform's range (above -1 / lam for lam < 0, below 1 / (2 - lam) for
+    lam > 2)."""
+    if y >= 0:
+        if abs(lam) < 1e-12:
+            return math.expm1(y)
+        base = lam * y + 1
+        return math.inf if base <= 0 else base ** (1 / lam) - 1
+    if abs(lam - 2) < 1e-12:
+        return -math.expm1(-y)
+    base = 1 - (2 - lam) * y
+    return -math.inf if base <= 0 else 1 - base ** (1 / (2 - lam))
 
 
 def pooled_windows(counts: list[int], min_size: int) -> list[list[int]]:

@@ -1,0 +1,99 @@
+"""The parametric fallback of the risk groups' bounds where the calibration BFH are too few for
+a conformal one (sphr.risk.calibration.TAIL_BOUNDS), and benchmarks/tail_bound.py's rule."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from sphr.risk.calibration import (
+    LOWER_LEVEL,
+    TAIL_BOUND,
+    TAIL_BOUNDS,
+    tail_bound,
+    upper_bound,
+    yeo_johnson_inverse,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("tail_bound", ROOT / "benchmarks" / "tail_bound.py")
+tail_benchmark = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tail_benchmark)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-3, 5), st.floats(-20, 20))
+def test_yeo_johnson_inverse_undoes_scipys_transform(lam, x):
+    y = float(stats.yeojohnson(np.array([x]), lmbda=lam)[0])
+    assert yeo_johnson_inverse(y, lam) == pytest.approx(x, rel=1e-7, abs=1e-7)
+
+
+def test_yeo_johnson_inverse_is_infinite_beyond_the_transforms_range():
+    # lam < 0 maps [0, inf) onto [0, -1 / lam): nothing maps to -1 / lam or above it
+    assert yeo_johnson_inverse(2.0, -0.5) == math.inf
+    assert yeo_johnson_inverse(1.9, -0.5) < math.inf
+    # lam > 2 maps (-inf, 0) onto (1 / (2 - lam), 0)
+    assert yeo_johnson_inverse(-2.0, 2.5) == -math.inf
+
+
+@pytest.mark.parametrize("n", [20, 61])
+def test_the_normal_fallback_is_an_exact_prediction_bound_on_normal_scores(n):
+    """For normal scores the t prediction bound leaves exactly 1 - level above it on average:
+    the fallbacks' common core, checked against its theory (Monte Carlo SE about 0.0003)."""
+    rng = np.random.default_rng(n)
+    samples = rng.normal(size=(6000, n))
+    bounds = np.array([tail_bound(s, LOWER_LEVEL, "normal") for s in samples])
+    assert stats.norm.sf(bounds).mean() == pytest.approx(1 - LOWER_LEVEL, abs=0.0012)
+
+
+def test_each_fallback_serves_only_where_the_conformal_rank_exceeds_n():
+    s = np.random.default_rng(0).normal(size=120)
+    # n = 120 >= 99: the 99% bound is conformal whatever the fallback
+    assert {upper_bound(s, LOWER_LEVEL, t).method for t in TAIL_BOUNDS} == {"conformal"}
+    assert len({upper_bound(s, LOWER_LEVEL, t).value for t in TAIL_BOUNDS}) == 1
+    small = s[:40]
+    for tail in TAIL_BOUNDS:
+        bound = upper_bound(small, LOWER_LEVEL, tail)
+        assert bound.method == tail and bound.value > np.quantile(small, 0.9)
+    with pytest.raises(ValueError, match="tail bound"):
+        upper_bound(small, LOWER_LEVEL, "gumbel")
+    assert upper_bound(small, LOWER_LEVEL).method == TAIL_BOUND
+
+
+def test_the_yeo_johnson_fallback_needs_no_shift_on_centred_scores():
+    """On scores centred at 0 (the standardizer's z) the log fallback's shift sits just below
+    the smallest score, whose log then swells the spread; Yeo-Johnson takes any sign as it is,
+    so it moves with the scores and its bound with them."""
+    z = np.random.default_rng(3).normal(size=61)
+    shifted = tail_bound(z + 10.0, LOWER_LEVEL, "yeo_johnson") - 10.0
+    assert abs(shifted - tail_bound(z, LOWER_LEVEL, "yeo_johnson")) < 0.5
+    assert stats.norm.sf(tail_bound(z, LOWER_LEVEL, "yeo_johnson")) > 0.001
+
+
+def test_the_rule_keeps_the_incumbent_unless_a_candidate_passes_and_takes_the_closest():
+    def cand(worst, passes):
+        return {"worst_abs_log_ratio": worst, "passes": passes}
+
+    none = {t: cand(0.1, False) for t in TAIL_BOUNDS}
+    assert tail_benchmark.choose(none) == tail_benchmark.INCUMBENT
+    some = {"lognormal": cand(0.05, False), "yeo_johnson": cand(0.3, True),
+            "normal": cand(0.2, True)}
+    assert tail_benchmark.choose(some) == "normal"
+
+
+def test_a_cells_exceedance_is_seeded_and_on_the_robust_z_scale():
+    dist = tail_benchmark.DISTRIBUTIONS["chi5"]
+    a = tail_benchmark.cell_exceedance(dist, 30, "normal", 300, seed=7)
+    assert a == tail_benchmark.cell_exceedance(dist, 30, "normal", 300, seed=7)
+    assert a != tail_benchmark.cell_exceedance(dist, 30, "normal", 300, seed=8)
+    # the normal distribution on its robust z scale is itself: the exact 1% on average
+    normal = tail_benchmark.cell_exceedance(tail_benchmark.DISTRIBUTIONS["normal"], 30,
+                                            "normal", 3000, seed=1)
+    assert normal == pytest.approx(0.01, abs=0.0012)
