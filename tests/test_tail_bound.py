@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -97,3 +98,54 @@ def test_a_cells_exceedance_is_seeded_and_on_the_robust_z_scale():
     normal = tail_benchmark.cell_exceedance(tail_benchmark.DISTRIBUTIONS["normal"], 30,
                                             "normal", 3000, seed=1)
     assert normal == pytest.approx(0.01, abs=0.0012)
+
+
+# ----------------------------------------------------------------------------- the setting
+
+
+def _bfh(values: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame({"a": values, "label": np.int8(2), "augmented": False,
+                         "age_group": "46-50"})
+
+
+@pytest.mark.parametrize("tail", TAIL_BOUNDS)
+def test_the_setting_reaches_the_bounds_and_survives_save_load_and_reanchoring(tail):
+    from sphr.risk.distance import DistanceModel
+
+    rng = np.random.default_rng(0)
+    train, cal = _bfh(rng.gamma(3.0, size=60)), _bfh(rng.gamma(3.0, size=40))
+    model = DistanceModel("raw_euclidean", "calibrated", ["a"], min_group_size=2,
+                          standardize_min_group=2, tail_bound=tail).fit(train, cal)
+    # n = 40: the 95% bound is conformal, the 99% bound the chosen fallback
+    assert (model.bounds_.normal.method, model.bounds_.lower.method) == ("conformal", tail)
+    assert model.bounds_.lower.value == pytest.approx(
+        upper_bound(model.score_samples(cal), LOWER_LEVEL, tail).value)
+    loaded = DistanceModel.from_dict(model.to_dict(), model.space_)
+    assert loaded.tail_bound == tail and loaded.bounds_ == model.bounds_
+    moved = model.reanchored(train, _bfh(rng.gamma(3.0, size=40) + 1.0), references=False,
+                             standardizer=False)
+    assert moved.bounds_.lower.method == tail and moved.bounds_.tail == tail
+
+
+def test_a_model_saved_before_the_setting_keeps_the_log_normal_fallback():
+    from sphr.risk.calibration import CalibratedBounds
+    from sphr.risk.comparators import ScoreModel
+
+    bounds = CalibratedBounds.fit(np.random.default_rng(1).normal(size=40), "yeo_johnson")
+    old = {k: v for k, v in bounds.as_dict().items() if k != "tail"}
+    assert CalibratedBounds.from_dict(old).tail == "lognormal"
+    score = ScoreModel("phenoage", ((36, 45), (46, 50)), standardize_min_group=2,
+                       tail_bound="yeo_johnson")
+    assert score.tail_bound == "yeo_johnson"
+
+
+def test_an_unknown_fallback_is_refused_where_it_is_set():
+    from sphr.errors import ConfigError
+    from sphr.risk.config import RiskConfig
+    from sphr.risk.distance import DistanceModel
+
+    with pytest.raises(ConfigError, match="tail_bound"):
+        RiskConfig(tail_bound="gumbel").check()
+    with pytest.raises(ConfigError, match="tail bound"):
+        DistanceModel("raw_euclidean", "calibrated", ["a"], tail_bound="gumbel").fit(
+            _bfh(np.arange(10.0)), _bfh(np.arange(10.0)))

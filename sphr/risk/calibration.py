@@ -55,6 +55,15 @@ def conformal_rank(n: int, level: float) -> int:
 #: lies far below the others); ``yeo_johnson``: Yeo-Johnson at its maximum-likelihood lambda
 #: (any sign, no shift); ``normal``: none
 TAIL_BOUNDS = ("lognormal", "yeo_johnson", "normal")
+#: what the report says of each fallback
+TAIL_TEXT = {
+    "lognormal": "a log-normal prediction bound (on standardized scores it is conservative: in "
+                 "a simulation it left under 0.1% of healthy people above the 99% bound for "
+                 "symmetric scores, so Higher Risk holds few people)",
+    "yeo_johnson": "a normal prediction bound after a Yeo-Johnson transform (in a simulation "
+                   "it left 0.6-2.3% of healthy people above the 99% bound, 1% meant)",
+    "normal": "a normal prediction bound on the standardized score",
+}
 #: the fallback the risk stage uses: the pre-registered simulation passed none of the three
 #: (docs/notes/SPHR_RISK.md, "The Higher Risk bound with fewer than 99 calibration BFH"), so
 #: today's stays; on z it is conservative (0.3% of the demo's held-out BFH above the 99% bound)
@@ -107,15 +116,15 @@ def yeo_johnson_inverse(y: float, lam: float) -> float:
     """The value whose Yeo-Johnson transform at ``lam`` is ``y``; infinite where ``y`` lies
     beyond the transform's range (above -1 / lam for lam < 0, below 1 / (2 - lam) for
     lam > 2)."""
+    # log1p / expm1: exact as lambda nears 0 (or 2), where the powers lose every digit
     if y >= 0:
-        if abs(lam) < 1e-12:
+        if lam == 0:
             return math.expm1(y)
-        base = lam * y + 1
-        return math.inf if base <= 0 else base ** (1 / lam) - 1
-    if abs(lam - 2) < 1e-12:
+        return math.inf if lam * y <= -1 else math.expm1(math.log1p(lam * y) / lam)
+    if lam == 2:
         return -math.expm1(-y)
-    base = 1 - (2 - lam) * y
-    return -math.inf if base <= 0 else 1 - base ** (1 / (2 - lam))
+    mu = 2 - lam
+    return -math.inf if -mu * y <= -1 else -math.expm1(math.log1p(-mu * y) / mu)
 
 
 def pooled_windows(counts: list[int], min_size: int) -> list[list[int]]:
@@ -321,14 +330,15 @@ def _crossfitted_z(make: AgeStandardizer, people: Healthy) -> np.ndarray:
 
 
 def calibrate(standardization: str, group_names: list[str], train: Healthy,
-              calibration: Healthy, min_group_size: int = 30
+              calibration: Healthy, min_group_size: int = 30, tail: str = TAIL_BOUND
               ) -> tuple[AgeStandardizer, CalibratedBounds]:
     """The age standardizer and the calibrated bounds of one score (:data:`STANDARDIZATIONS`).
 
     Source ``training``: the standardizer is fitted on the training BFH and the bounds on the
     calibration BFH's z. Source ``calibration``: the standardizer new people are measured with
     is fitted on every calibration BFH, and the bounds on the calibration BFH's cross-fitted z
-    (:func:`_crossfitted_z`), so no scale that a fit has seen sets the bounds' scale."""
+    (:func:`_crossfitted_z`), so no scale that a fit has seen sets the bounds' scale.
+    ``tail``: the bounds' fallback where the calibration BFH are too few (:data:`TAIL_BOUNDS`)."""
     if standardization not in STANDARDIZATIONS:
         raise InputError(f"standardization {standardization!r}: choose from "
                          f"{', '.join(STANDARDIZATIONS)}", field="standardization")
@@ -340,7 +350,7 @@ def calibrate(standardization: str, group_names: list[str], train: Healthy,
         fit_on.scores, fit_on.groups, fit_on.ages)
     z = (std.transform(calibration.scores, calibration.groups, calibration.ages)
          if source == "training" else _crossfitted_z(std, calibration))
-    return std, CalibratedBounds.fit(z)
+    return std, CalibratedBounds.fit(z, tail)
 
 
 @dataclass(frozen=True)
@@ -349,18 +359,24 @@ class CalibratedBounds:
 
     normal: Bound
     lower: Bound
+    #: the fallback where the conformal rank exceeds n (:data:`TAIL_BOUNDS`); a re-fit of the
+    #: bounds (re-anchoring) keeps it
+    tail: str = TAIL_BOUND
 
     @classmethod
-    def fit(cls, calibration_z: np.ndarray) -> CalibratedBounds:
-        return cls(upper_bound(calibration_z, NORMAL_LEVEL),
-                   upper_bound(calibration_z, LOWER_LEVEL))
+    def fit(cls, calibration_z: np.ndarray, tail: str = TAIL_BOUND) -> CalibratedBounds:
+        return cls(upper_bound(calibration_z, NORMAL_LEVEL, tail),
+                   upper_bound(calibration_z, LOWER_LEVEL, tail), tail)
 
     def groups(self, z: np.ndarray) -> np.ndarray:
         return calibrated_groups(z, self.normal.value, self.lower.value)
 
     def as_dict(self) -> dict:
-        return {"normal": self.normal.as_dict(), "lower": self.lower.as_dict()}
+        return {"normal": self.normal.as_dict(), "lower": self.lower.as_dict(),
+                "tail": self.tail}
 
     @classmethod
     def from_dict(cls, data: dict) -> CalibratedBounds:
-        return cls(Bound(**data["normal"]), Bound(**data["lower"]))
+        # a model saved before the fallback was a setting used the log-normal one
+        return cls(Bound(**data["normal"]), Bound(**data["lower"]),
+                   data.get("tail", "lognormal"))

@@ -26,7 +26,13 @@ import pandas as pd
 
 from sphr.cohorts.age import group_names
 from sphr.errors import InputError
-from sphr.risk.calibration import AgeStandardizer, CalibratedBounds, Healthy, calibrate
+from sphr.risk.calibration import (
+    TAIL_BOUND,
+    AgeStandardizer,
+    CalibratedBounds,
+    Healthy,
+    calibrate,
+)
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +41,13 @@ class ScoreModel:
 
     def __init__(self, method: str, age_groups: tuple[tuple[int, int], ...],
                  standardize_min_group: int = 30,
-                 standardization: str = "training_groups") -> None:
+                 standardization: str = "training_groups", tail_bound: str = TAIL_BOUND
+                 ) -> None:
         self.method = method
         self.age_groups = tuple(tuple(g) for g in age_groups)
         self.standardize_min_group = standardize_min_group
         self.standardization = standardization
+        self.tail_bound = tail_bound
         self.standardizer = AgeStandardizer(group_names(self.age_groups), standardize_min_group)
         self.bounds: CalibratedBounds | None = None
 
@@ -53,7 +61,7 @@ class ScoreModel:
                              f"({int(t.sum())} training, {int(c.sum())} calibration)")
         self.standardizer, self.bounds = calibrate(
             self.standardization, group_names(self.age_groups), train.rows(t),
-            calibration.rows(c), self.standardize_min_group)
+            calibration.rows(c), self.standardize_min_group, self.tail_bound)
         return self
 
     def transform(self, scores: np.ndarray, groups: np.ndarray,
@@ -74,13 +82,14 @@ class ScoreModel:
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "mode": "calibrated",
                 "age_groups": [list(g) for g in self.age_groups],
-                "standardization": self.standardization,
+                "standardization": self.standardization, "tail_bound": self.tail_bound,
                 "standardizer": self.standardizer.to_dict(), "bounds": self.bounds.as_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScoreModel:
         model = cls(data["method"], tuple(tuple(g) for g in data["age_groups"]),
-                    standardization=data.get("standardization", "training_groups"))
+                    standardization=data.get("standardization", "training_groups"),
+                    tail_bound=data.get("tail_bound", "lognormal"))
         model.standardizer = AgeStandardizer.from_dict(data["standardizer"],
                                                        group_names(model.age_groups))
         model.bounds = CalibratedBounds.from_dict(data["bounds"])

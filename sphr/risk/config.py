@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from sphr.errors import ConfigError
 from sphr.labels import SEXES
-from sphr.risk.calibration import STANDARDIZATIONS
+from sphr.risk.calibration import STANDARDIZATIONS, TAIL_BOUND, TAIL_BOUNDS
 from sphr.risk.intervals import MODES
 
 #: SPHR variants aimed at risk (docs/METHODS.md, "SPHR variants aimed at risk"): the same
@@ -88,6 +88,12 @@ class RiskConfig:
     #: how the score is made comparable across ages before the calibrated bounds, of
     #: :data:`sphr.risk.calibration.STANDARDIZATIONS` (docs/METHODS.md, "Age standardization")
     standardization: str = "training_groups"
+    #: the bounds' parametric fallback where the calibration BFH are too few for a conformal
+    #: bound (fewer than 99 for the 99% bound), of :data:`sphr.risk.calibration.TAIL_BOUNDS`:
+    #: ``lognormal`` (conservative on standardized scores) or ``yeo_johnson`` (in a
+    #: pre-registered simulation it failed only on a heavy-tailed score at n <= 30;
+    #: docs/notes/SPHR_RISK.md, "The Higher Risk bound with fewer than 99 calibration BFH")
+    tail_bound: str = TAIL_BOUND
     #: participant bootstrap resamples of the discrimination intervals
     n_bootstrap: int = 500
     #: resamples for the linked-outcome intervals (Cox and Kaplan-Meier fits are slower)
@@ -126,6 +132,9 @@ class RiskConfig:
         if self.standardization not in STANDARDIZATIONS:
             raise ConfigError(f"standardization {self.standardization!r}: choose from "
                               f"{', '.join(STANDARDIZATIONS)}")
+        if self.tail_bound not in TAIL_BOUNDS:
+            raise ConfigError(f"tail_bound {self.tail_bound!r}: choose from "
+                              f"{', '.join(TAIL_BOUNDS)}")
         if self.distance_space not in DISTANCE_SPACES:
             raise ConfigError(f"distance_space {self.distance_space!r}: choose from "
                               f"{', '.join(DISTANCE_SPACES)}")

@@ -36,6 +36,8 @@ from sphr.errors import ConfigError, InputError
 from sphr.labels import BONA_FIDE_HEALTHY
 from sphr.risk.calibration import (
     STANDARDIZATIONS,
+    TAIL_BOUND,
+    TAIL_BOUNDS,
     AgeStandardizer,
     CalibratedBounds,
     Healthy,
@@ -131,13 +133,15 @@ class DistanceModel(BaseEstimator):
     def __init__(self, method: str, mode: str, features: list[str], *,
                  age_groups: tuple[tuple[int, int], ...] = DEFAULT_AGE_GROUPS,
                  min_group_size: int = 10, standardize_min_group: int = 30,
-                 standardization: str = "training_groups", space: Space | None = None) -> None:
+                 standardization: str = "training_groups", tail_bound: str = TAIL_BOUND,
+                 space: Space | None = None) -> None:
         self.method, self.mode = method, mode
         self.features = features
         self.age_groups = age_groups
         self.min_group_size = min_group_size
         self.standardize_min_group = standardize_min_group
         self.standardization = standardization
+        self.tail_bound = tail_bound
         self.space = space
 
     def _check_params(self) -> None:
@@ -151,6 +155,9 @@ class DistanceModel(BaseEstimator):
         if self.standardization not in STANDARDIZATIONS:
             raise ConfigError(f"unknown standardization {self.standardization!r}: choose from "
                               f"{', '.join(STANDARDIZATIONS)}")
+        if self.tail_bound not in TAIL_BOUNDS:
+            raise ConfigError(f"unknown tail bound {self.tail_bound!r}: choose from "
+                              f"{', '.join(TAIL_BOUNDS)}")
 
     @property
     def _groups(self) -> tuple[tuple[int, int], ...]:
@@ -216,7 +223,7 @@ class DistanceModel(BaseEstimator):
             raise InputError(f"need at least 3 calibration BFH rows, got {len(cal)}")
         self.standardizer_, self.bounds_ = calibrate(
             self.standardization, group_names(self._groups), healthy_of(self, train_bfh),
-            healthy_of(self, cal), self.standardize_min_group)
+            healthy_of(self, cal), self.standardize_min_group, self.tail_bound)
         self._calibrated_intervals()
 
     def _calibrated_intervals(self) -> None:
@@ -288,7 +295,7 @@ class DistanceModel(BaseEstimator):
         return {"method": self.method, "mode": self.mode, "features": list(self.features),
                 "age_groups": [list(g) for g in self._groups],
                 "min_group_size": self.min_group_size, "strata": self.strata_,
-                "standardization": self.standardization,
+                "standardization": self.standardization, "tail_bound": self.tail_bound,
                 "standardizer": self.standardizer_.to_dict() if self.standardizer_ else None,
                 "bounds": self.bounds_.as_dict() if self.bounds_ else None}
 
@@ -299,7 +306,7 @@ class DistanceModel(BaseEstimator):
                     age_groups=tuple(tuple(g) for g in data["age_groups"]),
                     min_group_size=data["min_group_size"],
                     standardization=data.get("standardization", "training_groups"),
-                    space=space)
+                    tail_bound=data.get("tail_bound", "lognormal"), space=space)
         model._check_params()
         model.space_ = space
         model.strata_ = data["strata"]
@@ -340,7 +347,7 @@ def reanchored_copy(model: DistanceModel, train: pd.DataFrame,
     if model.mode == "calibrated":
         if bounds:
             cal = calibration.loc[bfh_rows(calibration)]
-            out.bounds_ = CalibratedBounds.fit(out.score_samples(cal))
+            out.bounds_ = CalibratedBounds.fit(out.score_samples(cal), model.tail_bound)
         out._calibrated_intervals()
     return out
 

@@ -164,7 +164,7 @@ def _score(method: ScoreMethod, name: str, anchor: Any, calibration: Any,
             raise InputError(f"too few calibration BFH with a {name} score "
                              f"({cal_h.scores.size})")
         model.bounds = CalibratedBounds.fit(model.standardizer.transform(
-            cal_h.scores, cal_h.groups, cal_h.ages))
+            cal_h.scores, cal_h.groups, cal_h.ages), model.bounds.tail)
     return ScoreMethod(model, method.about, method.line, method.supervised)
 
 

@@ -137,7 +137,8 @@ class SexFit:
                                   min_group_size=config.min_group_size,
                                   standardize_min_group=config.standardize_min_group,
                                   standardization=config.standardization,
-                                  space=space).fit(frames["train"], frames["calibration"])
+                                  tail_bound=config.tail_bound, space=space
+                                  ).fit(frames["train"], frames["calibration"])
             self.add(model.transform(people), method, mode)
             modes[mode] = model
         self.fitted.methods[method] = DistanceMethod(space, "marker" if marker else "quantile",
@@ -152,7 +153,7 @@ class SexFit:
         fit, cal = bfh & (role == "train"), bfh & (role == "calibration")
         ages = people["age_years"].to_numpy(float)
         model = ScoreModel(method, self.groups, self.config.standardize_min_group,
-                           self.config.standardization).fit(
+                           self.config.standardization, self.config.tail_bound).fit(
             Healthy(raw[fit], age_group[fit], ages[fit]),
             Healthy(raw[cal], age_group[cal], ages[cal]))
         self.add(model.transform(raw, age_group, ages), method, "calibrated")

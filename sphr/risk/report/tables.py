@@ -14,7 +14,7 @@ import pandas as pd
 from sphr.report import (
     table,
 )
-from sphr.risk.calibration import STANDARDIZATION_TEXT
+from sphr.risk.calibration import STANDARDIZATION_TEXT, TAIL_TEXT
 from sphr.risk.curves import OUTCOME, shares
 from sphr.risk.intervals import HIGHER_RISK, LOWER_Q, LOWER_RISK, NORMAL, NORMAL_Q
 from sphr.risk.report.names import age_order, main_outcome, method_name, ordered
@@ -30,6 +30,7 @@ def definitions(summary: dict[str, Any]) -> str:
     # reports written before the setting existed were all standardized this way
     standardization = summary.get("standardization", "training_groups")
     standardized = STANDARDIZATION_TEXT[standardization]
+    tail = TAIL_TEXT[summary.get("tail_bound", "lognormal")]
     return f"""<ul class="defs">
 <li><b>Health distance</b> s(p) = ||G(p) - r<sub>g</sub>||, Euclidean in the space of the method's
 representation G, with r<sub>g</sub> = G(P50(B<sub>g</sub>)): the element-wise median of the \
@@ -48,8 +49,8 @@ d(G(P{l_hi:g}), r)], P<sub>q</sub> the element-wise q-th percentile vector of B<
 split-conformal bounds from the <i>calibration</i> BFH, real participants set aside before any
 fit: Normal if the score is at
 most the 95% bound, Lower Risk up to the 99% bound, Higher Risk beyond. A person closer to healthy
-than most healthy people is Normal. With fewer than 99 calibration BFH the 99% bound is a
-log-normal prediction bound (column "bound_method" of the thresholds).</li>
+than most healthy people is Normal. With fewer than 99 calibration BFH the 99% bound is {tail}
+(column "bound_method" of the thresholds).</li>
 <li><b>Groups in mode <code>paper</code></b> (Eq. A.5, closed intervals): Normal if s in N; Lower
 Risk if s in LR but not in N; Higher Risk otherwise. Two-sided as written: a participant
 <i>closer</i> to the reference than N's lower bound is not Normal (column "closer than Normal
