@@ -149,3 +149,21 @@ def test_an_unknown_fallback_is_refused_where_it_is_set():
     with pytest.raises(ConfigError, match="tail bound"):
         DistanceModel("raw_euclidean", "calibrated", ["a"], tail_bound="gumbel").fit(
             _bfh(np.arange(10.0)), _bfh(np.arange(10.0)))
+
+
+def test_the_verdict_says_why_higher_risk_is_nearly_empty_only_where_it_is():
+    from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
+    from sphr.risk.report.verdict import higher_risk_sentence
+
+    def rows(n_calibration: int, n_higher: int) -> pd.DataFrame:
+        test = [NORMAL] * 50 + [LOWER_RISK] * 8 + [HIGHER_RISK] * n_higher
+        return pd.DataFrame({
+            "sex": "female", "method": "sphr_joint", "mode": "calibrated",
+            "partition": ["calibration"] * n_calibration + ["test"] * len(test),
+            "label": np.int8(2), "group": [NORMAL] * n_calibration + test})
+
+    said = higher_risk_sentence(rows(61, 0), "sphr_joint", "lognormal")
+    assert "holds 0 women" in said and "61 calibration BFH" in said and "log-normal" in said
+    assert higher_risk_sentence(rows(61, 12), "sphr_joint", "lognormal") is None  # enough
+    assert higher_risk_sentence(rows(120, 0), "sphr_joint", "lognormal") is None  # conformal
+    assert higher_risk_sentence(rows(61, 0), "raw_euclidean", "lognormal") is None

@@ -55,6 +55,8 @@ def conformal_rank(n: int, level: float) -> int:
 #: lies far below the others); ``yeo_johnson``: Yeo-Johnson at its maximum-likelihood lambda
 #: (any sign, no shift); ``normal``: none
 TAIL_BOUNDS = ("lognormal", "yeo_johnson", "normal")
+#: each fallback's name in a sentence
+TAIL_NAMES = {"lognormal": "log-normal", "yeo_johnson": "Yeo-Johnson", "normal": "normal"}
 #: what the report says of each fallback
 TAIL_TEXT = {
     "lognormal": "a log-normal prediction bound (on standardized scores it is conservative: in "

@@ -161,7 +161,8 @@ def main_context(rows: pd.DataFrame, summary: dict[str, Any], sexes: list[str],
                  vd.across_sentence(order),
                  vd.gain_sentence(gain, first) if first else None,
                  vd.stability_sentence(summary.get("sphr"), method),
-                 vd.population_sentence(reference_ages(rows, method))]
+                 vd.population_sentence(reference_ages(rows, method)),
+                 vd.higher_risk_sentence(rows, method, summary.get("tail_bound", "lognormal"))]
     return {
         "facts": facts,
         "shipped": method_name(method).replace(" (shipped)", "") if method else None,

@@ -8,7 +8,9 @@ into a template).
 3. :func:`gain_sentence`: how much the scores add to age (dC);
 4. :func:`stability_sentence`: whether the shipped SPHR passed its stability rule, and where
    that was measured (the development set, not this cohort);
-5. :func:`population_sentence`: who is scored outside the ages the bounds were set on.
+5. :func:`population_sentence`: who is scored outside the ages the bounds were set on;
+6. :func:`higher_risk_sentence`: where the shipped score's Higher Risk group is nearly empty
+   because its bound is a parametric fallback, that it is and why.
 
 "Ordered" is read from the stage's group-ordering table; where the point estimates are
 ordered but a hazard ratio the verdict rests on has a 95% interval that reaches 1, the
@@ -135,6 +137,40 @@ def stability_sentence(record: dict[str, Any] | None, method: str | None) -> str
              else "measured on the development set, not on this cohort")
     return (f"By the pre-registered stability rule ({where}), {_plain(method)} "
             f"{' and '.join(said)}.")
+
+
+#: fewer held-out people than this in a sex's Higher Risk group: the verdict says why
+FEW_HIGHER = 10
+
+
+def higher_risk_sentence(rows: pd.DataFrame, method: str | None, tail: str) -> str | None:
+    """Where the shipped score's Higher Risk group holds fewer than :data:`FEW_HIGHER` held-out
+    people in a sex and its 99% bound rests on fewer calibration BFH than a conformal bound
+    needs: the counts, and that the bound is the ``tail`` fallback, which is conservative on
+    standardized scores (docs/METHODS.md, "The Higher Risk bound with fewer than 99
+    calibration BFH")."""
+    from sphr.labels import BONA_FIDE_HEALTHY
+    from sphr.risk.calibration import LOWER_LEVEL, TAIL_NAMES, conformal_rank
+    from sphr.risk.intervals import HIGHER_RISK
+
+    if not method:
+        return None
+    mine = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")]
+    counts, calibration = {}, {}
+    for sex, sub in mine.groupby("sex", sort=True):
+        counts[sex] = int(((sub["partition"] == "test") & (sub["group"] == HIGHER_RISK)).sum())
+        calibration[sex] = int(((sub["partition"] == "calibration")
+                                & (sub["label"] == BONA_FIDE_HEALTHY)).sum())
+    fallback = {s for s, n in calibration.items() if conformal_rank(n, LOWER_LEVEL) > n}
+    if not any(counts[s] < FEW_HIGHER for s in fallback):
+        return None
+    held = " and ".join(f"{counts[s]:,} {_who(str(s))}" for s in sorted(counts))
+    cal = " / ".join(f"{calibration[s]:,}" for s in sorted(calibration))
+    return (f"Higher Risk holds {held} among the held-out people: its 99% bound rests on "
+            f"{cal} calibration BFH, fewer than the 99 a conformal bound needs, so it is the "
+            f"{TAIL_NAMES[tail]} fallback ([risk] tail_bound), which leaves few people above it "
+            "on standardized scores; where a group is that small the verdict above rests on "
+            "Lower Risk.")
 
 
 def population_sentence(ages: pd.DataFrame) -> str | None:
