@@ -119,11 +119,12 @@ def yeo_johnson_inverse(y: float, lam: float) -> float:
     beyond the transform's range (above -1 / lam for lam < 0, below 1 / (2 - lam) for
     lam > 2)."""
     # log1p / expm1: exact as lambda nears 0 (or 2), where the powers lose every digit
+    tiny = np.spacing(1.0)  # scipy's own cut: nearer than this, lambda is 0 (or 2)
     if y >= 0:
-        if lam == 0:
+        if abs(lam) < tiny:
             return math.expm1(y)
         return math.inf if lam * y <= -1 else math.expm1(math.log1p(lam * y) / lam)
-    if lam == 2:
+    if abs(lam - 2) < tiny:
         return -math.expm1(-y)
     mu = 2 - lam
     return -math.inf if -mu * y <= -1 else -math.expm1(math.log1p(-mu * y) / mu)

@@ -140,8 +140,7 @@ class DistanceModel(BaseEstimator):
         self.age_groups = age_groups
         self.min_group_size = min_group_size
         self.standardize_min_group = standardize_min_group
-        self.standardization = standardization
-        self.tail_bound = tail_bound
+        self.standardization, self.tail_bound = standardization, tail_bound
         self.space = space
 
     def _check_params(self) -> None:
@@ -152,12 +151,10 @@ class DistanceModel(BaseEstimator):
             raise ConfigError(f"unknown risk mode {self.mode!r}: choose from {', '.join(MODES)}")
         if self.min_group_size < 2:
             raise ConfigError("min_group_size must be at least 2")
-        if self.standardization not in STANDARDIZATIONS:
-            raise ConfigError(f"unknown standardization {self.standardization!r}: choose from "
-                              f"{', '.join(STANDARDIZATIONS)}")
-        if self.tail_bound not in TAIL_BOUNDS:
-            raise ConfigError(f"unknown tail bound {self.tail_bound!r}: choose from "
-                              f"{', '.join(TAIL_BOUNDS)}")
+        for name, value, allowed in (("standardization", self.standardization, STANDARDIZATIONS),
+                                     ("tail bound", self.tail_bound, TAIL_BOUNDS)):
+            if value not in allowed:
+                raise ConfigError(f"unknown {name} {value!r}: choose from {', '.join(allowed)}")
 
     @property
     def _groups(self) -> tuple[tuple[int, int], ...]:
