@@ -3,7 +3,6 @@ fit, DiffMap, DeepPatient."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_loader import load_benchmark
 
 from sphr.artifacts import load_cohort, read_embeddings
 from sphr.baselines import BASELINES, make_representation
@@ -20,10 +20,7 @@ from sphr.errors import ConfigError, InputError
 
 # class-structured cohorts (not a model of UK Biobank): a fixture the evaluation benchmark
 # shares, kept out of the library
-_spec = importlib.util.spec_from_file_location(
-    "class_structured", Path(__file__).resolve().parents[1] / "benchmarks" / "class_structured.py")
-_fixtures = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_fixtures)
+_fixtures = load_benchmark("class_structured")
 class_structured, write_cohort = _fixtures.class_structured, _fixtures.write_cohort
 
 # small settings so the whole file runs in seconds; the estimators are the real ones

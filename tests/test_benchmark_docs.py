@@ -3,15 +3,10 @@ rewrites (real_nhanes.py's two tables, transport.py, sphr_variants.py)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from benchmark_loader import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("bench_docs", ROOT / "benchmarks" / "_docs.py")
-bench_docs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench_docs)
+bench_docs = load_benchmark("_docs")
 MARKERS = ("<!-- gen: begin -->", "<!-- gen: end -->")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from benchmark_loader import load_benchmark
 
 from sphr.data.ingest import ingest, run_ingest
 from sphr.errors import InputError
@@ -333,16 +334,12 @@ def test_every_numeric_predictor_has_a_plausible_range():
 def test_the_funpack_comparison_counts_what_the_plausibility_rule_explains_apart():
     """benchmarks/ingest.py: a cell we set missing because FUNPACK's value is one no person
     can have is the rule at work (docs/INGEST.md), any other difference a disagreement."""
-    import importlib.util
 
     import numpy as np
 
     from sphr.data.fields import ASSESSMENT_DATE, BY_ID
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "ingest.py"
-    spec = importlib.util.spec_from_file_location("ingest_benchmark", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("ingest")
     ours = pl.Series([5.1, None, None, 2.0, None, None], dtype=pl.Float64)
     theirs = pl.Series(["5.1", "-0.4", "3.2", "2.5", None, "inf"])
     differing, explained = bench._column_differences(ours, theirs, BY_ID[30670],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import re
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_loader import load_benchmark
 
 from sphr.artifacts import embedding_frame, load_cohort
 from sphr.evaluate.classifiers import NN_EHR_CONFIG, knn_vote, make_classifier, xgboost_device
@@ -24,10 +24,7 @@ from sphr.io import write_parquet
 
 # class-structured cohorts (not a model of UK Biobank): a fixture the evaluation benchmark
 # shares, kept out of the library
-_spec = importlib.util.spec_from_file_location(
-    "class_structured", Path(__file__).resolve().parents[1] / "benchmarks" / "class_structured.py")
-_fixtures = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_fixtures)
+_fixtures = load_benchmark("class_structured")
 class_structured, write_cohort = _fixtures.class_structured, _fixtures.write_cohort
 
 FAST_NN = NNForEHRConfig(epochs=3)

@@ -3,16 +3,10 @@ the 90% floor, from the conformal bound's Beta coverage and the test set's binom
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
+from benchmark_loader import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("heldout_bfh",
-                                               ROOT / "benchmarks" / "heldout_bfh.py")
-heldout_bfh = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(heldout_bfh)
+heldout_bfh = load_benchmark("heldout_bfh")
 
 
 def test_the_floor_chance_is_what_the_risk_stages_bound_does_to_exchangeable_people():

@@ -3,14 +3,12 @@ benchmark, not in the library): vendored data, units, no leakage, fit-part-only 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_loader import load_benchmark
 from lifelines.utils import concordance_index
 
 from sphr.errors import InputError
@@ -18,11 +16,7 @@ from sphr.labels import SEXES
 from sphr.risk.phenoage import MARKERS
 from sphr.survival import c_index_weighted
 
-_spec = importlib.util.spec_from_file_location(
-    "nhanes_1999_2000", Path(__file__).resolve().parents[1] / "benchmarks" / "nhanes_1999_2000.py")
-N = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = N  # its dataclasses look their module up by name
-_spec.loader.exec_module(N)
+N = load_benchmark("nhanes_1999_2000", register=True)
 
 
 @pytest.fixture(scope="module")

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_loader import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("real_nhanes",
-                                               ROOT / "benchmarks" / "real_nhanes.py")
-real_nhanes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(real_nhanes)
+real_nhanes = load_benchmark("real_nhanes")
 
 
 def test_refit_zero_is_the_run_without_refits_and_later_refits_differ():

@@ -3,14 +3,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from benchmark_loader import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("sphr_choice",
-                                               ROOT / "benchmarks" / "sphr_choice.py")
-sphr_choice = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(sphr_choice)
+sphr_choice = load_benchmark("sphr_choice")
 
 
 def _row(profile: str, training: str, mean_dc: float, passes: bool, cost: float = 1.0) -> dict:

@@ -3,13 +3,12 @@ a conformal one (sphr.risk.calibration.TAIL_BOUNDS), and benchmarks/tail_bound.p
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_loader import load_benchmark
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -23,10 +22,7 @@ from sphr.risk.calibration import (
     yeo_johnson_inverse,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("tail_bound", ROOT / "benchmarks" / "tail_bound.py")
-tail_benchmark = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tail_benchmark)
+tail_benchmark = load_benchmark("tail_bound")
 
 
 @settings(max_examples=200, deadline=None)

@@ -3,22 +3,16 @@ every triplet, no labels needed (the paper profile's model selection would need 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
+from benchmark_loader import load_benchmark
 
 
 def test_quality_config_trains_every_epoch_without_labels():
-    spec = importlib.util.spec_from_file_location(
-        "train_quality", ROOT / "benchmarks" / "train_quality.py")
-    module = importlib.util.module_from_spec(spec)
     path = list(sys.path)
     try:
-        spec.loader.exec_module(module)  # it puts benchmarks/ on sys.path for its `train` import
+        module = load_benchmark("train_quality")  # it puts benchmarks/ on sys.path for `train`
     finally:
         sys.path[:] = path
         sys.modules.pop("train", None)

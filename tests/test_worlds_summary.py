@@ -3,23 +3,18 @@ reference."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from benchmark_loader import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def worlds():
-    spec = importlib.util.spec_from_file_location("worlds", ROOT / "benchmarks" / "worlds.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("worlds")
 
 
 def _rows(sex: str, key: str, values: dict[str, tuple[float, float]], **extra) -> list[dict]:
