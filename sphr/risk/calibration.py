@@ -70,6 +70,8 @@ TAIL_TEXT = {
 #: (docs/notes/SPHR_RISK.md, "The Higher Risk bound with fewer than 99 calibration BFH"), so
 #: today's stays; on z it is conservative (0.3% of the demo's held-out BFH above the 99% bound)
 TAIL_BOUND = "lognormal"
+#: the fallback of a model or report written before the fallback was a setting
+SAVED_BEFORE_TAIL_SETTING = "lognormal"
 
 
 def upper_bound(scores: np.ndarray, level: float, tail: str = TAIL_BOUND) -> Bound:
@@ -380,6 +382,5 @@ class CalibratedBounds:
 
     @classmethod
     def from_dict(cls, data: dict) -> CalibratedBounds:
-        # a model saved before the fallback was a setting used the log-normal one
         return cls(Bound(**data["normal"]), Bound(**data["lower"]),
-                   data.get("tail", "lognormal"))
+                   data.get("tail", SAVED_BEFORE_TAIL_SETTING))

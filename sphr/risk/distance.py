@@ -35,6 +35,7 @@ from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
 from sphr.errors import ConfigError, InputError
 from sphr.labels import BONA_FIDE_HEALTHY
 from sphr.risk.calibration import (
+    SAVED_BEFORE_TAIL_SETTING,
     STANDARDIZATIONS,
     TAIL_BOUND,
     TAIL_BOUNDS,
@@ -303,7 +304,7 @@ class DistanceModel(BaseEstimator):
                     age_groups=tuple(tuple(g) for g in data["age_groups"]),
                     min_group_size=data["min_group_size"],
                     standardization=data.get("standardization", "training_groups"),
-                    tail_bound=data.get("tail_bound", "lognormal"), space=space)
+                    tail_bound=data.get("tail_bound", SAVED_BEFORE_TAIL_SETTING), space=space)
         model._check_params()
         model.space_ = space
         model.strata_ = data["strata"]

@@ -255,7 +255,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
                    "validation": validation is not None, "linked_outcomes": bool(linked),
                    "min_group_size": spec["config"]["min_group_size"],
                    "standardization": spec["config"]["standardization"],
-                   "tail_bound": spec["config"].get("tail_bound", "lognormal"),
+                   "tail_bound": spec["config"]["tail_bound"],
                    "heldout_bfh_normal_share": {
                        f"{r.sex}/{r.method}/{r.mode}": {
                            "n": int(r.n), "share": round(r.normal_share, 4),

@@ -31,6 +31,7 @@ from sphr.risk.report.absolute import LABELS, calibration_plot, group_sentences
 from sphr.risk.report.decision import net_benefit
 from sphr.risk.report.main_figures import decision_plot, gain_plot, km_plot
 from sphr.risk.report.names import method_name
+from sphr.risk.report.tables import tail_of
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -162,7 +163,7 @@ def main_context(rows: pd.DataFrame, summary: dict[str, Any], sexes: list[str],
                  vd.gain_sentence(gain, first) if first else None,
                  vd.stability_sentence(summary.get("sphr"), method),
                  vd.population_sentence(reference_ages(rows, method)),
-                 vd.higher_risk_sentence(rows, method, summary.get("tail_bound", "lognormal"))]
+                 vd.higher_risk_sentence(rows, method, tail_of(summary))]
     return {
         "facts": facts,
         "shipped": method_name(method).replace(" (shipped)", "") if method else None,
