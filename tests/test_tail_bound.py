@@ -150,19 +150,45 @@ def test_an_unknown_fallback_is_refused_where_it_is_set():
             _bfh(np.arange(10.0)), _bfh(np.arange(10.0)))
 
 
-def test_the_verdict_says_why_higher_risk_is_nearly_empty_only_where_it_is():
+def _rows(n_calibration: int, n_higher: int) -> pd.DataFrame:
     from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
-    from sphr.risk.report.verdict import higher_risk_sentence
 
-    def rows(n_calibration: int, n_higher: int) -> pd.DataFrame:
-        test = [NORMAL] * 50 + [LOWER_RISK] * 8 + [HIGHER_RISK] * n_higher
-        return pd.DataFrame({
-            "sex": "female", "method": "sphr_joint", "mode": "calibrated",
-            "partition": ["calibration"] * n_calibration + ["test"] * len(test),
-            "label": np.int8(2), "group": [NORMAL] * n_calibration + test})
+    test = [NORMAL] * 50 + [LOWER_RISK] * 8 + [HIGHER_RISK] * n_higher
+    return pd.DataFrame({
+        "sex": "female", "method": "sphr_joint", "mode": "calibrated",
+        "partition": ["calibration"] * n_calibration + ["test"] * len(test),
+        "label": np.int8(2), "group": [NORMAL] * n_calibration + test})
 
-    said = higher_risk_sentence(rows(61, 0), "sphr_joint", "lognormal")
-    assert "holds 0 women" in said and "61 calibration BFH" in said and "log-normal" in said
-    assert higher_risk_sentence(rows(61, 12), "sphr_joint", "lognormal") is None  # enough
-    assert higher_risk_sentence(rows(120, 0), "sphr_joint", "lognormal") is None  # conformal
-    assert higher_risk_sentence(rows(61, 0), "raw_euclidean", "lognormal") is None
+
+def test_the_verdict_says_why_higher_risk_is_nearly_empty_only_where_it_is():
+    from sphr.risk.report import verdict as vd
+
+    def said(n_calibration: int, n_higher: int, method: str = "sphr_joint") -> str | None:
+        rows = _rows(n_calibration, n_higher)
+        return vd.higher_risk_sentence(vd.in_higher_risk(rows, method, "test"),
+                                       vd.calibration_bfh(rows, method), "lognormal")
+
+    text = said(61, 0)
+    assert "holds 0 women" in text and "61 calibration BFH" in text and "log-normal" in text
+    assert "holds 1 woman " in said(61, 1)
+    assert said(61, 12) is None  # enough people in Higher Risk
+    assert said(120, 0) is None  # a conformal bound
+    assert said(61, 0, "raw_euclidean") is None  # no such score
+
+
+def test_the_score_report_says_it_from_the_models_bounds_with_or_without_outcomes():
+    from sphr.risk.report.verdict_page import verdict_blocks
+
+    scored = _rows(0, 0).assign(partition="scored")
+    bounds = {"female": {"sphr_joint": {"n": 61, "method": "lognormal", "tail": "yeo_johnson"}}}
+    blocks = verdict_blocks(None, scored, None, people="the people scored", why_not="none",
+                            bounds=bounds)
+    texts = [b[1] for b in blocks if b[0] == "p"]
+    assert any("cannot be judged" in t for t in texts)
+    assert any("Higher Risk holds 0 women among the people scored" in t and "Yeo-Johnson" in t
+               for t in texts)
+    # a model whose bounds are conformal says nothing
+    bounds["female"]["sphr_joint"]["n"] = 120
+    blocks = verdict_blocks(None, scored, None, people="the people scored", why_not="none",
+                            bounds=bounds)
+    assert not any("Higher Risk holds" in str(b[1]) for b in blocks)

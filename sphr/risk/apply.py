@@ -70,6 +70,19 @@ def drift_verdict(table: pd.DataFrame, on_drift: str, export: Path) -> dict[str,
     return {**verdict, "line": drift_line(table)}
 
 
+def higher_risk_bounds(model: RiskModel) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per sex and method, how the 99% (Higher Risk) bound was made: its calibration BFH
+    ``n``, ``method`` (conformal or the fallback) and the model's ``tail`` fallback."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for sex, part in model.sexes_.items():
+        for name, method in part.methods_.items():
+            if (bounds := method.calibrated_bounds) is not None:
+                out.setdefault(sex, {})[name] = {"n": bounds.lower.n,
+                                                 "method": bounds.lower.method,
+                                                 "tail": bounds.tail}
+    return out
+
+
 def report_page(report: dict[str, Any], table: pd.DataFrame,
                 rows: pd.DataFrame | None = None,
                 tables: dict[str, pd.DataFrame] | None = None) -> tuple[str, str]:
@@ -91,7 +104,8 @@ def report_page(report: dict[str, Any], table: pd.DataFrame,
                     + (f" (re-anchored from {anchored['from_model']})." if anchored else ".")),
               *verdict_blocks(tables, rows if rows is not None else pd.DataFrame(),
                               report.get("sphr"), people=people,
-                              why_not=judged.get("why", "no linked records were read")),
+                              why_not=judged.get("why", "no linked records were read"),
+                              bounds=report.get("higher_risk_bound")),
               ("h2", "Drift against the training population"),
               ("p", d["line"] + ". Thresholds: drift at |SMD| >= 0.25 or PSI >= 0.25, moderate "
                     "at 0.1 (docs/notes/TRANSPORT.md)."),
@@ -204,6 +218,7 @@ def run_score(model: str | Path, export: str | Path, out: str | Path,
     config = fitted.config or RiskConfig()
     report["drift"] = verdict
     report["sphr"] = fitted.sphr_
+    report["higher_risk_bound"] = higher_risk_bounds(scorer.model)
     scorer.mark(rows, report)
     outcomes, tables, report["ordering"] = judge_groups(ingested, rows, config, settings.seed)
     with staged_outputs(out) as stage:

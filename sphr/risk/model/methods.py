@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sphr.errors import InputError
+from sphr.risk.calibration import CalibratedBounds
 from sphr.risk.comparators import ScoreModel, phenoage_acceleration_new
 from sphr.risk.distance import DistanceModel
 from sphr.risk.model.frames import NewPeople
@@ -55,6 +56,12 @@ class DistanceMethod:
         return cls(space, entry.get("input", "quantile"),
                    {mode: DistanceModel.from_dict(m, space) for mode, m in entry["modes"].items()})
 
+    @property
+    def calibrated_bounds(self) -> CalibratedBounds | None:
+        """The bounds of mode ``calibrated`` (None without that mode)."""
+        model = self.modes.get("calibrated")
+        return model.bounds_ if model is not None else None
+
     def score(self, people: NewPeople, method: str) -> pd.DataFrame:
         data = people.marker() if self.input == "marker" else people.normalized
         # the age itself, for a standardization linear in age
@@ -77,6 +84,10 @@ class ScoreMethod:
     @property
     def kind(self) -> str:
         return PHENOAGE if self.line is not None else SUPERVISED
+
+    @property
+    def calibrated_bounds(self) -> CalibratedBounds | None:
+        return self.model.bounds
 
     def to_spec(self, directory: Path, method: str) -> dict[str, Any]:
         spec = {"kind": self.kind, "modes": {"calibrated": self.model.to_dict()}, **self.about}

@@ -163,7 +163,9 @@ def main_context(rows: pd.DataFrame, summary: dict[str, Any], sexes: list[str],
                  vd.gain_sentence(gain, first) if first else None,
                  vd.stability_sentence(summary.get("sphr"), method),
                  vd.population_sentence(reference_ages(rows, method)),
-                 vd.higher_risk_sentence(rows, method, tail_of(summary))]
+                 vd.higher_risk_sentence(vd.in_higher_risk(rows, method, "test"),
+                                         vd.calibration_bfh(rows, method), tail_of(summary))
+                 if method else None]
     return {
         "facts": facts,
         "shipped": method_name(method).replace(" (shipped)", "") if method else None,

@@ -139,38 +139,57 @@ def stability_sentence(record: dict[str, Any] | None, method: str | None) -> str
             f"{' and '.join(said)}.")
 
 
+#: one person of a sex, in a sentence
+ONE_PERSON = {"female": "woman", "male": "man"}
 #: fewer held-out people than this in a sex's Higher Risk group: the verdict says why
 FEW_HIGHER = 10
 
 
-def higher_risk_sentence(rows: pd.DataFrame, method: str | None, tail: str) -> str | None:
-    """Where the shipped score's Higher Risk group holds fewer than :data:`FEW_HIGHER` held-out
-    people in a sex and its 99% bound rests on fewer calibration BFH than a conformal bound
-    needs: the counts, and that the bound is the ``tail`` fallback, which is conservative on
-    standardized scores (docs/METHODS.md, "The Higher Risk bound with fewer than 99
-    calibration BFH")."""
-    from sphr.labels import BONA_FIDE_HEALTHY
+def higher_risk_sentence(held: dict[str, int], calibration: dict[str, int], tail: str, *,
+                         people: str = "the held-out people") -> str | None:
+    """Where the shipped score's Higher Risk group holds fewer than :data:`FEW_HIGHER` of
+    ``people`` in a sex (``held``, per sex) and its 99% bound rests on fewer calibration BFH
+    (``calibration``, per sex) than a conformal bound needs: the counts, and that the bound is
+    the ``tail`` fallback, which is conservative on standardized scores (docs/METHODS.md, "The
+    Higher Risk bound with fewer than 99 calibration BFH")."""
     from sphr.risk.calibration import LOWER_LEVEL, TAIL_NAMES, conformal_rank
-    from sphr.risk.intervals import HIGHER_RISK
 
-    if not method:
-        return None
-    mine = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")]
-    counts, calibration = {}, {}
-    for sex, sub in mine.groupby("sex", sort=True):
-        counts[sex] = int(((sub["partition"] == "test") & (sub["group"] == HIGHER_RISK)).sum())
-        calibration[sex] = int(((sub["partition"] == "calibration")
-                                & (sub["label"] == BONA_FIDE_HEALTHY)).sum())
     fallback = {s for s, n in calibration.items() if conformal_rank(n, LOWER_LEVEL) > n}
-    if not any(counts[s] < FEW_HIGHER for s in fallback):
+    if not any(held.get(s, 0) < FEW_HIGHER for s in fallback):
         return None
-    held = " and ".join(f"{counts[s]:,} {_who(str(s))}" for s in sorted(counts))
+    counts = " and ".join(f"{held.get(s, 0):,} "
+                          + (ONE_PERSON.get(str(s), str(s)) if held.get(s, 0) == 1
+                             else _who(str(s))) for s in sorted(calibration))
     cal = " / ".join(f"{calibration[s]:,}" for s in sorted(calibration))
-    return (f"Higher Risk holds {held} among the held-out people: its 99% bound rests on "
-            f"{cal} calibration BFH, fewer than the 99 a conformal bound needs, so it is the "
+    return (f"Higher Risk holds {counts} among {people}: its 99% bound rests on {cal} "
+            f"calibration BFH, fewer than the 99 a conformal bound needs, so it is the "
             f"{TAIL_NAMES[tail]} fallback ([risk] tail_bound), which leaves few people above it "
             "on standardized scores; where a group is that small the verdict above rests on "
             "Lower Risk.")
+
+
+def in_higher_risk(rows: pd.DataFrame, method: str, partition: str | None = None
+                   ) -> dict[str, int]:
+    """Per sex, the people of ``rows`` (of ``partition`` where given) in ``method``'s
+    calibrated Higher Risk group."""
+    from sphr.risk.intervals import HIGHER_RISK
+
+    mine = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")]
+    if partition is not None:
+        mine = mine.loc[mine["partition"] == partition]
+    return {str(sex): int((sub["group"] == HIGHER_RISK).sum())
+            for sex, sub in mine.groupby("sex", sort=True)}
+
+
+def calibration_bfh(rows: pd.DataFrame, method: str) -> dict[str, int]:
+    """Per sex, the calibration BFH that set ``method``'s calibrated bounds (the risk stage's
+    rows)."""
+    from sphr.labels import BONA_FIDE_HEALTHY
+
+    mine = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")
+                    & (rows["partition"] == "calibration")]
+    return {str(sex): int((sub["label"] == BONA_FIDE_HEALTHY).sum())
+            for sex, sub in mine.groupby("sex", sort=True)}
 
 
 def population_sentence(ages: pd.DataFrame) -> str | None:

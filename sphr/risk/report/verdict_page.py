@@ -63,22 +63,42 @@ def _notes() -> tuple[str, str]:
     return groups, gain
 
 
+def _higher_risk(rows: pd.DataFrame, method: str | None,
+                 bounds: dict[str, dict[str, dict[str, Any]]] | None, people: str
+                 ) -> str | None:
+    """The main report's sentence on a nearly empty Higher Risk group, for the people scored."""
+    if not method or not bounds:
+        return None
+    made = {sex: by[method] for sex, by in bounds.items() if method in by}
+    if not made:
+        return None
+    tail = next(iter(made.values()))["tail"]  # one setting for the whole model
+    return vd.higher_risk_sentence(vd.in_higher_risk(rows, method),
+                                   {sex: m["n"] for sex, m in made.items()}, tail,
+                                   people=people)
+
+
 def verdict_blocks(tables: dict[str, pd.DataFrame] | None, rows: pd.DataFrame,
-                   record: dict[str, Any] | None, *, people: str, why_not: str) -> list[Block]:
+                   record: dict[str, Any] | None, *, people: str, why_not: str,
+                   bounds: dict[str, dict[str, dict[str, Any]]] | None = None) -> list[Block]:
     """The verdict, the group tables per sex and the dC table of the people scored.
     ``tables``: ``{"beyond_age", "group_ordering"}`` or None (no linked records: the page
     says ``why_not``); ``record``: the model's SPHR record (which SPHR score ships);
-    ``people``: whose outcomes these are, as the verdict names them."""
+    ``people``: whose outcomes these are, as the verdict names them; ``bounds``: per sex and
+    method, how the 99% bound was made (:func:`sphr.risk.apply.higher_risk_bounds`), for the
+    sentence on a nearly empty Higher Risk group."""
     head: list[Block] = [("h2", "Verdict")]
     order = fr.ordering((tables or {}).get("group_ordering"))
+    method = fr.shipped_method(rows, {"sphr": record}) if len(rows) else None
     if order.empty:
+        few = _higher_risk(rows, method, bounds, people)
         return [*head, ("p", "Whether the groups are ordered by risk cannot be judged on this "
-                             f"export: {why_not}.")]
+                             f"export: {why_not}."), *([("p", few)] if few else [])]
     gain = fr.gain(tables.get("beyond_age"))
-    method = fr.shipped_method(rows, {"sphr": record})
     first = fr.outcome_order(order["outcome"])[0]
     sentences = [vd.ordering_sentence(order, method, first, people=people) if method else None,
-                 vd.across_sentence(order), vd.gain_sentence(gain, first)]
+                 vd.across_sentence(order), vd.gain_sentence(gain, first),
+                 _higher_risk(rows, method, bounds, people)]
     blocks = head + [("p", s) for s in sentences if s]
     groups_note, gain_note = _notes()
     if method:
