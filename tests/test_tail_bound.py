@@ -12,6 +12,7 @@ from benchmark_loader import load_benchmark
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from test_risk import _bfh
 
 from sphr.risk.calibration import (
     LOWER_LEVEL,
@@ -100,11 +101,6 @@ def test_a_cells_exceedance_is_seeded_and_on_the_robust_z_scale():
 
 
 # ----------------------------------------------------------------------------- the setting
-
-
-def _bfh(values: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({"a": values, "label": np.int8(2), "augmented": False,
-                         "age_group": "46-50"})
 
 
 @pytest.mark.parametrize("tail", TAIL_BOUNDS)

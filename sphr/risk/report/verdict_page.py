@@ -66,7 +66,9 @@ def _notes() -> tuple[str, str]:
 def _higher_risk(rows: pd.DataFrame, method: str | None,
                  bounds: dict[str, dict[str, dict[str, Any]]] | None, people: str
                  ) -> str | None:
-    """The main report's sentence on a nearly empty Higher Risk group, for the people scored."""
+    """The sentence on a nearly empty Higher Risk group (:func:`~sphr.risk.report.verdict.
+    higher_risk_sentence`, as in the main report) for the people scored, its calibration BFH
+    read from the model's bounds."""
     if not method or not bounds:
         return None
     made = {sex: by[method] for sex, by in bounds.items() if method in by}
