@@ -15,12 +15,18 @@ from sphr_dagster.resources import DataSource
 EXPORT_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".parquet")
 #: a file modified more recently than this may still be being copied: wait
 SETTLE_SECONDS = 30
+#: the executor of the jobs whose steps form one chain (each needs the one before): the default
+#: multiprocess executor starts each step in a fresh process that imports the code location
+#: again, 4-7 s a step, for nothing to run beside it (a risk_refresh launched in the UI on the
+#: demo's model: 28 s, of which its three steps computed 4 s; docs/BENCHMARKS.md)
+CHAIN_EXECUTOR = dg.in_process_executor
 
 cohort_refresh = dg.define_asset_job(
     "cohort_refresh",
     selection=dg.AssetSelection.groups("ingest", "cohorts"),
     description="Re-read the export and rebuild one sex's cohorts (splits, normalizer, BFH "
     "augmentation, triplets).",
+    executor_def=CHAIN_EXECUTOR,
 )
 
 sphr_pipeline = dg.define_asset_job(
@@ -38,6 +44,7 @@ risk_refresh = dg.define_asset_job(
     description="Re-score everyone in the export with the current model (nothing refitted): "
     "ingest, blocking drift check, RUN/risk/refresh/<export-version>/ with the changes since "
     "the previous refresh.",
+    executor_def=CHAIN_EXECUTOR,
 )
 
 retrain = dg.define_asset_job(

@@ -84,6 +84,9 @@ def test_schedules_target_risk_refresh_and_retrain():
     assert sorted(r.partition_key for r in requests) == ["female", "male"]
     job = defs.resolve_job_def("cohort_refresh")
     assert set(job.partitions_def.get_partition_keys()) == {"female", "male"}
+    # the two chains run their steps in the run's own process (sphr_dagster.automation)
+    assert [defs.resolve_job_def(j).executor_def.name for j in ("cohort_refresh", "risk_refresh",
+            "sphr_pipeline")] == ["in_process", "in_process", "multiprocess"]
     selected = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
     assert {"ingest/baseline", "cohorts/triplets"} <= selected
     assert "train/sphr_model" not in selected
