@@ -8,6 +8,8 @@ import pytest
 from compiled_setup import in_compiled_files
 
 os.environ.setdefault("SPHR_PROGRESS", "0")
+# reports without their PDF copy unless a test reads it (tests/pdf_setup.py)
+os.environ.setdefault("SPHR_PDF", "0")
 
 
 def _share_the_cores() -> None:

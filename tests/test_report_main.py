@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from pdf_setup import printing_pdfs
 
 from sphr.report import find_chromium, pdf_pages
 
@@ -88,10 +89,11 @@ def report(tmp_path_factory, inputs):
                                for s in ("female", "male") for m in METHODS])
     summary = {"run": str(out), "sexes": ["female", "male"], "methods": list(METHODS),
                "skipped": {}, "min_group_size": 10, "synthetic": True}
-    write_report(out / "report.html", rows=rows, thresholds=thresholds, validation=None,
-                 correlation=None, summary=summary, absolute=(None, inputs["outcomes"], None,
-                                                              None),
-                 linked=inputs["linked"], n_bootstrap=30, pdf=HAS_CHROMIUM)
+    with printing_pdfs():
+        write_report(out / "report.html", rows=rows, thresholds=thresholds, validation=None,
+                     correlation=None, summary=summary,
+                     absolute=(None, inputs["outcomes"], None, None), linked=inputs["linked"],
+                     n_bootstrap=30, pdf=HAS_CHROMIUM)
     return out
 
 

@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from pdf_setup import printing_pdfs
 
 from sphr.report import find_chromium, pdf_outline, pdf_pages
 
@@ -108,10 +109,11 @@ def risk_report(tmp_path_factory, risk_inputs):
     inp = dict(risk_inputs)
     summary = {"run": str(out), "sexes": ["female", "male"], "methods": list(METHODS),
                "skipped": {}, "min_group_size": 10}
-    write_report(out / "report.html", rows=inp["rows"], thresholds=inp["thresholds"],
-                 validation=inp["validation"], correlation=inp["correlation"], summary=summary,
-                 heldout=inp["heldout"], discrimination=inp["discrimination"],
-                 followup=inp["followup"])
+    with printing_pdfs():
+        write_report(out / "report.html", rows=inp["rows"], thresholds=inp["thresholds"],
+                     validation=inp["validation"], correlation=inp["correlation"],
+                     summary=summary, heldout=inp["heldout"],
+                     discrimination=inp["discrimination"], followup=inp["followup"])
     return out
 
 
@@ -228,7 +230,8 @@ def test_evaluate_report(tmp_path):
     from sphr.evaluate.report import write_evaluate_report
 
     out = _evaluate_dir(tmp_path)
-    html = write_evaluate_report(out)
+    with printing_pdfs():
+        html = write_evaluate_report(out)
     text = html.read_text()
     assert "http://" not in text and "https://" not in text
     assert re.findall(r"<h2>(.*?)</h2>", text)[0] == "Summary"
@@ -262,11 +265,34 @@ def test_no_chromium_skips_the_pdf_with_one_log_line(tmp_path, monkeypatch, capl
     out = _evaluate_dir(tmp_path)
     (out / "report.pdf").write_bytes(b"%PDF-1.4 stale")  # from an earlier run
     monkeypatch.setattr(sphr.report, "find_chromium", lambda: None)
+    monkeypatch.setenv("SPHR_PDF", "1")
     with caplog.at_level(logging.INFO, logger="sphr.report"):
         html = write_evaluate_report(out)
     assert html.is_file() and not (out / "report.pdf").exists()
     lines = [r for r in caplog.records if r.name == "sphr.report"]
     assert len(lines) == 1 and "no chromium" in lines[0].getMessage()
+
+
+def test_sphr_pdf_0_skips_the_pdf_on_purpose_with_one_log_line(tmp_path, monkeypatch, caplog):
+    import sphr.report
+    from sphr.evaluate.report import write_evaluate_report
+
+    def no_browser(*args, **kwargs):
+        raise AssertionError("Chromium started although SPHR_PDF=0")
+
+    out = _evaluate_dir(tmp_path)
+    (out / "report.pdf").write_bytes(b"%PDF-1.4 stale")  # from an earlier run
+    monkeypatch.setattr(sphr.report, "_chromium", no_browser)
+    monkeypatch.setenv("SPHR_PDF", "0")
+    with caplog.at_level(logging.INFO, logger="sphr.report"):
+        html = write_evaluate_report(out)
+    assert html.is_file() and not (out / "report.pdf").exists()
+    lines = [r for r in caplog.records if r.name == "sphr.report"]
+    assert len(lines) == 1 and "SPHR_PDF=0" in lines[0].getMessage()
+    for value, wanted in (("0", False), ("False", False), ("no", False), ("1", True),
+                          ("yes", True)):
+        monkeypatch.setenv("SPHR_PDF", value)
+        assert sphr.report.pdfs_wanted() is wanted
 
 
 def test_linked_cumulative_incidence_becomes_the_central_figure(tmp_path, risk_inputs):

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pdf_setup import printing_pdfs
 
 from sphr.errors import InputError
 from sphr.risk import GROUPS, assign_groups, make_intervals
@@ -265,7 +266,8 @@ def _cli(argv: list[str]) -> int:
 @pytest.fixture(scope="module")
 def risk_out(run_dir):
     out = run_dir / "risk"
-    assert _cli(["risk", str(run_dir), "--bootstrap", "50"]) == 0
+    with printing_pdfs():
+        assert _cli(["risk", str(run_dir), "--bootstrap", "50"]) == 0
     return out
 
 

@@ -5,7 +5,8 @@ from the jinja2 templates in ``templates/`` (``base.html.j2`` holds the CSS for
 screen and A4 print), self-contained: inline CSS, every figure a PNG data URI,
 no network reference. :func:`print_pdf` prints one to A4 PDF with headless
 Chromium; with no Chromium on PATH (or when it fails) the PDF is skipped with
-one log line and the HTML stands alone.
+one log line and the HTML stands alone. ``SPHR_PDF=0`` skips it on purpose (a server
+that forwards the HTML; a PDF costs 1-5 s of two cores each).
 
 Colours are fixed here so that a group or a method has the same colour in every
 figure of both reports.
@@ -17,6 +18,7 @@ import base64
 import functools
 import io
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -173,19 +175,27 @@ def _chromium(binary: str, args: list[str], timeout: float) -> subprocess.Comple
                               capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def pdfs_wanted() -> bool:
+    """Whether reports get their PDF copy: ``SPHR_PDF=0`` (or false / no) says no."""
+    return os.environ.get("SPHR_PDF", "1").lower() not in {"0", "false", "no"}
+
+
 def print_pdf(html_path: str | Path, pdf_path: str | Path | None = None, *,
               timeout: float = 120.0) -> Path | None:
     """Print an HTML file to an A4 PDF (the page size and breaks come from the CSS).
 
-    Returns the PDF's path, or None with one log line when there is no Chromium on PATH or
-    it fails: the HTML report is the product, the PDF a convenience.
+    Returns the PDF's path, or None with one log line when ``SPHR_PDF=0``, when there is no
+    Chromium on PATH or when it fails: the HTML report is the product, the PDF a convenience.
     """
     html_path = Path(html_path).resolve()
     pdf_path = Path(pdf_path) if pdf_path is not None else html_path.with_suffix(".pdf")
-    binary = find_chromium()
+    binary = find_chromium() if pdfs_wanted() else None
     if binary is None:
-        log.warning("no chromium on PATH: %s not written (the HTML report is complete)",
-                    pdf_path.name)
+        if pdfs_wanted():
+            log.warning("no chromium on PATH: %s not written (the HTML report is complete)",
+                        pdf_path.name)
+        else:
+            log.info("SPHR_PDF=0: %s not written (the HTML report is complete)", pdf_path.name)
         pdf_path.unlink(missing_ok=True)  # an older PDF would contradict the new HTML
         return None
     from sphr.io import atomic_path
