@@ -71,28 +71,34 @@ def dagster_ui(tmp_path_factory, ingest_dir, cohorts_dir, synthetic_cohort):
     shutil.copyfile(ROOT / "sphr_dagster" / "dagster.yaml", home / "dagster.yaml")
     env = {**os.environ, "DAGSTER_HOME": str(home), "SPHR_EXPORT": str(export),
            "SPHR_RUN_DIR": str(run), "SPHR_PROGRESS": "0"}
-    run_python(_PREP.format(groups="'refresh'"), env)
+    _observe_and_materialize(home, export, run, "refresh")
     # the export changes: 10% of the participants fewer
     visits = synthetic_cohort.visits
     keep = ~visits["eid"].isin(sorted(visits["eid"].unique())[::10])
     write_export(SyntheticCohort(visits[keep].reset_index(drop=True), synthetic_cohort.truth),
                  export, "ukbconv", decoys=0, seed=11)
-    run_python(_PREP.format(groups="'ingest'"), env)
+    _observe_and_materialize(home, export, run, "ingest")
     with dagster_dev(env, tmp / "dagster_dev.log") as url:
         yield url, home, run, export
 
 
-#: in a fresh interpreter on the test's instance: observe the export file (as the sensor
-#: does), then materialize the asset groups named
-_PREP = ("import dagster as dg\n"
-         "from sphr_dagster.assets.ingest import export_observation\n"
-         "from sphr_dagster.definitions import ASSETS, CHECKS\n"
-         "from sphr_dagster.resources import default_resources\n"
-         "i = dg.DagsterInstance.get(); r = default_resources()\n"
-         "i.report_runless_asset_event(export_observation(r['data_source'], r['storage']))\n"
-         "m = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups({groups}),"
-         " resources=r, instance=i)\n"
-         "assert m.success\n")
+def _observe_and_materialize(home: Path, export: Path, run: Path, group: str) -> None:
+    """On the test's instance: observe the export file (as the sensor does), then materialize
+    the asset group ``group``. In this process: its imports are paid already, where a fresh
+    interpreter took 6-7 s to import the code location."""
+    import dagster as dg
+
+    from sphr_dagster.assets.ingest import export_observation
+    from sphr_dagster.definitions import ASSETS, CHECKS
+    from sphr_dagster.resources import default_resources
+
+    resources = default_resources(str(run), export=str(export), environment=False)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        instance.report_runless_asset_event(
+            export_observation(resources["data_source"], resources["storage"]))
+        result = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups(group),
+                                resources=resources, instance=instance)
+    assert result.success
 
 
 def _own_copies(run: Path) -> None:
@@ -103,12 +109,6 @@ def _own_copies(run: Path) -> None:
             target = link.resolve()
             link.unlink()
             (shutil.copytree if target.is_dir() else shutil.copyfile)(target, link)
-
-
-def run_python(code: str, env: dict) -> None:
-    """Run ``code`` in a fresh interpreter with ``env`` (Dagster instance set-up for a test)."""
-    subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True,
-                   capture_output=True)
 
 
 @contextlib.contextmanager
