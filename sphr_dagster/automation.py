@@ -18,7 +18,8 @@ SETTLE_SECONDS = 30
 #: the executor of the jobs whose steps form one chain (each needs the one before): the default
 #: multiprocess executor starts each step in a fresh process that imports the code location
 #: again, 4-7 s a step, for nothing to run beside it (a risk_refresh launched in the UI on the
-#: demo's model: 28 s, of which its three steps computed 4 s; docs/BENCHMARKS.md)
+#: tests' 2,000-participant export: 28 s, of which its three steps computed 4 s; 9.6 s in one
+#: process; docs/BENCHMARKS.md)
 CHAIN_EXECUTOR = dg.in_process_executor
 
 cohort_refresh = dg.define_asset_job(
