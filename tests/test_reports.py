@@ -258,41 +258,37 @@ def test_evaluate_sentences_follow_the_numbers(tmp_path):
     assert text_low != text_high
 
 
-def test_no_chromium_skips_the_pdf_with_one_log_line(tmp_path, monkeypatch, caplog):
-    import sphr.report
-    from sphr.evaluate.report import write_evaluate_report
-
-    out = _evaluate_dir(tmp_path)
-    (out / "report.pdf").write_bytes(b"%PDF-1.4 stale")  # from an earlier run
-    monkeypatch.setattr(sphr.report, "find_chromium", lambda: None)
-    monkeypatch.setenv("SPHR_PDF", "1")
-    with caplog.at_level(logging.INFO, logger="sphr.report"):
-        html = write_evaluate_report(out)
-    assert html.is_file() and not (out / "report.pdf").exists()
-    lines = [r for r in caplog.records if r.name == "sphr.report"]
-    assert len(lines) == 1 and "no chromium" in lines[0].getMessage()
-
-
-def test_sphr_pdf_0_skips_the_pdf_on_purpose_with_one_log_line(tmp_path, monkeypatch, caplog):
+@pytest.mark.parametrize("pdf_env, why", [("1", "no chromium"), ("0", "SPHR_PDF=0")])
+def test_a_skipped_pdf_drops_the_stale_one_with_one_log_line(tmp_path, monkeypatch, caplog,
+                                                             pdf_env, why):
+    """No Chromium on PATH, or ``SPHR_PDF=0`` on purpose: the HTML alone, an older PDF removed
+    (it would contradict the new HTML), one log line saying why, and no Chromium started."""
     import sphr.report
     from sphr.evaluate.report import write_evaluate_report
 
     def no_browser(*args, **kwargs):
-        raise AssertionError("Chromium started although SPHR_PDF=0")
+        raise AssertionError("Chromium started")
 
     out = _evaluate_dir(tmp_path)
     (out / "report.pdf").write_bytes(b"%PDF-1.4 stale")  # from an earlier run
     monkeypatch.setattr(sphr.report, "_chromium", no_browser)
-    monkeypatch.setenv("SPHR_PDF", "0")
+    if pdf_env == "1":
+        monkeypatch.setattr(sphr.report, "find_chromium", lambda: None)
+    monkeypatch.setenv("SPHR_PDF", pdf_env)
     with caplog.at_level(logging.INFO, logger="sphr.report"):
         html = write_evaluate_report(out)
     assert html.is_file() and not (out / "report.pdf").exists()
     lines = [r for r in caplog.records if r.name == "sphr.report"]
-    assert len(lines) == 1 and "SPHR_PDF=0" in lines[0].getMessage()
-    for value, wanted in (("0", False), ("False", False), ("no", False), ("1", True),
-                          ("yes", True)):
-        monkeypatch.setenv("SPHR_PDF", value)
-        assert sphr.report.pdfs_wanted() is wanted
+    assert len(lines) == 1 and why in lines[0].getMessage()
+
+
+@pytest.mark.parametrize("value, wanted", [("0", False), ("False", False), ("no", False),
+                                           ("1", True), ("yes", True)])
+def test_sphr_pdf_says_whether_reports_get_their_pdf(monkeypatch, value, wanted):
+    import sphr.report
+
+    monkeypatch.setenv("SPHR_PDF", value)
+    assert sphr.report.pdfs_wanted() is wanted
 
 
 def test_linked_cumulative_incidence_becomes_the_central_figure(tmp_path, risk_inputs):
