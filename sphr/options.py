@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import types
 import typing
@@ -25,6 +26,14 @@ from typing import Any
 
 #: ``Option.default`` when the option's default is generated
 GENERATED: Any = object()
+#: what turns an ``SPHR_*`` switch off (any case)
+SWITCH_OFF = frozenset({"0", "false", "no"})
+
+
+def env_switch(name: str) -> bool:
+    """Whether the environment switch ``name`` (``SPHR_PROGRESS``, ``SPHR_PDF``) is on: unset,
+    or anything but 0 / false / no."""
+    return os.environ.get(name, "1").lower() not in SWITCH_OFF
 
 
 def field_docs(cls: type) -> dict[str, str]:

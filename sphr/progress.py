@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
+from sphr.options import env_switch
+
 T = TypeVar("T")
 
 
 def enabled() -> bool:
-    return os.environ.get("SPHR_PROGRESS", "1") not in {"0", "false", "no"}
+    return env_switch("SPHR_PROGRESS")
 
 
 def progress(iterable: Iterable[T] | None = None, *, desc: str, total: int | None = None,

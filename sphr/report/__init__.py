@@ -18,7 +18,6 @@ import base64
 import functools
 import io
 import logging
-import os
 import re
 import shutil
 import subprocess
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from sphr.options import env_switch
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ def _chromium(binary: str, args: list[str], timeout: float) -> subprocess.Comple
 
 def pdfs_wanted() -> bool:
     """Whether reports get their PDF copy: ``SPHR_PDF=0`` (or false / no) says no."""
-    return os.environ.get("SPHR_PDF", "1").lower() not in {"0", "false", "no"}
+    return env_switch("SPHR_PDF")
 
 
 def print_pdf(html_path: str | Path, pdf_path: str | Path | None = None, *,
@@ -189,9 +190,10 @@ def print_pdf(html_path: str | Path, pdf_path: str | Path | None = None, *,
     """
     html_path = Path(html_path).resolve()
     pdf_path = Path(pdf_path) if pdf_path is not None else html_path.with_suffix(".pdf")
-    binary = find_chromium() if pdfs_wanted() else None
+    wanted = pdfs_wanted()
+    binary = find_chromium() if wanted else None
     if binary is None:
-        if pdfs_wanted():
+        if wanted:
             log.warning("no chromium on PATH: %s not written (the HTML report is complete)",
                         pdf_path.name)
         else:
