@@ -26,6 +26,8 @@ deep_patient_epochs = 2
 [evaluate]
 n_splits = 2
 classifiers = ["knn", "lda"]
+# its fits take milliseconds here, where starting a pool of workers takes seconds
+n_jobs = 1
 [evaluate.nn]
 epochs = 3
 [risk]
