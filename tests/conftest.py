@@ -6,6 +6,7 @@ import os
 
 import pytest
 from compiled_setup import in_compiled_files
+from work_order import file_seconds
 
 os.environ.setdefault("SPHR_PROGRESS", "0")
 # reports without their PDF copy unless a test reads it (tests/pdf_setup.py)
@@ -66,8 +67,9 @@ def cohorts_dir(tmp_path_factory, ingest_dir):
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The compiled tests (tests/compiled_setup.py) skipped without a C++ compiler; the order
-    pytest-xdist hands out work in (below): the compiled tests' files first, then the files of
-    slow tests, then the rest in the files' order."""
+    pytest-xdist hands out work in (below): the compiled tests' files first, then the other
+    files longest first (tests/work_order.py), the unlisted ones with slow tests before the
+    rest."""
     from sphr.device import cpu_compiler_found
 
     has_compiler = cpu_compiler_found()
@@ -80,12 +82,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(
                     reason="torch.compile needs a C++ compiler on the CPU"))
 
-    def rank(item: pytest.Item) -> int:
+    def rank(item: pytest.Item) -> tuple[int, int, int]:
         if in_compiled_files(item.nodeid):
-            return 0
-        return 1 if item.get_closest_marker("slow") else 2
+            return (0, 0, 0)
+        return (1, -file_seconds(item.nodeid), 0 if item.get_closest_marker("slow") else 1)
 
-    items.sort(key=rank)  # stable: each rank keeps the files' order
+    items.sort(key=rank)  # stable: files of the same rank keep their order
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
