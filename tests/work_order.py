@@ -13,8 +13,8 @@ from __future__ import annotations
 
 #: seconds of one cold run of each file (rootdir-relative), files of 2 s or more
 FILE_SECONDS: dict[str, int] = {
-    "tests/test_parallel_partitions.py": 83,
     "tests/test_ui_browser.py": 92,
+    "tests/test_parallel_partitions.py": 83,
     "tests/test_risk.py": 58,
     "tests/test_drift_transport.py": 50,
     "tests/test_settings.py": 37,
