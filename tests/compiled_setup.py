@@ -21,9 +21,14 @@ COMPILED_FILES = ("tests/test_losses_composition.py", "tests/test_train_anchor.p
                   "tests/test_train_fused.py", "tests/test_train_graph.py")
 
 
+def node_file(nodeid: str) -> str:
+    """The file (rootdir-relative) of a test's node id (``path::name[params]``)."""
+    return nodeid.split("::")[0]
+
+
 def in_compiled_files(nodeid: str) -> bool:
-    """Whether a test's node id (``path::name[params]``) lies in one of COMPILED_FILES."""
-    return nodeid.split("::")[0] in COMPILED_FILES
+    """Whether a test's node id lies in one of COMPILED_FILES."""
+    return node_file(nodeid) in COMPILED_FILES
 
 
 #: the marker matrix of the compiled steps: rows x features (tests/test_train_graph.py's

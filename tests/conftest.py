@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from compiled_setup import in_compiled_files
+from compiled_setup import in_compiled_files, node_file
 from work_order import file_seconds
 
 os.environ.setdefault("SPHR_PROGRESS", "0")
@@ -108,7 +108,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     class FilesCompiledFirst(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "compiled" if in_compiled_files(nodeid) else nodeid.split("::")[0]
+            return "compiled" if in_compiled_files(nodeid) else node_file(nodeid)
 
     config.option.loadscopereorder = False  # keep the collection's order, not the largest first
     return FilesCompiledFirst(config, log)

@@ -11,6 +11,8 @@ not listed counts as 0 s and keeps its place among the unlisted ones (slow ones 
 
 from __future__ import annotations
 
+from compiled_setup import node_file
+
 #: seconds of one cold run of each file (rootdir-relative), files of 2 s or more
 FILE_SECONDS: dict[str, int] = {
     "tests/test_ui_browser.py": 92,
@@ -48,4 +50,4 @@ FILE_SECONDS: dict[str, int] = {
 
 def file_seconds(nodeid: str) -> int:
     """The recorded seconds of the file of a node id (``path::name[params]``); 0 if unlisted."""
-    return FILE_SECONDS.get(nodeid.split("::")[0], 0)
+    return FILE_SECONDS.get(node_file(nodeid), 0)
