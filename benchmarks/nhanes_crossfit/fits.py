@@ -67,20 +67,28 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
     from sphr.train import TrainConfig, run_train
 
     run = work / "run"
-    fitted = all((train_dir(run, sex) / "model.pt").exists()
-                 and (baselines_dir(run, sex) / "deep_patient").exists() for sex in SEXES)
-    if not (reuse_fits and fitted):  # --reuse-fits: the risk stage again on the same models
+
+    def fitted(sex: str) -> bool:
+        return ((train_dir(run, sex) / "model.pt").exists()
+                and (baselines_dir(run, sex) / "deep_patient").exists())
+
+    if not (reuse_fits and all(fitted(sex) for sex in SEXES)):
         run_ingest(train_csv, run / "ingest", outcome_config=load_outcome_config(outcomes))
         run_cohorts(run / "ingest" / "baseline.parquet", run / "cohorts",
                     CohortConfig.profile(profile, seed=seed, **(cohort or {})))
         death = pd.read_parquet(run / "ingest" / "outcomes.parquet")
         death = death.loc[death["outcome"] == "death", ["eid", "time_years", "event"]]
         for sex in () if absolute_only else SEXES:
+            if reuse_fits and fitted(sex):
+                continue  # a run cut short after this sex's fit: the cohorts are rebuilt alike
             # the CPU unless told (--train device=cuda compile=true: the paper profile's
             # ensembles on a GPU); the refit's seed always
             settings = {"device": "cpu", **(train or {}), "seed": seed}
+            # --reuse-fits also continues a fit cut short from its checkpoint (the same
+            # weights as one uninterrupted run), so an hours-long cross-fit can span sessions
             run_train(cohort_dir(run, sex), train_dir(run, sex),
-                      TrainConfig.profile(profile, **settings), death=death)
+                      TrainConfig.profile(profile, **settings), death=death,
+                      resume=reuse_fits)
             run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), ["deep_patient"],
                           seed=seed, device="cpu")
     from sphr.risk.config import DEFAULT_METHODS, SPHR_VARIANTS
