@@ -146,6 +146,16 @@ def test_every_verdict_sentence_is_rebuilt_from_its_frame(inputs):
     s = vd.stability_sentence(record, "sphr_joint")
     assert "development set (NHANES, 1,234 people, 56 deaths), not on this cohort" in s
     assert "passes in women and does not pass in men" in s
+    assert "stability rule" in s and "dC" not in s  # a record measured before the rule by dC
+    by_dc = {"spread": {"n": 1234, "deaths": 56, "rule": {
+        "female": {"sphr_joint": {"passes": True, "mean_dc": 0.0564,
+                                  "interval": [0.0222, 0.0894]}},
+        "male": {"sphr_joint": {"passes": False, "mean_dc": 0.0071,
+                                "interval": [-0.0007, 0.0146]}}}}}
+    s = vd.stability_sentence(by_dc, "sphr_joint")
+    assert "rule of what it adds to age" in s and "stability rule" not in s
+    assert ("passes in women (mean dC +0.056, 95% interval +0.022 to +0.089) and does not pass "
+            "in men (mean dC +0.007, 95% interval -0.001 to +0.015)") in s
     ages = pd.DataFrame({"sex": "female", "age_years": [45.0, 50, 60, 39, 71],
                          "role": ["reference"] * 3 + ["scored"] * 2})
     assert "2 of 2 held-out people (100.0%)" in vd.population_sentence(ages)

@@ -97,6 +97,15 @@ def test_the_report_block_names_the_shipped_score_and_its_spread():
     passed = {sex: {"sphr_joint": {**rule["female"]["sphr_joint"]}} for sex in rule}
     assert "one fit's ordering" not in sphr_trust(
         {**rec, "spread": {**ENTRY, "rule": passed}}, ["sphr_joint"])["sentence"]
+    # a record with the per-refit yardstick shows what each score adds to age beside its C
+    gains = [{"female": {"sphr_joint": {"dc": [g, g - 0.03, g + 0.03]}}} for g in (0.05, 0.07)]
+    with_dc = sphr_trust({**rec, "spread": {**ENTRY, "beyond_age": gains}}, ["sphr_joint"])
+    assert "what it adds to age, dC = C(age + score) - C(age)" in with_dc["sentence"]
+    table = with_dc["table"].set_index("method")
+    assert table.loc["SPHR + markers (shipped)", "women: dC over refits"] == \
+        "+0.060 [+0.050 to +0.070]"
+    assert table.loc["SPHR + markers (shipped)", "men: dC over refits"] == "-"  # not measured
+    assert "dC over refits" not in " ".join(block["table"].columns)  # none recorded
     unmeasured = sphr_trust({**rec, "spread": None}, ["sphr_joint"])
     assert "not been measured for the demo profile" in unmeasured["sentence"]
     assert unmeasured["table"] is None

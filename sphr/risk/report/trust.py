@@ -25,20 +25,34 @@ def _plain(method: str) -> str:
     return method_name(method).replace(" (shipped)", "")
 
 
-def spread_table(spread: dict[str, dict[str, dict[str, float]]], shipped: str | None
-                 ) -> pd.DataFrame:
+def spread_table(spread: dict[str, dict[str, dict[str, float]]], shipped: str | None,
+                 beyond_age: list[dict[str, Any]] | None = None) -> pd.DataFrame:
     """One row per method of the recorded spread (the shipped SPHR score first, the raw
     distance, the yardstick, last), one column per sex: mean, SD and min-max of the pooled
-    death C over refits."""
+    death C over refits; with ``beyond_age`` (the record's per-refit yardstick) also what the
+    score adds to age, dC, mean and min-max over refits: the figure the rule judges by."""
     methods = list(dict.fromkeys(m for by in spread.values() for m in by))
     methods.sort(key=lambda m: (m != shipped, m == "raw_euclidean", m))
     rows = []
     for m in methods:
         name = method_name(m) + (" (shipped)" if m == shipped and "shipped" not in
                                  method_name(m) else "")
-        rows.append({"method": name, **{f"{SEX_NAMES.get(s, s)}: C over refits": _cell(by.get(m))
-                                        for s, by in spread.items()}})
+        row = {"method": name}
+        for s, by in spread.items():
+            row[f"{SEX_NAMES.get(s, s)}: C over refits"] = _cell(by.get(m))
+            if beyond_age:
+                row[f"{SEX_NAMES.get(s, s)}: dC over refits"] = _gain_cell(beyond_age, s, m)
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _gain_cell(beyond_age: list[dict[str, Any]], sex: str, method: str) -> str:
+    """Mean dC over the refits and its min-max, or "-" where a refit lacks it."""
+    dc = [(refit.get(sex) or {}).get(method, {}).get("dc") for refit in beyond_age]
+    if not dc or any(d is None or d[0] is None for d in dc):
+        return "-"
+    gains = [float(d[0]) for d in dc]
+    return (f"{sum(gains) / len(gains):+.3f} [{min(gains):+.3f} to {max(gains):+.3f}]")
 
 
 def refit_sd(record: dict[str, Any] | None) -> dict[tuple[str, str], float]:
@@ -71,15 +85,19 @@ def sphr_trust(record: dict[str, Any] | None, methods: list[str]) -> dict[str, A
         f"people, {entry['deaths']:,} deaths) every person was scored by a model fitted "
         f"without them, {entry['k']} times with other seeds ({entry['folds']}-fold "
         f"cross-fit, {how}, {entry['space']} space): the table gives each score's Harrell's C "
-        f"for death over those refits, mean, SD and range. A score whose range straddles 0.5 "
+        f"for death over those refits, mean, SD and range"
+        + (", and what it adds to age, dC = C(age + score) - C(age), mean and range"
+           if entry.get("beyond_age") else "")
+        + f". A score whose range straddles 0.5 "
         f"can rank death one way in one fit and the other way in the next. Measured "
         f"{entry['date']} at {entry['commit']} by \"{entry['command']}\" ({STUDY}).")
     return {"sentence": sentence + _verdict(entry.get("rule"), shipped),
-            "table": spread_table(entry["spread"], shipped)}
+            "table": spread_table(entry["spread"], shipped, entry.get("beyond_age"))}
 
 
 def _verdict(rule: dict[str, Any] | None, shipped: str | None) -> str:
-    """The pre-registered stability rule's verdict on the shipped score, per sex."""
+    """The pre-registered rule's verdict on the shipped score, per sex: the rule by dC, or
+    for a record measured before it, the stability rule (the refit spread of C)."""
     if not rule or not shipped:
         return ""
     parts, failed = [], []

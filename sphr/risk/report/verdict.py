@@ -6,7 +6,7 @@ into a template).
    outcome (death), per sex, with the hazard ratio the verdict rests on;
 2. :func:`across_sentence`: how many (sex, score, outcome) have ordered groups;
 3. :func:`gain_sentence`: how much the scores add to age (dC);
-4. :func:`stability_sentence`: whether the shipped SPHR passed its stability rule, and where
+4. :func:`stability_sentence`: whether the shipped SPHR passed its pre-registered rule, and where
    that was measured (the development set, not this cohort);
 5. :func:`population_sentence`: who is scored outside the ages the bounds were set on;
 6. :func:`higher_risk_sentence`: where the shipped score's Higher Risk group is nearly empty
@@ -119,24 +119,37 @@ def gain_sentence(gain: pd.DataFrame, outcome: str) -> str | None:
 
 
 def stability_sentence(record: dict[str, Any] | None, method: str | None) -> str | None:
-    """The pre-registered stability rule's verdict on the shipped SPHR score, naming where it
-    was measured (the development set), or that it was not measured."""
+    """The pre-registered rule's verdict on the shipped SPHR score, naming where it was
+    measured (the development set), or that it was not measured. A record of the rule by dC
+    names it by what the score adds to age and gives each sex's mean dC; an older record's
+    rule (the refit spread of C) is named the stability rule, as it was."""
     if not record or not method or not method.startswith("sphr"):
         return None
     entry = record.get("spread") or {}
     rule = entry.get("rule") or {}
-    verdicts = {sex: by[method]["passes"] for sex, by in rule.items() if method in by}
+    verdicts = {sex: by[method] for sex, by in rule.items() if method in by}
     if not verdicts:
         return (f"The stability of {_plain(method)} from fit to fit has not been measured for "
                 "this run's training settings (docs/METHODS.md, \"SPHR's stability from fit "
                 "to fit\").")
-    said = [f"{'passes' if ok else 'does not pass'} in {_who(sex)}"
-            for sex, ok in sorted(verdicts.items())]
+    said = [f"{'passes' if r['passes'] else 'does not pass'} in {_who(sex)}{_mean_gain(r)}"
+            for sex, r in sorted(verdicts.items())]
     where = (f"measured on the development set (NHANES, {entry['n']:,} people, "
              f"{entry['deaths']:,} deaths), not on this cohort" if "n" in entry
              else "measured on the development set, not on this cohort")
-    return (f"By the pre-registered stability rule ({where}), {_plain(method)} "
+    by_dc = any("mean_dc" in r for r in verdicts.values())
+    name = ("rule of what it adds to age (every refit's dC above 0, their mean's interval "
+            "above 0, the refit SD of C at most 0.02)" if by_dc else "stability rule")
+    return (f"By the pre-registered {name}, {where}, {_plain(method)} "
             f"{' and '.join(said)}.")
+
+
+def _mean_gain(r: dict[str, Any]) -> str:
+    """`` (mean dC +0.056, 95% interval +0.022 to +0.089)`` of one sex's rule entry, or ''."""
+    lo, hi = (r.get("interval") or (None, None))[:2]
+    if r.get("mean_dc") is None or lo is None or hi is None:
+        return ""
+    return f" (mean dC {r['mean_dc']:+.3f}, 95% interval {lo:+.3f} to {hi:+.3f})"
 
 
 #: one person of a sex, in a sentence
