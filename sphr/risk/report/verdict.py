@@ -138,8 +138,7 @@ def stability_sentence(record: dict[str, Any] | None, method: str | None) -> str
              f"{entry['deaths']:,} deaths), not on this cohort" if "n" in entry
              else "measured on the development set, not on this cohort")
     by_dc = any("mean_dc" in r for r in verdicts.values())
-    name = ("rule of what it adds to age (every refit's dC above 0, their mean's interval "
-            "above 0, the refit SD of C at most 0.02)" if by_dc else "stability rule")
+    name = "rule of what it adds to age" if by_dc else "stability rule"
     return (f"By the pre-registered {name}, {where}, {_plain(method)} "
             f"{' and '.join(said)}.")
 
