@@ -234,7 +234,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="read the scores of an earlier run in --out instead of fitting")
     parser.add_argument("--reuse-fits", action="store_true",
                         help="keep each fold's fitted SPHR and DeepPatient from an earlier run in "
-                        "--out and redo only the risk stage and the scoring")
+                        "--out and redo only the risk stage and the scoring; a fit the earlier "
+                        "run left unfinished continues from its checkpoint (--train "
+                        "checkpoint_every=N sets how often one is written)")
     parser.add_argument("--against", type=Path, default=None, metavar="DIR",
                         help="an earlier run's --out (other cohort settings, same folds): the "
                         "paired difference of every SPHR score of this run minus that run's")
