@@ -128,6 +128,21 @@ def test_resume_ends_bit_identical(data, tmp_path, loss):
                    resume=True)
 
 
+def test_resume_of_a_finished_fit_trains_no_further(data, tmp_path):
+    """A fit whose patience ran out writes its last checkpoint at the stopping epoch; resumed
+    from it (a cross-fit cut short after the fit, before its model was used), it trains no
+    epoch more: the same weights, curve and epoch count as the fit itself."""
+    X, T, y = data
+    c = cfg(epochs=40, checkpoint_every=5, validation_size=0.2, patience=1)
+    ref = train_sphr(X, T, c, labels=y, checkpoint_dir=tmp_path)
+    assert ref.timings["epochs_run"] < c.epochs  # it stopped early, at a checkpoint
+    again = train_sphr(X, T, c, labels=y, checkpoint_dir=tmp_path, resume=True)
+    assert again.timings["epochs_run"] == 0
+    assert again.timings["resumed_from_epoch"] == ref.timings["epochs_run"]
+    assert _same(ref.model, again.model) and again.loss_curve == ref.loss_curve
+    assert again.validation["best_epoch"] == ref.validation["best_epoch"]
+
+
 def test_train_many_equals_training_alone(data):
     X, T, y = data
     configs = [cfg(loss=name, epochs=1) for name in

@@ -172,7 +172,9 @@ class EpochLoop:
         t0 = time.perf_counter()
         first = self.state.epoch
         epoch_s: list[float] = []
-        stop = False
+        # resumed from the checkpoint of a fit that had stopped: nothing is left to train
+        stop = self.inputs.validator is not None and self.state.epoch > 0 and \
+            len(self.done()) == len(self.state.configs)
         with _matmul_precision(self.inputs.device, cfg.precision):
             while self.state.epoch < cfg.epochs and not stop:
                 values, validation, seconds = self._epoch()
