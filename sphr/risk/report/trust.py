@@ -20,9 +20,18 @@ def _cell(v: dict[str, float] | None) -> str:
     return f"{v['mean']:.3f}, SD {v['sd']:.3f} [{v['min']:.3f}-{v['max']:.3f}]"
 
 
-def _plain(method: str) -> str:
+def plain_name(method: str) -> str:
     """The method's display name without the "(shipped)" the name itself may carry."""
     return method_name(method).replace(" (shipped)", "")
+
+
+def mean_gain(r: dict[str, Any]) -> tuple[float, float, float] | None:
+    """A rule entry's mean dC over refits and its 95% interval (the rule by dC); None for an
+    entry of the rule before it, or where the interval was not estimable."""
+    lo, hi = (r.get("interval") or (None, None))[:2]
+    if r.get("mean_dc") is None or lo is None or hi is None:
+        return None
+    return r["mean_dc"], lo, hi
 
 
 def spread_table(spread: dict[str, dict[str, dict[str, float]]], shipped: str | None,
@@ -73,7 +82,7 @@ def sphr_trust(record: dict[str, Any] | None, methods: list[str]) -> dict[str, A
     profile, candidate = training.get("profile"), training.get("candidate")
     how = (f"the {profile} profile" if profile else "training settings of no profile") + \
         ("" if candidate in (None, "default") else f" with {candidate}")
-    first = (f"The shipped SPHR score is {_plain(shipped)}." if shipped else
+    first = (f"The shipped SPHR score is {plain_name(shipped)}." if shipped else
              "The shipped SPHR score was not computed in this run.")
     entry = record.get("spread")
     if not entry:
@@ -106,9 +115,8 @@ def _verdict(rule: dict[str, Any] | None, shipped: str | None) -> str:
         if r is None:
             continue
         why = [] if r["passes"] else _reasons(r)
-        gain = (f" (mean dC {r['mean_dc']:+.3f} [{r['interval'][0]:+.3f}, "
-                f"{r['interval'][1]:+.3f}])" if r.get("mean_dc") is not None
-                and None not in r["interval"] else "")
+        g = mean_gain(r)
+        gain = f" (mean dC {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}])" if g else ""
         parts.append(f"in {SEX_NAMES.get(sex, sex)} it " + (
             f"passes{gain}" if r["passes"] else "does not pass (" + "; ".join(why) + ")"))
         if not r["passes"]:

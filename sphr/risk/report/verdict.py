@@ -26,16 +26,12 @@ import numpy as np
 import pandas as pd
 
 from sphr.risk.report.frames import NOT_BEYOND_CHANCE, ordering_label, outcome_order
-from sphr.risk.report.names import is_reference, method_name
-from sphr.risk.report.trust import SEX_NAMES
+from sphr.risk.report.names import is_reference
+from sphr.risk.report.trust import SEX_NAMES, mean_gain, plain_name
 
 
 def _who(sex: str) -> str:
     return SEX_NAMES.get(sex, sex)
-
-
-def _plain(method: str) -> str:
-    return method_name(method).replace(" (shipped)", "")
 
 
 def _hr_text(by: pd.DataFrame, group: str) -> str:
@@ -64,9 +60,9 @@ def ordering_sentence(order: pd.DataFrame, method: str, outcome: str, *,
         # "ordered, not beyond chance, in women": the label's own comma closed
         sep = ", " if "," in status else " "
         parts.append(f"{status}{sep}in {_who(str(sex))} ({why})")
-    return (f"Is Higher Risk at higher risk? The groups of {_plain(method)}, the shipped score, "
-            f"are {' and '.join(parts)} for {outcome.replace('_', ' ')}: age-adjusted hazard "
-            f"ratio against Normal, {people}.")
+    return (f"Is Higher Risk at higher risk? The groups of {plain_name(method)}, the shipped "
+            f"score, are {' and '.join(parts)} for {outcome.replace('_', ' ')}: age-adjusted "
+            f"hazard ratio against Normal, {people}.")
 
 
 def across_sentence(order: pd.DataFrame) -> str | None:
@@ -83,7 +79,7 @@ def across_sentence(order: pd.DataFrame) -> str | None:
     chance = int((v["label"] == NOT_BEYOND_CHANCE).sum())
     first = outcome_order(v["outcome"])[0]
     f = v.loc[v["outcome"] == first]
-    names = [_plain(m) + (" (not beyond chance)" if (s["label"] == NOT_BEYOND_CHANCE).any()
+    names = [plain_name(m) + (" (not beyond chance)" if (s["label"] == NOT_BEYOND_CHANCE).any()
                           else "")
              for m, s in f.groupby("method", sort=True) if (s["status"] == "ordered").all()]
     what = first.replace("_", " ")
@@ -109,8 +105,8 @@ def gain_sentence(gain: pd.DataFrame, outcome: str) -> str | None:
     parts, above = [], []
     for sex, sub in g.groupby("sex", sort=True):
         best = sub.loc[sub["dc"].idxmax()]
-        parts.append(f"{_plain(best['method'])} in {_who(str(sex))}, {_dc(best)}")
-        above += [f"{_plain(m)} ({_who(str(sex))})"
+        parts.append(f"{plain_name(best['method'])} in {_who(str(sex))}, {_dc(best)}")
+        above += [f"{plain_name(m)} ({_who(str(sex))})"
                   for m in sub.loc[sub["dc_low"] > 0, "method"]]
     return (f"Beyond age, the largest gain in Harrell's C for {outcome.replace('_', ' ')} "
             f"(dC = C(age + score) - C(age), 95% interval) is {'; '.join(parts)}; "
@@ -129,7 +125,7 @@ def stability_sentence(record: dict[str, Any] | None, method: str | None) -> str
     rule = entry.get("rule") or {}
     verdicts = {sex: by[method] for sex, by in rule.items() if method in by}
     if not verdicts:
-        return (f"The stability of {_plain(method)} from fit to fit has not been measured for "
+        return (f"The stability of {plain_name(method)} from fit to fit has not been measured for "
                 "this run's training settings (docs/METHODS.md, \"SPHR's stability from fit "
                 "to fit\").")
     said = [f"{'passes' if r['passes'] else 'does not pass'} in {_who(sex)}{_mean_gain(r)}"
@@ -139,16 +135,14 @@ def stability_sentence(record: dict[str, Any] | None, method: str | None) -> str
              else "measured on the development set, not on this cohort")
     by_dc = any("mean_dc" in r for r in verdicts.values())
     name = "rule of what it adds to age" if by_dc else "stability rule"
-    return (f"By the pre-registered {name}, {where}, {_plain(method)} "
+    return (f"By the pre-registered {name}, {where}, {plain_name(method)} "
             f"{' and '.join(said)}.")
 
 
 def _mean_gain(r: dict[str, Any]) -> str:
     """`` (mean dC +0.056, 95% interval +0.022 to +0.089)`` of one sex's rule entry, or ''."""
-    lo, hi = (r.get("interval") or (None, None))[:2]
-    if r.get("mean_dc") is None or lo is None or hi is None:
-        return ""
-    return f" (mean dC {r['mean_dc']:+.3f}, 95% interval {lo:+.3f} to {hi:+.3f})"
+    g = mean_gain(r)
+    return f" (mean dC {g[0]:+.3f}, 95% interval {g[1]:+.3f} to {g[2]:+.3f})" if g else ""
 
 
 #: one person of a sex, in a sentence
@@ -236,7 +230,7 @@ def reading_line(gain: pd.DataFrame, sex: str) -> str | None:
     parts = []
     for outcome in outcome_order(g["outcome"]):
         sub = g.loc[(g["outcome"] == outcome)].dropna(subset=["dc"])
-        up = [_plain(m) for m in sub.loc[sub["dc_low"] > 0, "method"]]
+        up = [plain_name(m) for m in sub.loc[sub["dc_low"] > 0, "method"]]
         parts.append(f"{outcome.replace('_', ' ')}: "
                      + (", ".join(up) if up else f"none of {len(sub)}"))
     return f"{_who(sex).capitalize()}, distances adding to age beyond chance: " \
