@@ -19,7 +19,8 @@ its time.
 
     python benchmarks/real_nhanes.py [--out runs/real_nhanes] [--folds 5] [--seed 0]
         [--profile demo] [--spaces marker,quantile] [--bootstrap 1000] [--jobs 2] [--no-main]
-        [--variants] [--cohort KEY=VALUE] [--train KEY=VALUE] [--reuse | --reuse-fits]
+        [--variants] [--cohort KEY=VALUE] [--train KEY=VALUE]
+        [--reuse | --reuse-fits] [--reuse-refits]
         [--docs docs/REAL.md]
         [--absolute] [--refits K]
 
@@ -237,6 +238,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "--out and redo only the risk stage and the scoring; a fit the earlier "
                         "run left unfinished continues from its checkpoint (--train "
                         "checkpoint_every=N sets how often one is written)")
+    parser.add_argument("--reuse-refits", action="store_true",
+                        help="read back each refit whose crossfit_scores_<space>.parquet an "
+                        "earlier run left in --out (refit r >= 1 in --out/refit<r>) and fit only "
+                        "the others: a cross-fit longer than one sitting runs refit by refit, "
+                        "and a finished refit's scores can be carried to another machine")
     parser.add_argument("--against", type=Path, default=None, metavar="DIR",
                         help="an earlier run's --out (other cohort settings, same folds): the "
                         "paired difference of every SPHR score of this run minus that run's")

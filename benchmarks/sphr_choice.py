@@ -6,7 +6,13 @@ SPHR score, the mean dC over refits with its interval, every refit's dC, the ref
 whether it passes):
 
     python benchmarks/sphr_choice.py --run demo:default=DIR --run demo:anchor=1.0=DIR ...
+        [--earlier benchmarks/results/sphr_choice_<date>.json]
         [--cost demo:anchor=1.0,ensemble=5=5] [--docs docs/notes/SPHR_RISK.md]
+
+``--earlier``: the candidates of an earlier result of this script (its last line, as kept in
+``benchmarks/results``) join those of ``--run``, so a table built over several sittings
+needs only the new runs' directories; a ``--run`` of the same profile and training replaces
+the earlier rows.
 
 A candidate is a profile, its training settings and one SPHR score. Within a profile, among
 candidates passing in both sexes the highest mean dC over the two sexes ships; within 0.003 of
@@ -58,6 +64,28 @@ def candidates(runs: dict[str, Path], cost: dict[str, float]) -> list[dict]:
                          "passes": all(r["passes"] for r in per.values()),
                          "cost": cost.get(name, 1.0)})
     return rows
+
+
+def with_earlier(rows: list[dict], earlier: Path | None, cost: dict[str, float]) -> list[dict]:
+    """The candidates of an earlier result (``--earlier``) in their order, those of a training
+    that ``rows`` measured again (same profile and training) replaced in place by its rows,
+    then the rest of ``rows``. An earlier row's cost is ``--cost``'s when it names the
+    candidate, else the one it was chosen with."""
+    if earlier is None:
+        return rows
+    fresh: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        fresh.setdefault((r["profile"], r["training"]), []).append(r)
+    out, placed = [], set()
+    for r in json.loads(earlier.read_text().strip().splitlines()[-1])["candidates"]:
+        key = (r["profile"], r["training"])
+        if key in fresh:
+            if key not in placed:  # the remeasured training's rows where its first one stood
+                out += fresh[key]
+                placed.add(key)
+            continue
+        out.append({**r, "cost": cost.get(f"{key[0]}:{key[1]}", r.get("cost", 1.0))})
+    return out + [r for key, group in fresh.items() if key not in placed for r in group]
 
 
 def choose(rows: list[dict]) -> dict | None:
@@ -114,13 +142,17 @@ def markdown(rows: list[dict], per_profile: dict[str, dict | None], export: str 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", action="append", required=True, metavar="PROFILE:TRAINING=DIR")
+    parser.add_argument("--run", action="append", default=[], metavar="PROFILE:TRAINING=DIR")
+    parser.add_argument("--earlier", type=Path, default=None, metavar="JSON",
+                        help="an earlier result of this script: its candidates join --run's")
     parser.add_argument("--cost", action="append", default=[], metavar="PROFILE:TRAINING=X")
     parser.add_argument("--docs", type=Path, default=None)
     args = parser.parse_args()
     runs = {k: Path(v) for k, v in (item.rsplit("=", 1) for item in args.run)}
     cost = {k: float(v) for k, v in (item.rsplit("=", 1) for item in args.cost)}
-    rows = candidates(runs, cost)
+    rows = with_earlier(candidates(runs, cost), args.earlier, cost)
+    if not rows:
+        parser.error("no candidate: give --run PROFILE:TRAINING=DIR or --earlier JSON")
     per_profile, export = ship(rows)
     text = markdown(rows, per_profile, export)
     print(text)

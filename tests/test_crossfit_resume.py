@@ -4,6 +4,7 @@ cross-fit can span sessions; without ``--reuse-fits`` every fit starts afresh.""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -84,3 +85,56 @@ def test_reuse_fits_continues_the_sex_left_unfinished(stages, tmp_path, monkeypa
     stages.clear()
     _fold(tmp_path, reuse_fits=False)  # a fresh run fits both, resuming nothing
     assert _trained(stages) == [("train", "female", False), ("train", "male", False)]
+
+
+def test_reuse_refits_reads_back_a_finished_refit_and_fits_only_the_others(tmp_path, monkeypatch):
+    """``--reuse-refits``: a refit whose scores are in --out (written here or carried from
+    another machine) is read back as it is; only the other refits are fitted, under their own
+    keys; without the flag every refit is fitted."""
+    import json
+    from argparse import Namespace
+
+    from nhanes_crossfit import fits
+
+    args = Namespace(out=tmp_path, refits=2, reuse=False, reuse_refits=True, folds=2, seed=0,
+                     profile="demo", jobs=1, variants=False, cohort=[], reuse_fits=False,
+                     train=["anchor=3", "checkpoint_every=5"], risk=[])
+    carried = pd.DataFrame({"eid": [7, 8], "sex": ["female", "male"], "sphr_joint": [0.1, 0.2]})
+    carried.to_parquet(tmp_path / "crossfit_scores_marker.parquet")  # refit 0, from elsewhere
+    with pytest.raises(SystemExit, match=r"crossfit_scores\.json: missing"):
+        fits.refit_score_tables(args, ("marker",))
+    # kept with the settings it was fitted under: where and how fast it ran is no part of them
+    (tmp_path / "crossfit_scores.json").write_text(json.dumps(fits.refit_settings(
+        Namespace(**{**vars(args), "train": ["anchor=3.0", "device=cuda"]}), 0)))
+    asked: list[tuple] = []
+
+    def crossfit(out, folds, *a, only=None, **kw):
+        asked.append(only)
+        scored = {}
+        for r in only:
+            for k in range(folds):
+                f = tmp_path / f"risk_groups_{r}_{k}.parquet"
+                pd.DataFrame({"eid": [k + 1], "sex": ["female"], "method": ["sphr_joint"],
+                              "score": [float(r + k)], "label": [2], "mode": ["calibrated"]}
+                             ).to_parquet(f)
+                scored[r * folds + k] = {"marker": str(f)}
+        return None, scored
+
+    monkeypatch.setattr(fits, "crossfit", crossfit)
+    monkeypatch.setattr(fits, "death_outcome", lambda: pd.DataFrame(
+        {"time_years": [5.0, 6.0], "event": [1, 0]}, index=pd.Index([1, 2], name="eid")))
+    monkeypatch.setattr(fits, "reference_scores", lambda eids: pd.DataFrame(
+        {"eid": eids, "age": 50.0, "phenoage_itself": 55.0}))
+    runs = fits.refit_score_tables(args, ("marker",))
+    assert asked == [(1,)]
+    pd.testing.assert_frame_equal(runs[0]["marker"], carried)
+    assert runs[1]["marker"]["sphr_joint"].tolist() == [1.0, 2.0]  # refit 1's folds 0 and 1
+    assert (tmp_path / "refit1" / "crossfit_scores_marker.parquet").exists()
+    fits.refit_score_tables(Namespace(**{**vars(args), "reuse_refits": False}), ("marker",))
+    assert asked[-1] == (0, 1)
+    runs = fits.refit_score_tables(args, ("marker",))  # both written now: nothing is fitted
+    assert asked[-1] == (0, 1) and len(asked) == 2 and len(runs) == 2
+    other = Namespace(**{**vars(args), "train": ["anchor=1"]})  # another candidate's scores
+    with pytest.raises(SystemExit, match=re.escape("field 'training' is 'anchor=3.0', this "
+                                                   "run's is 'anchor=1.0'")):
+        fits.refit_score_tables(other, ("marker",))

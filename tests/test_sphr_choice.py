@@ -41,3 +41,24 @@ def test_within_the_tie_the_cheaper_training_and_then_the_smaller_weight_ship():
     assert sphr_choice.choose(rows)["training"] == "anchor=1.0"
     rows[2]["mean_dc"] = 0.050  # outside the tie: the highest dC ships
     assert sphr_choice.choose(rows)["training"] == "anchor=3.0"
+
+
+def test_earlier_candidates_join_and_a_remeasured_training_replaces_them_in_place(tmp_path):
+    import json
+
+    earlier = [_row("demo", "default", 0.002, False), _row("demo", "anchor=3.0", 0.056, True),
+               {**_row("paper", "anchor=3.0", 0.041, True), "score": "sphr"},
+               _row("paper", "anchor=3.0", 0.041, True)]
+    path = tmp_path / "sphr_choice.json"
+    path.write_text("a table first\n" + json.dumps({"candidates": earlier}) + "\n")
+    new = [_row("paper", "anchor=1.0,ensemble=5", 0.040, True, cost=5.0)]
+    rows = sphr_choice.with_earlier(new, path, {"paper:anchor=1.0,ensemble=5": 5.0})
+    assert [r["training"] for r in rows] == ["default", "anchor=3.0", "anchor=3.0", "anchor=3.0",
+                                             "anchor=1.0,ensemble=5"]
+    assert rows[-1] is new[0] and sphr_choice.ship(rows)[0]["paper"]["training"] == "anchor=3.0"
+    again = [_row("demo", "anchor=3.0", 0.050, True)]  # remeasured: its old row gives way
+    rows = sphr_choice.with_earlier(again, path, {"demo:default": 2.0})
+    assert [(r["training"], r["mean_dc"]) for r in rows[:2]] == [("default", 0.002),
+                                                                 ("anchor=3.0", 0.050)]
+    assert len(rows) == 4 and rows[0]["cost"] == 2.0
+    assert sphr_choice.with_earlier(new, None, {}) == new

@@ -4,6 +4,7 @@ held-out fold, run in worker processes, and every person's out-of-fold score per
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from sphr.io import atomic_path, write_json
 
 from .common import EXPORT, OUTCOMES, SEXES, death_outcome, refit_dir, refit_seed, train_overrides
 
@@ -119,16 +122,19 @@ def _fold_worker(args: tuple) -> dict[str, str]:
 def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, ...],
              jobs: int, variants: bool = False, cohort: dict | None = None,
              reuse_fits: bool = False, absolute_only: bool = False, refits: int = 1,
-             train: dict | None = None, risk: dict | None = None
+             train: dict | None = None, risk: dict | None = None,
+             only: tuple[int, ...] | None = None
              ) -> tuple[pd.DataFrame, dict[int, dict[str, str]]]:
     """Run every fold (``jobs`` at a time, one thread each); (folds table, scored files).
     ``refits`` > 1: each fold fitted again with :func:`refit_seed` (r, fold) keys, r >= 1
-    in ``out/refit<r>``; the scored files are then keyed ``r * folds + fold``."""
+    in ``out/refit<r>``; the scored files are then keyed ``r * folds + fold``. ``only``:
+    fit these refits and no other (their keys unchanged)."""
     out.mkdir(parents=True, exist_ok=True)
     table = fold_of(EXPORT, OUTCOMES, folds, seed)
-    tasks = []
-    for r in range(refits):
+    tasks, keys = [], []
+    for r in range(refits) if only is None else only:
         for k in range(folds):
+            keys.append(r * folds + k)
             work = refit_dir(out, r) / f"fold{k}"
             work.mkdir(parents=True, exist_ok=True)
             held = set(table.loc[table["fold"] == k, "eid"].astype(int))
@@ -142,7 +148,7 @@ def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, 
     # inherits locked
     with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
         results = list(pool.map(_fold_worker, tasks))
-    return table, dict(enumerate(results))
+    return table, dict(zip(keys, results, strict=True))
 
 
 def collect(scored: dict[int, dict[str, str]], space: str) -> pd.DataFrame:
@@ -172,30 +178,81 @@ def score_tables(args: argparse.Namespace, spaces: tuple[str, ...]) -> dict[str,
     return refit_score_tables(args, spaces)[0]
 
 
+def refit_settings(args: argparse.Namespace, refit: int) -> dict:
+    """What refit ``refit``'s scores depend on, kept beside them (``crossfit_scores.json``):
+    the development set, the folds, the refit's seed and the candidate; not where or how fast
+    the fits ran (``device``, ``checkpoint_every``)."""
+    import hashlib
+
+    from .spread_file import candidate_name
+
+    return {"export_sha256": hashlib.sha256(EXPORT.read_bytes()).hexdigest()[:16],
+            "profile": args.profile, "folds": args.folds, "seed": args.seed, "refit": refit,
+            "refit_seed": refit_seed(args.seed, refit),
+            "training": candidate_name(train_overrides(args.train), args.profile),
+            "cohort": dict(item.split("=", 1) for item in args.cohort),
+            "risk": train_overrides(getattr(args, "risk", [])), "variants": bool(args.variants)}
+
+
+def carried_refit(args: argparse.Namespace, refit: int, spaces: tuple[str, ...]) -> bool:
+    """``--reuse-refits``: whether refit ``refit``'s scores are in ``--out`` to be read back;
+    scores kept under other settings than this run's stop it, naming the first that differs."""
+    where = refit_dir(args.out, refit)
+    if not all((where / f"crossfit_scores_{s}.parquet").exists() for s in spaces):
+        return False
+    kept_file = where / "crossfit_scores.json"
+    if not kept_file.exists():
+        raise SystemExit(f"{kept_file}: missing, so the refit's scores beside it cannot be "
+                         "told to be this run's; remove them or run without --reuse-refits")
+    kept, mine = json.loads(kept_file.read_text()), refit_settings(args, refit)
+    for key, value in mine.items():
+        if kept.get(key) != value:
+            raise SystemExit(f"{kept_file}: field {key!r} is {kept.get(key)!r}, this run's is "
+                             f"{value!r}: those scores are another cross-fit's")
+    return True
+
+
 def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
                        ) -> list[dict[str, pd.DataFrame]]:
     """:func:`score_tables` of every refit (``--refits``, 1 without it), refit 0 first; refit
     r >= 1 writes and reads its crossfit_scores_<space>.parquet in ``out/refit<r>``."""
     refits = getattr(args, "refits", 1)
+
+    def read_back(r: int) -> dict[str, pd.DataFrame]:
+        return {s: pd.read_parquet(refit_dir(args.out, r) / f"crossfit_scores_{s}.parquet")
+                for s in spaces}
+
     if args.reuse:
-        return [{s: pd.read_parquet(refit_dir(args.out, r) / f"crossfit_scores_{s}.parquet")
-                 for s in spaces} for r in range(refits)]
+        return [read_back(r) for r in range(refits)]
+    # --reuse-refits: a refit whose scores an earlier run wrote (on this machine or carried
+    # from another) is read back, so a cross-fit longer than one sitting is done refit by refit
+    kept = {r for r in range(refits)
+            if getattr(args, "reuse_refits", False) and carried_refit(args, r, spaces)}
+    todo = tuple(r for r in range(refits) if r not in kept)
     cohort = dict(item.split("=", 1) for item in args.cohort)
     _, scored = crossfit(args.out, args.folds, args.seed, args.profile, spaces, args.jobs,
                          args.variants, cohort, args.reuse_fits, refits=refits,
                          train=train_overrides(getattr(args, "train", [])),
-                         risk=train_overrides(getattr(args, "risk", [])))
+                         risk=train_overrides(getattr(args, "risk", [])),
+                         only=todo) if todo else (None, {})
     death = death_outcome()
     out = []
     for r in range(refits):
+        if r in kept:
+            out.append(read_back(r))
+            continue
         mine = {k % args.folds: f for k, f in scored.items() if k // args.folds == r}
         tables = {}
+        # the settings first: a refit's scores are never there without them
+        write_json(refit_settings(args, r), refit_dir(args.out, r) / "crossfit_scores.json")
         for space in spaces:
             wide = collect(mine, space)
             wide = wide.merge(reference_scores(wide["eid"].to_numpy()), on="eid")
             wide["time_years"] = death["time_years"].reindex(wide["eid"]).to_numpy(float)
             wide["died"] = death["event"].reindex(wide["eid"]).to_numpy(int)
-            wide.to_parquet(refit_dir(args.out, r) / f"crossfit_scores_{space}.parquet")
+            # whole or absent: --reuse-refits takes a file that is there as a finished refit
+            with atomic_path(refit_dir(args.out, r) / f"crossfit_scores_{space}.parquet") as tmp:
+                wide.to_parquet(tmp)
             tables[space] = wide
         out.append(tables)
     return out
