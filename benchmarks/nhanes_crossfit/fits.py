@@ -7,8 +7,10 @@ import argparse
 import json
 import multiprocessing
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,64 +48,72 @@ def split_export(export: Path, keep: set[int], out: Path) -> Path:
     return out
 
 
-def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path,
-                  profile: str, seed: int, spaces: tuple[str, ...], variants: bool = False,
-                  cohort: dict | None = None, reuse_fits: bool = False,
-                  absolute_only: bool = False, train: dict | None = None,
-                  risk: dict | None = None) -> dict[str, str]:
-    """One fold: the stages on ``train_csv``, then ``sphr score`` of ``heldout_csv`` per space.
-    ``variants`` adds the SPHR variants of the risk stage; ``cohort`` overrides cohort
-    settings (e.g. ``{"triplet_classes": "severity"}``); ``absolute_only``: only what the
-    absolute-risk candidates read (ingest, cohorts, the raw Euclidean distance; no SPHR or
-    DeepPatient fit); ``train`` overrides training settings (e.g. ``{"selection": "severity"}``)
-    and ``risk`` the risk stage's (e.g. ``{"standardization": "calibration_line"}``).
-    SPHR's per-epoch tracking gets the training folds' deaths (never the held-out fold's)."""
-    from sphr.baselines.pipeline import run_baselines
+def _fitted(run: Path, sex: str) -> bool:
+    from sphr.layout import baselines_dir, train_dir
+
+    return ((train_dir(run, sex) / "model.pt").exists()
+            and (baselines_dir(run, sex) / "deep_patient").exists())
+
+
+def prepare_fold(work: Path, train_csv: Path, outcomes: Path, profile: str, seed: int,
+                 cohort: dict | None = None, reuse_fits: bool = False) -> None:
+    """A fold's ingest and cohorts on ``train_csv`` in ``work/run`` (kept when ``reuse_fits``
+    and both sexes are fitted; a run cut short between the sexes rebuilds them alike)."""
     from sphr.cohorts.build import run_cohorts
     from sphr.cohorts.config import CohortConfig
     from sphr.data.ingest import run_ingest
     from sphr.data.outcomes import load_outcome_config
+
+    run = work / "run"
+    if reuse_fits and all(_fitted(run, sex) for sex in SEXES):
+        return
+    run_ingest(train_csv, run / "ingest", outcome_config=load_outcome_config(outcomes))
+    run_cohorts(run / "ingest" / "baseline.parquet", run / "cohorts",
+                CohortConfig.profile(profile, seed=seed, **(cohort or {})))
+
+
+def fit_sex(work: Path, sex: str, profile: str, seed: int, train: dict | None = None,
+            reuse_fits: bool = False) -> None:
+    """One sex's SPHR and DeepPatient fits on the fold's cohorts (:func:`prepare_fold` first).
+    SPHR's per-epoch tracking gets the training folds' deaths (never the held-out fold's).
+    ``reuse_fits``: a finished fit is kept and an unfinished one continues from its
+    checkpoint (the same weights as one uninterrupted run), so an hours-long cross-fit can
+    span sessions."""
+    from sphr.baselines.pipeline import run_baselines
     from sphr.layout import baselines_dir, cohort_dir, train_dir
-    from sphr.risk.apply import run_score
-    from sphr.risk.config import RiskConfig
-    from sphr.risk.pipeline import run_risk
     from sphr.train import TrainConfig, run_train
 
     run = work / "run"
+    if reuse_fits and _fitted(run, sex):
+        return
+    death = pd.read_parquet(run / "ingest" / "outcomes.parquet")
+    death = death.loc[death["outcome"] == "death", ["eid", "time_years", "event"]]
+    # the CPU unless told (--train device=cuda compile=true: the paper profile's ensembles on
+    # a GPU); the refit's seed always
+    settings = {"device": "cpu", **(train or {}), "seed": seed}
+    run_train(cohort_dir(run, sex), train_dir(run, sex), TrainConfig.profile(profile, **settings),
+              death=death, resume=reuse_fits)
+    run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), ["deep_patient"], seed=seed,
+                  device="cpu")
 
-    def fitted(sex: str) -> bool:
-        return ((train_dir(run, sex) / "model.pt").exists()
-                and (baselines_dir(run, sex) / "deep_patient").exists())
 
-    if not (reuse_fits and all(fitted(sex) for sex in SEXES)):
-        run_ingest(train_csv, run / "ingest", outcome_config=load_outcome_config(outcomes))
-        run_cohorts(run / "ingest" / "baseline.parquet", run / "cohorts",
-                    CohortConfig.profile(profile, seed=seed, **(cohort or {})))
-        death = pd.read_parquet(run / "ingest" / "outcomes.parquet")
-        death = death.loc[death["outcome"] == "death", ["eid", "time_years", "event"]]
-        for sex in () if absolute_only else SEXES:
-            if reuse_fits and fitted(sex):
-                continue  # a run cut short after this sex's fit: the cohorts are rebuilt alike
-            # the CPU unless told (--train device=cuda compile=true: the paper profile's
-            # ensembles on a GPU); the refit's seed always
-            settings = {"device": "cpu", **(train or {}), "seed": seed}
-            # --reuse-fits also continues a fit cut short from its checkpoint (the same
-            # weights as one uninterrupted run), so an hours-long cross-fit can span sessions
-            run_train(cohort_dir(run, sex), train_dir(run, sex),
-                      TrainConfig.profile(profile, **settings), death=death,
-                      resume=reuse_fits)
-            run_baselines(cohort_dir(run, sex), baselines_dir(run, sex), ["deep_patient"],
-                          seed=seed, device="cpu")
-    from sphr.risk.config import DEFAULT_METHODS, SPHR_VARIANTS
+def score_fold(work: Path, heldout_csv: Path, seed: int, spaces: tuple[str, ...],
+               variants: bool = False, absolute_only: bool = False,
+               risk: dict | None = None) -> dict[str, str]:
+    """The risk stage on the fold's fits, then ``sphr score`` of ``heldout_csv``, per space;
+    the scored files by space (``absolute_<space>``: the absolute-risk candidates)."""
+    from sphr.risk.apply import run_score
+    from sphr.risk.config import DEFAULT_METHODS, SPHR_VARIANTS, RiskConfig
+    from sphr.risk.pipeline import run_risk
 
     methods = (*DEFAULT_METHODS, *SPHR_VARIANTS) if variants else DEFAULT_METHODS
     if absolute_only:
         methods = ("raw_euclidean",)
     scored = {}
     for space in spaces:
-        run_risk(run, work / f"risk_{space}", RiskConfig(methods=methods, distance_space=space,
-                                                         seed=seed, device="cpu",
-                                                         **(risk or {})),
+        run_risk(work / "run", work / f"risk_{space}",
+                 RiskConfig(methods=methods, distance_space=space, seed=seed, device="cpu",
+                            **(risk or {})),
                  report=False)  # the folds' tables are read; their reports never are
         run_score(work / f"risk_{space}", heldout_csv, work / f"score_{space}", device="cpu")
         scored[space] = str(work / f"score_{space}" / "risk_groups.parquet")
@@ -112,11 +122,29 @@ def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path
     return scored
 
 
-def _fold_worker(args: tuple) -> dict[str, str]:
+def fit_and_score(work: Path, train_csv: Path, heldout_csv: Path, outcomes: Path,
+                  profile: str, seed: int, spaces: tuple[str, ...], variants: bool = False,
+                  cohort: dict | None = None, reuse_fits: bool = False,
+                  absolute_only: bool = False, train: dict | None = None,
+                  risk: dict | None = None) -> dict[str, str]:
+    """One fold in one process: :func:`prepare_fold`, :func:`fit_sex` for each sex (none when
+    ``absolute_only``: only what the absolute-risk candidates read, no SPHR or DeepPatient
+    fit), then :func:`score_fold`. ``variants`` adds the SPHR variants of the risk stage;
+    ``cohort`` overrides cohort settings (e.g. ``{"triplet_classes": "severity"}``),
+    ``train`` training settings (e.g. ``{"selection": "severity"}``) and ``risk`` the risk
+    stage's (e.g. ``{"standardization": "calibration_line"}``)."""
+    prepare_fold(work, train_csv, outcomes, profile, seed, cohort, reuse_fits)
+    for sex in () if absolute_only else SEXES:
+        fit_sex(work, sex, profile, seed, train, reuse_fits)
+    return score_fold(work, heldout_csv, seed, spaces, variants, absolute_only, risk)
+
+
+def _in_worker(fn: Callable[..., Any], *args: Any) -> Any:
+    """A pool task: ``fn(*args)`` on one thread (the pool runs ``jobs`` of them at once)."""
     import torch
 
     torch.set_num_threads(1)
-    return fit_and_score(*args)
+    return fn(*args)
 
 
 def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, ...],
@@ -131,24 +159,31 @@ def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, 
     fit these refits and no other (their keys unchanged)."""
     out.mkdir(parents=True, exist_ok=True)
     table = fold_of(EXPORT, OUTCOMES, folds, seed)
-    tasks, keys = [], []
+    folds_todo = []
     for r in range(refits) if only is None else only:
         for k in range(folds):
-            keys.append(r * folds + k)
             work = refit_dir(out, r) / f"fold{k}"
             work.mkdir(parents=True, exist_ok=True)
             held = set(table.loc[table["fold"] == k, "eid"].astype(int))
             train_csv = split_export(EXPORT, set(table["eid"].astype(int)) - held,
                                      work / "train.csv")
             held_csv = split_export(EXPORT, held, work / "heldout.csv")
-            tasks.append((work, train_csv, held_csv, OUTCOMES, profile, refit_seed(seed, r),
-                          spaces, variants, cohort, reuse_fits, absolute_only, train, risk))
+            folds_todo.append((r * folds + k, work, train_csv, held_csv, refit_seed(seed, r)))
     os.environ["OMP_NUM_THREADS"] = "1"  # before the workers start their thread pools
+    # three phases, so that each sex's fit is a task of its own: with 5 folds on 2 workers a
+    # fold per task leaves one worker idle for the last fold's two fits
+    prepare = [(prepare_fold, w, t, OUTCOMES, profile, s, cohort, reuse_fits)
+               for _, w, t, _, s in folds_todo]
+    fit = [(fit_sex, w, sex, profile, s, train, reuse_fits) for _, w, _, _, s in folds_todo
+           for sex in (() if absolute_only else SEXES)]
+    score = [(score_fold, w, h, s, spaces, variants, absolute_only, risk)
+             for _, w, _, h, s in folds_todo]
     # spawn, not fork: the parent holds polars / pyarrow thread pools, which a forked child
     # inherits locked
     with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = list(pool.map(_fold_worker, tasks))
-    return table, dict(zip(keys, results, strict=True))
+        results = [list(pool.map(_in_worker, *zip(*phase, strict=True))) if phase else []
+                   for phase in (prepare, fit, score)][-1]
+    return table, dict(zip([key for key, *_ in folds_todo], results, strict=True))
 
 
 def collect(scored: dict[int, dict[str, str]], space: str) -> pd.DataFrame:
