@@ -80,7 +80,9 @@ def against(args: argparse.Namespace, tables: dict[str, pd.DataFrame], draws: di
     """This run's SPHR scores minus the same scores of the run in ``args.against`` (the same
     people and resamples: the folds and bootstrap are seeded alike)."""
     space = next(iter(tables))
-    other = pd.read_parquet(args.against / f"crossfit_scores_{space}.parquet")
+    from .fits import scores_file
+
+    other = pd.read_parquet(scores_file(args.against, 0, space))  # its refit 0, as this run's
     if not np.array_equal(other["eid"].to_numpy(), tables[space]["eid"].to_numpy()):
         raise SystemExit(f"{args.against}: other people than this run's")
     names = [c for c in other.columns if c == "sphr" or c.startswith("sphr_")]

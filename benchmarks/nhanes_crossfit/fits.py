@@ -147,6 +147,11 @@ def _in_worker(fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
+def _run_phase(pool: ProcessPoolExecutor, tasks: list[tuple]) -> list[Any]:
+    """Every task ``(fn, *args)`` of one phase on the pool; their results in task order."""
+    return list(pool.map(_in_worker, *zip(*tasks, strict=True))) if tasks else []
+
+
 def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, ...],
              jobs: int, variants: bool = False, cohort: dict | None = None,
              reuse_fits: bool = False, absolute_only: bool = False, refits: int = 1,
@@ -181,8 +186,9 @@ def crossfit(out: Path, folds: int, seed: int, profile: str, spaces: tuple[str, 
     # spawn, not fork: the parent holds polars / pyarrow thread pools, which a forked child
     # inherits locked
     with ProcessPoolExecutor(max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = [list(pool.map(_in_worker, *zip(*phase, strict=True))) if phase else []
-                   for phase in (prepare, fit, score)][-1]
+        for phase in (prepare, fit):  # each waits for the one before
+            _run_phase(pool, phase)
+        results = _run_phase(pool, score)
     return table, dict(zip([key for key, *_ in folds_todo], results, strict=True))
 
 
@@ -213,6 +219,11 @@ def score_tables(args: argparse.Namespace, spaces: tuple[str, ...]) -> dict[str,
     return refit_score_tables(args, spaces)[0]
 
 
+def scores_file(out: Path, refit: int, space: str) -> Path:
+    """Where refit ``refit`` keeps everyone's out-of-fold scores in ``space``."""
+    return refit_dir(out, refit) / f"crossfit_scores_{space}.parquet"
+
+
 def refit_settings(args: argparse.Namespace, refit: int) -> dict:
     """What refit ``refit``'s scores depend on, kept beside them (``crossfit_scores.json``):
     the development set, the folds, the refit's seed and the candidate; not where or how fast
@@ -232,10 +243,9 @@ def refit_settings(args: argparse.Namespace, refit: int) -> dict:
 def carried_refit(args: argparse.Namespace, refit: int, spaces: tuple[str, ...]) -> bool:
     """``--reuse-refits``: whether refit ``refit``'s scores are in ``--out`` to be read back;
     scores kept under other settings than this run's stop it, naming the first that differs."""
-    where = refit_dir(args.out, refit)
-    if not all((where / f"crossfit_scores_{s}.parquet").exists() for s in spaces):
+    if not all(scores_file(args.out, refit, s).exists() for s in spaces):
         return False
-    kept_file = where / "crossfit_scores.json"
+    kept_file = refit_dir(args.out, refit) / "crossfit_scores.json"
     if not kept_file.exists():
         raise SystemExit(f"{kept_file}: missing, so the refit's scores beside it cannot be "
                          "told to be this run's; remove them or run without --reuse-refits")
@@ -254,8 +264,7 @@ def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
     refits = getattr(args, "refits", 1)
 
     def read_back(r: int) -> dict[str, pd.DataFrame]:
-        return {s: pd.read_parquet(refit_dir(args.out, r) / f"crossfit_scores_{s}.parquet")
-                for s in spaces}
+        return {s: pd.read_parquet(scores_file(args.out, r, s)) for s in spaces}
 
     if args.reuse:
         return [read_back(r) for r in range(refits)]
@@ -286,7 +295,7 @@ def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
             wide["time_years"] = death["time_years"].reindex(wide["eid"]).to_numpy(float)
             wide["died"] = death["event"].reindex(wide["eid"]).to_numpy(int)
             # whole or absent: --reuse-refits takes a file that is there as a finished refit
-            with atomic_path(refit_dir(args.out, r) / f"crossfit_scores_{space}.parquet") as tmp:
+            with atomic_path(scores_file(args.out, r, space)) as tmp:
                 wide.to_parquet(tmp)
             tables[space] = wide
         out.append(tables)
