@@ -80,6 +80,7 @@ from nhanes_crossfit.common import (
     OUTCOMES,
     REPO,
     SEXES,
+    cohort_overrides,
     death_outcome,
     interval,
     refit_dir,
@@ -268,8 +269,8 @@ def death_table(args: argparse.Namespace, tables: dict[str, pd.DataFrame]
     first = next(iter(tables.values()))
     result: dict = {"n": len(first), "deaths": int(first["died"].sum()), "folds": args.folds,
                     "seed": args.seed, "profile": args.profile, "bootstrap": args.bootstrap,
-                    "cohort": dict(item.split("=", 1) for item in args.cohort),
-                    "train": train_overrides(args.train), "risk": train_overrides(args.risk),
+                    "cohort": cohort_overrides(args.cohort), "train": train_overrides(args.train),
+                    "risk": train_overrides(args.risk, "--risk"),
                     "c_index": {}, "n_scored": {}}
     draws = {}
     for space, wide in tables.items():

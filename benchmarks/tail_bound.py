@@ -26,11 +26,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+# a cross-fit's scores file is named in one place (its folder is added for a test loading
+# this file by path; appended, as real_nhanes.py does, so it shadows no installed module)
+sys.path.append(str(Path(__file__).resolve().parent))
+from nhanes_crossfit.fits import scores_file
 
 from sphr.risk.calibration import LOWER_LEVEL, TAIL_BOUNDS, tail_bound
 
@@ -121,7 +127,7 @@ def run_cells(run: Path) -> list[dict]:
 def crossfit_cells(root: Path, space: str = "marker") -> list[dict]:
     """A cross-fit's cells, one per fold, sex and score: the fold's calibration BFH z (its risk
     stage) and its held-out people's z (``sphr score``)."""
-    scores = pd.read_parquet(root / f"crossfit_scores_{space}.parquet")
+    scores = pd.read_parquet(scores_file(root, 0, space))  # refit 0: the folds below
     cells = []
     for fold in sorted(root.glob("fold[0-9]*")):
         held = set(pd.read_csv(fold / "heldout.csv", usecols=["eid"])["eid"])

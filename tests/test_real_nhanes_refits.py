@@ -69,6 +69,20 @@ def test_train_overrides_and_the_candidate_name():
     assert real_nhanes.candidate_name({}, "paper") == "default"
 
 
+def test_an_item_without_key_value_stops_the_run_naming_its_flag():
+    from nhanes_crossfit.common import cohort_overrides
+
+    # cohort values stay as written; only the first "=" splits
+    assert cohort_overrides(["augment=false", "note=a=b"]) == {"augment": "false", "note": "a=b"}
+    for bad in ("anchor", "=3"):
+        with pytest.raises(SystemExit, match=f"--train '{bad}'"):
+            real_nhanes.train_overrides([bad])
+    with pytest.raises(SystemExit, match="--risk 'tail'"):
+        real_nhanes.train_overrides(["tail"], "--risk")
+    with pytest.raises(SystemExit, match="--cohort 'augment'"):
+        cohort_overrides(["augment"])
+
+
 def test_an_override_that_restates_the_profile_names_the_default_candidate():
     """``--train ensemble=1`` trains what the profile trains: its spread must be filed where a
     model of that profile looks it up (sphr.risk.refits.candidate_of)."""

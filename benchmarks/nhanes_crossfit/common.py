@@ -1,7 +1,7 @@
 """What every part of the cross-fitted NHANES benchmark shares: the development set's files,
-the sexes, the refit seeds and directories, the death outcome, ``--train`` items read as
-settings, the percentile interval of a row of bootstrap draws, and a table's rows of scores
-by sex."""
+the sexes, the refit seeds and directories, the death outcome, ``--train``, ``--risk`` and
+``--cohort`` items read as settings, the percentile interval of a row of bootstrap draws, and
+a table's rows of scores by sex."""
 
 from __future__ import annotations
 
@@ -19,17 +19,32 @@ OUTCOMES = DATA / "nhanes_ukb_outcomes.json"
 SEXES = ("female", "male")
 
 
-def train_overrides(items: list[str]) -> dict:
+def _key_value(item: str, flag: str) -> tuple[str, str]:
+    """One ``KEY=VALUE`` item of ``flag``; an item without ``=`` or a key stops the run
+    naming the flag and the item (a bare word once became a setting with an empty value)."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"{flag} {item!r}: expected KEY=VALUE")
+    return key, value
+
+
+def train_overrides(items: list[str], flag: str = "--train") -> dict:
     """``--train KEY=VALUE`` items as training settings: a value that reads as JSON (a
     number, true, null) is that, anything else a string."""
     out = {}
     for item in items:
-        key, _, value = item.partition("=")
+        key, value = _key_value(item, flag)
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+def cohort_overrides(items: list[str]) -> dict[str, str]:
+    """``--cohort KEY=VALUE`` items as cohort settings, values kept as written (the cohort
+    stage reads them as its config file would)."""
+    return dict(_key_value(item, "--cohort") for item in items)
 
 
 def refit_seed(seed: int, refit: int) -> int:

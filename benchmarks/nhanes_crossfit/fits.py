@@ -17,7 +17,16 @@ import pandas as pd
 
 from sphr.io import atomic_path, write_json
 
-from .common import EXPORT, OUTCOMES, SEXES, death_outcome, refit_dir, refit_seed, train_overrides
+from .common import (
+    EXPORT,
+    OUTCOMES,
+    SEXES,
+    cohort_overrides,
+    death_outcome,
+    refit_dir,
+    refit_seed,
+    train_overrides,
+)
 
 
 def fold_of(export: Path, outcomes: Path, folds: int, seed: int) -> pd.DataFrame:
@@ -236,8 +245,9 @@ def refit_settings(args: argparse.Namespace, refit: int) -> dict:
             "profile": args.profile, "folds": args.folds, "seed": args.seed, "refit": refit,
             "refit_seed": refit_seed(args.seed, refit),
             "training": candidate_name(train_overrides(args.train), args.profile),
-            "cohort": dict(item.split("=", 1) for item in args.cohort),
-            "risk": train_overrides(getattr(args, "risk", [])), "variants": bool(args.variants)}
+            "cohort": cohort_overrides(args.cohort),
+            "risk": train_overrides(getattr(args, "risk", []), "--risk"),
+            "variants": bool(args.variants)}
 
 
 def carried_refit(args: argparse.Namespace, refit: int, spaces: tuple[str, ...]) -> bool:
@@ -273,11 +283,11 @@ def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
     kept = {r for r in range(refits)
             if getattr(args, "reuse_refits", False) and carried_refit(args, r, spaces)}
     todo = tuple(r for r in range(refits) if r not in kept)
-    cohort = dict(item.split("=", 1) for item in args.cohort)
+    cohort = cohort_overrides(args.cohort)
     _, scored = crossfit(args.out, args.folds, args.seed, args.profile, spaces, args.jobs,
                          args.variants, cohort, args.reuse_fits, refits=refits,
                          train=train_overrides(getattr(args, "train", [])),
-                         risk=train_overrides(getattr(args, "risk", [])),
+                         risk=train_overrides(getattr(args, "risk", []), "--risk"),
                          only=todo) if todo else (None, {})
     death = death_outcome()
     out = []
