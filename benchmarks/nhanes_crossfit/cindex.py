@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .common import SEXES, interval
+from .fits import scores_file
 
 
 def c_indices(frame: pd.DataFrame, scores: list[str], n_bootstrap: int, seed: int
@@ -80,8 +81,6 @@ def against(args: argparse.Namespace, tables: dict[str, pd.DataFrame], draws: di
     """This run's SPHR scores minus the same scores of the run in ``args.against`` (the same
     people and resamples: the folds and bootstrap are seeded alike)."""
     space = next(iter(tables))
-    from .fits import scores_file
-
     other = pd.read_parquet(scores_file(args.against, 0, space))  # its refit 0, as this run's
     if not np.array_equal(other["eid"].to_numpy(), tables[space]["eid"].to_numpy()):
         raise SystemExit(f"{args.against}: other people than this run's")

@@ -233,6 +233,11 @@ def scores_file(out: Path, refit: int, space: str) -> Path:
     return refit_dir(out, refit) / f"crossfit_scores_{space}.parquet"
 
 
+def settings_file(out: Path, refit: int) -> Path:
+    """Where refit ``refit`` keeps the settings its scores were fitted under."""
+    return refit_dir(out, refit) / "crossfit_scores.json"
+
+
 def refit_settings(args: argparse.Namespace, refit: int) -> dict:
     """What refit ``refit``'s scores depend on, kept beside them (``crossfit_scores.json``):
     the development set, the folds, the refit's seed and the candidate; not where or how fast
@@ -255,7 +260,7 @@ def carried_refit(args: argparse.Namespace, refit: int, spaces: tuple[str, ...])
     scores kept under other settings than this run's stop it, naming the first that differs."""
     if not all(scores_file(args.out, refit, s).exists() for s in spaces):
         return False
-    kept_file = refit_dir(args.out, refit) / "crossfit_scores.json"
+    kept_file = settings_file(args.out, refit)
     if not kept_file.exists():
         raise SystemExit(f"{kept_file}: missing, so the refit's scores beside it cannot be "
                          "told to be this run's; remove them or run without --reuse-refits")
@@ -298,7 +303,7 @@ def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
         mine = {k % args.folds: f for k, f in scored.items() if k // args.folds == r}
         tables = {}
         # the settings first: a refit's scores are never there without them
-        write_json(refit_settings(args, r), refit_dir(args.out, r) / "crossfit_scores.json")
+        write_json(refit_settings(args, r), settings_file(args.out, r))
         for space in spaces:
             wide = collect(mine, space)
             wide = wide.merge(reference_scores(wide["eid"].to_numpy()), on="eid")
