@@ -83,6 +83,7 @@ from nhanes_crossfit.common import (
     cohort_overrides,
     death_outcome,
     interval,
+    key_value_item,
     refit_dir,
     refit_seed,
     train_overrides,
@@ -216,13 +217,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2, help="folds fitted at the same time")
     parser.add_argument("--variants", action="store_true",
                         help="also score the SPHR variants of the risk stage (docs/METHODS.md)")
-    parser.add_argument("--cohort", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--cohort", action="append", default=[], type=key_value_item,
+                        metavar="KEY=VALUE",
                         help="a cohort setting for every fold, e.g. triplet_classes=severity")
-    parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--train", action="append", default=[], type=key_value_item,
+                        metavar="KEY=VALUE",
                         help="a training setting for every fold's SPHR fit, e.g. "
                              "selection=severity or anchor=1 (docs/METHODS.md); device=cuda "
                              "with compile=true trains on a GPU")
-    parser.add_argument("--risk", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--risk", action="append", default=[], type=key_value_item,
+                        metavar="KEY=VALUE",
                         help="a risk-stage setting for every fold, e.g. "
                              "standardization=calibration_line (docs/METHODS.md)")
     parser.add_argument("--record-spread", action="store_true",
@@ -270,7 +274,7 @@ def death_table(args: argparse.Namespace, tables: dict[str, pd.DataFrame]
     result: dict = {"n": len(first), "deaths": int(first["died"].sum()), "folds": args.folds,
                     "seed": args.seed, "profile": args.profile, "bootstrap": args.bootstrap,
                     "cohort": cohort_overrides(args.cohort), "train": train_overrides(args.train),
-                    "risk": train_overrides(args.risk, "--risk"),
+                    "risk": train_overrides(args.risk),
                     "c_index": {}, "n_scored": {}}
     draws = {}
     for space, wide in tables.items():

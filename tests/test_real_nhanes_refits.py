@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -69,17 +70,24 @@ def test_train_overrides_and_the_candidate_name():
     assert real_nhanes.candidate_name({}, "paper") == "default"
 
 
-def test_an_item_without_key_value_stops_the_run_naming_its_flag():
+def test_an_item_without_key_value_stops_the_run_naming_its_flag(capsys):
     from nhanes_crossfit.common import cohort_overrides
 
     # cohort values stay as written; only the first "=" splits
     assert cohort_overrides(["augment=false", "note=a=b"]) == {"augment": "false", "note": "a=b"}
-    for bad in ("anchor", "=3"):
-        with pytest.raises(SystemExit, match=f"--train '{bad}'"):
-            real_nhanes.train_overrides([bad])
-    with pytest.raises(SystemExit, match="--risk 'tail'"):
-        real_nhanes.train_overrides(["tail"], "--risk")
-    with pytest.raises(SystemExit, match="--cohort 'augment'"):
+    args = real_nhanes.parse_args(["--train", "anchor=1", "--risk", "tail=x", "--cohort", "a=b"])
+    assert (args.train, args.risk, args.cohort) == (["anchor=1"], ["tail=x"], ["a=b"])
+    # refused when the arguments are read, before any fold is split, naming flag and item
+    for flag in ("--train", "--risk", "--cohort"):
+        for bad in ("anchor", "=3"):
+            with pytest.raises(SystemExit):
+                real_nhanes.parse_args([flag, bad])
+            err = capsys.readouterr().err
+            assert f"argument {flag}: expected KEY=VALUE, got '{bad}'" in err
+    # the settings readers refuse the same items when called without the parser
+    with pytest.raises(argparse.ArgumentTypeError, match="'tail'"):
+        real_nhanes.train_overrides(["tail"])
+    with pytest.raises(argparse.ArgumentTypeError, match="'augment'"):
         cohort_overrides(["augment"])
 
 
@@ -107,7 +115,6 @@ def test_an_override_that_restates_the_profile_names_the_default_candidate():
 
 
 def test_record_spread_keeps_other_entries(tmp_path):
-    import argparse
     import json
 
     path = tmp_path / "spread.json"

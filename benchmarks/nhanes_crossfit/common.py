@@ -5,6 +5,7 @@ a table's rows of scores by sex."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,21 +20,22 @@ OUTCOMES = DATA / "nhanes_ukb_outcomes.json"
 SEXES = ("female", "male")
 
 
-def _key_value(item: str, flag: str) -> tuple[str, str]:
-    """One ``KEY=VALUE`` item of ``flag``; an item without ``=`` or a key stops the run
-    naming the flag and the item (a bare word once became a setting with an empty value)."""
-    key, sep, value = item.partition("=")
+def key_value_item(item: str) -> str:
+    """The argparse ``type`` of ``--train``, ``--risk`` and ``--cohort``: an item without ``=``
+    or a key is refused when the arguments are read, before any fold is split, and argparse
+    names the flag (a bare word once became a setting with an empty value)."""
+    key, sep, _ = item.partition("=")
     if not sep or not key:
-        raise SystemExit(f"{flag} {item!r}: expected KEY=VALUE")
-    return key, value
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {item!r}")
+    return item
 
 
-def train_overrides(items: list[str], flag: str = "--train") -> dict:
-    """``--train KEY=VALUE`` items as training settings: a value that reads as JSON (a
-    number, true, null) is that, anything else a string."""
+def train_overrides(items: list[str]) -> dict:
+    """``--train`` (or ``--risk``) ``KEY=VALUE`` items as settings: a value that reads as JSON
+    (a number, true, null) is that, anything else a string."""
     out = {}
     for item in items:
-        key, value = _key_value(item, flag)
+        key, _, value = key_value_item(item).partition("=")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -44,7 +46,7 @@ def train_overrides(items: list[str], flag: str = "--train") -> dict:
 def cohort_overrides(items: list[str]) -> dict[str, str]:
     """``--cohort KEY=VALUE`` items as cohort settings, values kept as written (the cohort
     stage reads them as its config file would)."""
-    return dict(_key_value(item, "--cohort") for item in items)
+    return dict(key_value_item(item).split("=", 1) for item in items)
 
 
 def refit_seed(seed: int, refit: int) -> int:

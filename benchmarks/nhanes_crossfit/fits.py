@@ -251,7 +251,7 @@ def refit_settings(args: argparse.Namespace, refit: int) -> dict:
             "refit_seed": refit_seed(args.seed, refit),
             "training": candidate_name(train_overrides(args.train), args.profile),
             "cohort": cohort_overrides(args.cohort),
-            "risk": train_overrides(getattr(args, "risk", []), "--risk"),
+            "risk": train_overrides(getattr(args, "risk", [])),
             "variants": bool(args.variants)}
 
 
@@ -292,7 +292,7 @@ def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
     _, scored = crossfit(args.out, args.folds, args.seed, args.profile, spaces, args.jobs,
                          args.variants, cohort, args.reuse_fits, refits=refits,
                          train=train_overrides(getattr(args, "train", [])),
-                         risk=train_overrides(getattr(args, "risk", []), "--risk"),
+                         risk=train_overrides(getattr(args, "risk", [])),
                          only=todo) if todo else (None, {})
     death = death_outcome()
     out = []

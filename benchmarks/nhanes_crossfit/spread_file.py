@@ -68,7 +68,7 @@ def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
              "n": result["n"], "deaths": result["deaths"],
              "spread": result["refits"]["spread"][space],
              "interval": result["refits"].get("interval", {}).get(space),
-             "risk": train_overrides(getattr(args, "risk", []), "--risk"),
+             "risk": train_overrides(getattr(args, "risk", [])),
              "beyond_age": result["refits"].get("beyond_age", {}).get(space),
              "rule": result.get("rule")}
     name = candidate_name(train_overrides(args.train), args.profile)
