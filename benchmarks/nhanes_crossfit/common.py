@@ -30,12 +30,16 @@ def key_value_item(item: str) -> str:
     return item
 
 
+def _pairs(items: list[str]) -> list[tuple[str, str]]:
+    """Each item's key and value, split at its first ``=`` (a value may hold more)."""
+    return [tuple(key_value_item(item).split("=", 1)) for item in items]
+
+
 def train_overrides(items: list[str]) -> dict:
     """``--train`` (or ``--risk``) ``KEY=VALUE`` items as settings: a value that reads as JSON
     (a number, true, null) is that, anything else a string."""
     out = {}
-    for item in items:
-        key, _, value = key_value_item(item).partition("=")
+    for key, value in _pairs(items):
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -46,7 +50,7 @@ def train_overrides(items: list[str]) -> dict:
 def cohort_overrides(items: list[str]) -> dict[str, str]:
     """``--cohort KEY=VALUE`` items as cohort settings, values kept as written (the cohort
     stage reads them as its config file would)."""
-    return dict(key_value_item(item).split("=", 1) for item in items)
+    return dict(_pairs(items))
 
 
 def refit_seed(seed: int, refit: int) -> int:
