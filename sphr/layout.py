@@ -52,3 +52,32 @@ def risk_dir(run: str | Path) -> Path:
 
 def retrieval_dir(run: str | Path, dataset: str) -> Path:
     return Path(run) / "retrieval" / dataset
+
+
+def fold_dir(stage_dir: str | Path, fold: int) -> Path:
+    """Fold ``fold``'s folder of the cross-fit inside a stage's per-sex folder: the fold's
+    cohort (``cohorts/<sex>/folds/fold<k>``) and SPHR model (``train/<sex>/folds/fold<k>``)."""
+    return Path(stage_dir) / "folds" / f"fold{fold}"
+
+
+def fold_baselines_dir(run: str | Path, sex: str, fold: int) -> Path:
+    """Fold ``fold``'s representations of the cross-fit (beside, not inside,
+    :func:`baselines_dir`, which the baselines stage writes whole)."""
+    return Path(run) / "baselines" / "folds" / sex / f"fold{fold}"
+
+
+def fold_train_dir(run: str | Path, sex: str, fold: int) -> Path:
+    """Fold ``fold``'s SPHR model of the cross-fit (beside the NPLB model's folder)."""
+    return fold_dir(Path(run) / "train" / sex, fold)
+
+
+def fold_cohort_dir(run: str | Path, sex: str, fold: int) -> Path:
+    return fold_dir(cohort_dir(run, sex), fold)
+
+
+def fold_count(cohort_folder: str | Path) -> int:
+    """How many cross-fit folds a cohort folder holds (0: the single split only)."""
+    k = 0
+    while fold_dir(cohort_folder, k).is_dir():
+        k += 1
+    return k

@@ -39,7 +39,9 @@ CHECKS = dg.load_asset_checks_from_modules([checks, refresh])
 # sexes. The loss comparison is per sex; a run without it leaves it (and the loss table) out.
 INGEST = dg.AssetSelection.assets(ingest.ukb_export, ingest.ingest)
 PER_SEX = dg.AssetSelection.assets(cohorts.cohorts, training.sphr_training,
-                                   training.loss_comparison, baselines.baseline_representations,
+                                   training.fold_models, training.loss_comparison,
+                                   baselines.baseline_representations,
+                                   baselines.fold_representations,
                                    evaluation.evaluation_tables, risk.risk_groups)
 LOSS_COMPARISON = dg.AssetSelection.assets(training.loss_comparison)
 RETRIEVAL = dg.AssetSelection.assets(*retrieval.retrieval_assets)

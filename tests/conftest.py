@@ -61,7 +61,8 @@ def cohorts_dir(tmp_path_factory, ingest_dir):
     from sphr.cohorts import CohortConfig, run_cohorts
 
     out = tmp_path_factory.mktemp("cohorts")
-    run_cohorts(ingest_dir / "baseline.parquet", out, CohortConfig(n_triplets=5_000, seed=11))
+    run_cohorts(ingest_dir / "baseline.parquet", out,
+                CohortConfig(n_triplets=5_000, seed=11, folds=0))
     return out
 
 

@@ -25,7 +25,7 @@ def test_contract_files(cohorts_dir):
         assert {p.name for p in d.iterdir()} == {
             "train.parquet", "test.parquet", "train_raw.parquet", "test_raw.parquet",
             "calibration.parquet", "calibration_raw.parquet", "triplets.npz", "normalizer.json",
-            "features.json", "cohort_report.json"}
+            "features.json", "cohort_report.json", "imputed.parquet"}
         features = json.loads((d / "features.json").read_text())
         train = pd.read_parquet(d / "train.parquet")
         test = pd.read_parquet(d / "test.parquet")

@@ -9,6 +9,7 @@ import sys
 import time
 
 import dagster as dg
+import pandas as pd
 import pytest
 
 from sphr_dagster.automation import SETTLE_SECONDS, new_export_sensor
@@ -193,7 +194,7 @@ def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
 
     res = _resources(tmp_path / "run", ukb_export)
     (tmp_path / "small.toml").write_text(
-        '[cohorts]\nn_triplets = 4000\n[train]\nepochs = 3\nbatch_size = 512\n'
+        '[cohorts]\nn_triplets = 4000\nfolds = 2\n[train]\nepochs = 3\nbatch_size = 512\n'
         'comparison_losses = ["triplet", "nplb"]\n[baselines]\ndeep_patient_epochs = 2\n'
         '[evaluate]\nn_splits = 2\n[evaluate.nn]\nepochs = 5\n')
     settings = resolve(tmp_path / "small.toml")
@@ -215,6 +216,18 @@ def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
     # a partition writes only its own folders; the cross-sex asset merges them
     assert not (run / "evaluate" / "tables.md").exists()
     assert (run / "evaluate" / "female" / "representations.md").read_text().count("|") > 20
+    # the cross-fit: both folds' SPHR and DeepPatient fitted, every participant out of fold
+    for k in (0, 1):
+        assert (run / "train" / "female" / "folds" / f"fold{k}" / "model.pt").exists()
+        assert (run / "baselines" / "folds" / "female" / f"fold{k}" / "deep_patient"
+                / "model.joblib").exists()
+    rows = pd.read_parquet(run / "risk" / "female" / "risk_groups.parquet")
+    rows = rows.loc[rows["mode"] == "calibrated"]
+    assert set(rows["fold"].dropna().astype(int)) == {0, 1}
+    assert (rows["partition"] == "test").all() and rows["centile"].notna().any()
+    folds = pd.read_parquet(run / "cohorts" / "female" / "folds.parquet").set_index("eid")
+    assert (rows.set_index("eid")["fold"].astype(int)
+            == folds["fold"].reindex(rows["eid"]).to_numpy()).all()
     merged = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups(
         "evaluation_report"), resources=res)
     assert merged.success

@@ -132,3 +132,21 @@ def run_baselines(cohort_dir: str | Path, out_dir: str | Path, names: Sequence[s
                                   for n, fb in fitted.items()}}
     write_json(report, Path(out_dir) / "baselines_report.json")
     return report
+
+
+#: the representations the risk stage reads, so the only ones the cross-fit fits per fold
+FOLD_REPRESENTATIONS: tuple[str, ...] = ("deep_patient",)
+
+
+def fit_fold_baselines(cohort_dir: str | Path, out_dir: str | Path, *, seed: int = 0,
+                       device: str = "auto",
+                       params: Mapping[str, Mapping[str, Any]] | None = None,
+                       names: Sequence[str] = FOLD_REPRESENTATIONS) -> list[dict[str, Any]]:
+    """The cross-fit's representations: :func:`run_baselines` of ``names`` on each fold cohort
+    of ``cohort_dir`` (``folds/fold<k>``, fitted on the other folds) into ``out_dir/fold<k>``."""
+    from sphr.layout import fold_count
+
+    cohort_dir, out_dir = Path(cohort_dir), Path(out_dir)
+    return [run_baselines(cohort_dir / "folds" / f"fold{k}", out_dir / f"fold{k}", names,
+                          seed=seed, device=device, params=params)
+            for k in range(fold_count(cohort_dir))]

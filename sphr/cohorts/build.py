@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,7 @@ from sphr.cohorts.age import assign_age_groups, group_names
 from sphr.cohorts.augment import augmentation_check, copula_sample, rejection_sample
 from sphr.cohorts.config import AUGMENTATIONS, TRIPLET_CLASSES, CohortConfig
 from sphr.cohorts.filtering import CompletenessFilter, constant_features
+from sphr.cohorts.folds import FOLD_PURPOSE, assign_folds
 from sphr.cohorts.normalize import QuantileNormalizer
 from sphr.cohorts.ranges import (
     ClinicalRange,
@@ -36,6 +37,7 @@ from sphr.data.fields import BY_NAME, PREDICTOR_NAMES
 from sphr.errors import ConfigError, InputError
 from sphr.io import staged_outputs, write_json, write_npz, write_parquets
 from sphr.labels import APPARENTLY_HEALTHY, BONA_FIDE_HEALTHY, CLASS_NAMES, SEX_CODE
+from sphr.layout import fold_dir
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,13 @@ class SexCohort:
     triplets: np.ndarray
     normalizer: QuantileNormalizer
     report: dict
+    #: eid, imputed_features (count), imputed (names): the participants with a filled value
+    imputed: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["eid", "imputed_features", "imputed"]))
+    #: the cross-fit (``config.folds`` >= 2): each participant's fold, in the frame's order,
+    #: and the fold cohorts (fold k tests on fold k, fits on the others)
+    fold_of: np.ndarray | None = None
+    folds: list[SexCohort] = field(default_factory=list)
 
 
 def _split(labels: np.ndarray, test_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -137,10 +146,13 @@ def _drop_constant(frame: pd.DataFrame, raw: np.ndarray, features: list[str],
 
 def _augment(raw: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, features: list[str],
              sex: str, ranges: tuple[ClinicalRange, ...], config: CohortConfig,
-             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, dict]:
+             rng: np.random.Generator, complete: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, dict]:
     """(new rows in raw units, their labels, the report per class): only training rows are
     sampled from, so no test or calibration participant leaks into training; classes in
-    sorted order, so one seed gives the same rows."""
+    sorted order, so one seed gives the same rows. ``complete`` (per row): the rows with
+    every marker measured, the only ones sampled from where a class has at least two (a
+    filled value is a point mass the sampler would copy); the count stays fold x members."""
     if config.augment not in AUGMENTATIONS:
         raise ConfigError(f"unknown augmentation {config.augment!r}: choose from "
                           f"{', '.join(AUGMENTATIONS)}")
@@ -156,17 +168,21 @@ def _augment(raw: np.ndarray, labels: np.ndarray, train_idx: np.ndarray, feature
         members = train_idx[labels[train_idx] == c]
         if fold == 0 or members.size == 0:
             continue
+        n_source, n_new = members.size, fold * members.size
+        if complete is not None and complete[members].sum() >= 2:
+            members = members[complete[members]]
         low, high = _bounds(raw[members], features, class_name, sex, ranges)
         if config.augment == "copula":
-            result = copula_sample(raw[members], fold * members.size, low, high, rng, features,
+            result = copula_sample(raw[members], n_new, low, high, rng, features,
                                    label=f"{sex} {class_name}")
         else:
-            result = rejection_sample(raw[members], fold * members.size, low, high, rng,
+            result = rejection_sample(raw[members], n_new, low, high, rng,
                                       features, integer, label=f"{sex} {class_name}")
         aug_raw.append(result.samples)
         aug_labels.append(np.full(result.samples.shape[0], c, dtype=np.int8))
         aug_report[class_name] = {
-            "fold": fold, "method": config.augment, "source_rows": int(members.size),
+            "fold": fold, "method": config.augment, "source_rows": int(n_source),
+            "sampled_from_complete_rows": int(members.size),
             "new_rows": int(result.samples.shape[0]), "rounds": result.rounds,
             "check": augmentation_check(raw[members], result.samples, features),
             "mean_source": dict(zip(features, np.round(result.mean, 4).tolist(), strict=True)),
@@ -238,34 +254,51 @@ def _by_class(lab: np.ndarray) -> dict[str, int]:
     return {name: int((lab == i).sum()) for i, name in enumerate(CLASS_NAMES)}
 
 
-def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
-                     config: CohortConfig) -> SexCohort:
-    """Everything for one sex; ``frame`` holds that sex's labeled complete cases."""
-    ranges = config.clinical_ranges()
-    n = len(frame)
-    if n == 0:
-        raise InputError(f"no {sex} participants left after the completeness filter and "
-                         "dropping unknown labels")
-    # independent streams for the split, the augmentation, the triplets and the calibration
-    # rows: how many numbers one step draws does not move another's
-    seeds = np.random.SeedSequence([config.seed, SEX_CODE[sex]]).generate_state(4)
-    labels, counts = _classes(frame, sex, ranges)
-    train_idx, test_idx = _split(labels, config.test_size, int(seeds[0]))
-    train_idx, calib_idx = _calibration_split(labels, train_idx, config.calibration_size,
-                                              int(seeds[3]))
+@dataclass(frozen=True)
+class _People:
+    """One sex's participants as the cohort step reads them: raw values (NaN: missing), ids,
+    ages, age groups and classes."""
 
-    raw = frame[features].to_numpy(dtype=np.float64)
+    raw: np.ndarray
+    eids: np.ndarray
+    ages: np.ndarray
+    age_group: np.ndarray
+    labels: np.ndarray
+
+
+def impute_training_medians(raw: np.ndarray, fit_rows: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """(raw with every missing value filled, missing mask): each feature's median among the
+    ``fit_rows`` that have it, the rows this fit sees, so nothing of a held-out person enters
+    another's value (docs/METHODS.md, "Missing markers"). The same rule as ``sphr score``'s
+    training medians: a filled value sits at the centre of the normalized scale."""
+    missing = np.isnan(raw)
+    if not missing.any():
+        return raw, missing
+    with np.errstate(all="ignore"):
+        med = np.nanmedian(raw[fit_rows], axis=0)
+    med = np.where(np.isfinite(med), med, np.nanmedian(raw, axis=0))
+    return np.where(missing, med[None, :], raw), missing
+
+
+def _assemble(people: _People, sex: str, features: list[str], config: CohortConfig,
+              split: tuple[np.ndarray, np.ndarray, np.ndarray], seeds: np.ndarray,
+              counts: np.ndarray, outside: int) -> SexCohort:
+    """The cohort of one split (training, calibration and test rows of ``people``): the
+    imputation, normalizer, augmentation and triplets fitted on its training rows only."""
+    ranges = config.clinical_ranges()
+    train_idx, calib_idx, test_idx = split
+    labels, ages, age_group, eids = people.labels, people.ages, people.age_group, people.eids
+    raw, missing = impute_training_medians(people.raw, train_idx)
+    frame = pd.DataFrame(raw, columns=features)
     raw, features, constant = _drop_constant(frame, raw, features, train_idx, sex)
+    keep = [j for j, f in enumerate(frame.columns) if f in features]
+    missing = missing[:, keep]
     # fitted on the real training rows only: augmented rows must not shape the quantiles
     normalizer = QuantileNormalizer(config.n_quantiles).fit(raw[train_idx], features=features)
-
-    ages = frame["age"].to_numpy(dtype=float)
-    age_group, outside = assign_age_groups(ages, config.age_groups)
-    eids = frame["eid"].to_numpy(dtype=np.int64)
-
-    # augmentation: training rows of each class, in raw units, then normalized
     aug_raw, aug_labels, aug_report = _augment(raw, labels, train_idx, features, sex, ranges,
-                                               config, np.random.default_rng(seeds[1]))
+                                               config, np.random.default_rng(seeds[1]),
+                                               complete=~missing.any(axis=1))
     train, train_raw = _augmented_train_table(normalizer, features, raw, eids, ages, age_group,
                                               labels, train_idx, aug_raw, aug_labels, config)
     test, test_raw, calibration, calibration_raw = (
@@ -274,13 +307,17 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
         *_table(normalizer, features, raw[calib_idx], eids[calib_idx], ages[calib_idx],
                 age_group[calib_idx], labels[calib_idx], np.zeros(calib_idx.size, bool)))
     triplets, triplet_s = _mine(train, train_raw, sex, ranges, config, int(seeds[2]))
-
+    n = labels.size
     groups = group_names(config.age_groups)
+    imputed = missing.any(axis=1)
     report = {
         "sex": sex, "participants": n, "features": features, "dropped_constant": constant,
         "classes": _by_class(labels), "train": _by_class(labels[train_idx]),
         "test": _by_class(labels[test_idx]), "calibration": _by_class(labels[calib_idx]),
         "augmented": _by_class(aug_labels),
+        "imputed": {"participants": int(imputed.sum()), "values": int(missing.sum()),
+                    "by_feature": {f: int(v) for f, v in zip(features, missing.sum(0),
+                                                            strict=True) if v}},
         "bfh_share": round(float(counts[BONA_FIDE_HEALTHY] / n), 4),
         "bfh_share_of_apparently_healthy": round(
             float(counts[BONA_FIDE_HEALTHY] / max(1, counts[1] + counts[2])), 4),
@@ -294,25 +331,99 @@ def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
                      "seconds": round(triplet_s, 4)},
         "clinical_ranges": [asdict(r) for r in ranges_for(sex, ranges)],
     }
+    imputed_table = pd.DataFrame({"eid": eids, "imputed_features": missing.sum(1).astype(int),
+                                  "imputed": [";".join(np.asarray(features)[row])
+                                              for row in missing]})
     return SexCohort(sex, features, train, test, train_raw, test_raw, calibration,
-                     calibration_raw, triplets, normalizer, report)
+                     calibration_raw, triplets, normalizer, report,
+                     imputed=imputed_table.loc[imputed].reset_index(drop=True))
+
+
+def _fold_cohorts(people: _People, sex: str, features: list[str], config: CohortConfig,
+                  counts: np.ndarray, outside: int) -> tuple[np.ndarray, list[SexCohort]]:
+    """(each participant's fold, the fold cohorts): fold k's cohort tests on fold k and fits
+    on the others (its calibration rows drawn from them as the single split draws its own),
+    with streams of its own, so the folds and the single split move none of each other's."""
+    base = [config.seed, SEX_CODE[sex], FOLD_PURPOSE]
+    fold = assign_folds(people.labels, people.age_group, config.folds,
+                        np.random.default_rng(np.random.SeedSequence(base)))
+    cohorts = []
+    for k in range(config.folds):
+        seeds = np.random.SeedSequence([*base, k]).generate_state(4)
+        test_idx = np.flatnonzero(fold == k)
+        rest, calib_idx = _calibration_split(people.labels, np.flatnonzero(fold != k),
+                                             config.calibration_size, int(seeds[3]))
+        cohort = _assemble(people, sex, features, config, (rest, calib_idx, test_idx), seeds,
+                           counts, outside)
+        cohort.report["fold"] = {"fold": k, "folds": config.folds}
+        cohorts.append(cohort)
+    return fold, cohorts
+
+
+def build_sex_cohort(frame: pd.DataFrame, sex: str, features: list[str],
+                     config: CohortConfig) -> SexCohort:
+    """Everything for one sex; ``frame`` holds that sex's labeled participants (missing
+    markers allowed: imputed inside each split from its training rows). With
+    ``config.folds`` >= 2 the cohort also holds its cross-fit folds (``folds``)."""
+    ranges = config.clinical_ranges()
+    n = len(frame)
+    if n == 0:
+        raise InputError(f"no {sex} participants left after the completeness filter and "
+                         "dropping unknown labels")
+    # independent streams for the split, the augmentation, the triplets and the calibration
+    # rows: how many numbers one step draws does not move another's
+    seeds = np.random.SeedSequence([config.seed, SEX_CODE[sex]]).generate_state(4)
+    labels, counts = _classes(frame, sex, ranges)
+    train_idx, test_idx = _split(labels, config.test_size, int(seeds[0]))
+    train_idx, calib_idx = _calibration_split(labels, train_idx, config.calibration_size,
+                                              int(seeds[3]))
+    ages = frame["age"].to_numpy(dtype=float)
+    age_group, outside = assign_age_groups(ages, config.age_groups)
+    people = _People(frame[features].to_numpy(dtype=np.float64),
+                     frame["eid"].to_numpy(dtype=np.int64), ages, age_group, labels)
+    cohort = _assemble(people, sex, features, config, (train_idx, calib_idx, test_idx), seeds,
+                       counts, outside)
+    if config.folds >= 2:
+        cohort.fold_of, cohort.folds = _fold_cohorts(people, sex, features, config, counts,
+                                                     outside)
+        cohort.report["folds"] = {"folds": config.folds, "sizes": np.bincount(
+            cohort.fold_of, minlength=config.folds).tolist()}
+    return cohort
 
 
 def prepare(baseline: pd.DataFrame, config: CohortConfig) -> tuple[pd.DataFrame, list[str], dict]:
-    """Completeness filter and complete cases over everyone; unknown labels out."""
+    """The completeness filter over everyone, then who stays: everyone with a sex, an age and
+    a known label, missing no more than ``config.max_missing`` of the kept markers (their
+    missing markers are imputed inside each fit); ``config.impute`` off: complete cases
+    only. Each person left out is counted under its reason."""
     missing = [c for c in ("eid", "sex", "label", "age") if c not in baseline.columns]
     if missing:
         raise InputError(f"baseline has no column(s) {missing}: was it written by sphr ingest?")
+    if not 0 <= config.max_missing < 1:
+        raise ConfigError(f"max_missing must be in [0, 1), got {config.max_missing}")
     features = [f for f in PREDICTOR_NAMES if f in baseline.columns]
     filt = CompletenessFilter(config.completeness).fit(baseline, features)
     if "age" not in filt.kept_:
         raise InputError("age is less complete than the threshold; it is needed for age groups")
-    complete = filt.complete_cases(baseline)
-    known = (baseline["label"] != "unknown").to_numpy()
-    frame = baseline.loc[complete & known].reset_index(drop=True)
+    n_missing = baseline[filt.kept_].isna().sum(axis=1).to_numpy()
+    allowed = config.max_missing * len(filt.kept_) if config.impute else 0
+    reasons = {
+        "unknown_label": (baseline["label"] == "unknown").to_numpy(),
+        "no_sex": baseline["sex"].isna().to_numpy(),
+        "no_age": baseline["age"].isna().to_numpy(),
+        "too_many_missing": n_missing > allowed,
+    }
+    left_out = np.zeros(len(baseline), bool)
+    counts = {}
+    for reason, mask in reasons.items():  # each person counted under the first reason
+        counts[reason] = int((mask & ~left_out).sum())
+        left_out |= mask
+    frame = baseline.loc[~left_out].reset_index(drop=True)
     report = {
-        "participants": len(baseline), "complete_cases": int(complete.sum()),
-        "unknown_label": int((~known).sum()), "kept": len(frame),
+        "participants": len(baseline), "complete_cases": int((n_missing == 0).sum()),
+        "unknown_label": counts["unknown_label"], "kept": len(frame),
+        "imputed": int(((n_missing > 0) & ~left_out).sum()),
+        "left_out": counts, "impute": config.impute, "max_missing": config.max_missing,
         "completeness_threshold": config.completeness, "completeness": filt.completeness_,
         "dropped_features": filt.dropped_,
     }
@@ -345,6 +456,19 @@ def write_sex_cohort(cohort: SexCohort, out: Path) -> None:
     cohort.normalizer.save(out / "normalizer.json")
     write_json(cohort.features, out / "features.json")
     write_json(cohort.report, out / "cohort_report.json")
+    write_parquets(out, imputed=cohort.imputed)
+    if cohort.fold_of is not None:
+        write_parquets(out, folds=fold_table(cohort))
+        for k, fold in enumerate(cohort.folds):
+            write_sex_cohort(fold, fold_dir(out, k))
+
+
+def fold_table(cohort: SexCohort) -> pd.DataFrame:
+    """eid, fold: which fold each participant of the cohort is scored in."""
+    eids = np.concatenate([f.test["eid"].to_numpy(np.int64) for f in cohort.folds])
+    folds = np.concatenate([np.full(len(f.test), k) for k, f in enumerate(cohort.folds)])
+    order = np.argsort(eids, kind="stable")
+    return pd.DataFrame({"eid": eids[order], "fold": folds[order].astype(np.int64)})
 
 
 def run_cohorts(baseline_path: str | Path, out_dir: str | Path,

@@ -28,6 +28,12 @@ AUGMENTATIONS: tuple[str, ...] = ("independent", "copula")
 #: "SPHR variants aimed at risk")
 TRIPLET_CLASSES: tuple[str, ...] = ("labels", "severity")
 
+#: the paper's cohort protocol: complete cases and one split, no cross-fit. The synthetic
+#: demo's (the run without an export), which reproduces the paper's tables and must stay
+#: within its time budget on two cores (docs/BENCHMARKS.md); an export's run takes
+#: :class:`CohortConfig`'s own defaults: every participant, cross-fitted
+PAPER_PROTOCOL: dict[str, object] = {"folds": 0, "impute": False}
+
 
 @dataclass
 class CohortConfig:
@@ -43,6 +49,17 @@ class CohortConfig:
     calibration_size: float = 0.2
     #: seed of the split, the augmentation and the triplets
     seed: int = 0
+    #: folds of the cross-fit per sex (stratified by class and age group): fold k's cohort
+    #: (``<sex>/folds/fold<k>/``) fits on the other folds and scores fold k, so every
+    #: participant gets a risk score and group no fit has seen (docs/METHODS.md,
+    #: "Cross-fitting"); 0: the single split only
+    folds: int = 5
+    #: fill a participant's missing markers inside each fit from the rows that fit saw (the
+    #: training rows' median; docs/METHODS.md, "Missing markers"); off: complete cases only
+    impute: bool = True
+    #: a participant missing more than this share of the kept markers is left out (counted in
+    #: cohort_report.json under ``left_out``)
+    max_missing: float = 0.5
     #: extra rows per real training row, by class name (0 = none); paper: BFH 3x
     augment_fold: dict[str, int] = field(default_factory=lambda: {"bona_fide_healthy": 3})
     #: ``independent`` (the paper's Algorithm 1: each feature drawn on its own) or ``copula``

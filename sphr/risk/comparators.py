@@ -34,6 +34,7 @@ from sphr.risk.calibration import (
     Healthy,
     calibrate,
 )
+from sphr.risk.centiles import HealthyCentiles
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,9 @@ class ScoreModel:
         self.tail_bound = tail_bound
         self.standardizer = AgeStandardizer(group_names(self.age_groups), standardize_min_group)
         self.bounds: CalibratedBounds | None = None
+        #: the healthy-reference centiles that replace the standardizer and bounds where the
+        #: cross-fit set them (:mod:`sphr.risk.crossfit`)
+        self.centiles: HealthyCentiles | None = None
 
     def fit(self, train: Healthy, calibration: Healthy) -> ScoreModel:
         """The age standardization and the bounds from the training and calibration BFH's
@@ -68,6 +72,10 @@ class ScoreModel:
     def transform(self, scores: np.ndarray, groups: np.ndarray,
                   ages: np.ndarray | None = None) -> pd.DataFrame:
         """One row per person; a person without a score (NaN) gets no group (None)."""
+        if self.centiles is not None:
+            from sphr.risk.distance import centile_rows
+
+            return centile_rows(self.centiles, scores, groups, ages)
         c, s = self.standardizer.location_scale(groups, ages) if len(groups) else (
             np.empty(0), np.empty(0))
         z = (np.asarray(scores, np.float64) - c) / s
@@ -78,13 +86,14 @@ class ScoreModel:
             "age_group": np.asarray(groups, object), "distance": np.asarray(scores, float),
             "score": z, "group": group, "normal_low": np.nan,
             "normal_high": c + s * self.bounds.normal.value, "lower_low": np.nan,
-            "lower_high": c + s * self.bounds.lower.value})
+            "lower_high": c + s * self.bounds.lower.value, "centile": np.nan})
 
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "mode": "calibrated",
                 "age_groups": [list(g) for g in self.age_groups],
                 "standardization": self.standardization, "tail_bound": self.tail_bound,
-                "standardizer": self.standardizer.to_dict(), "bounds": self.bounds.as_dict()}
+                "standardizer": self.standardizer.to_dict(), "bounds": self.bounds.as_dict(),
+                "centiles": self.centiles.to_dict() if self.centiles is not None else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScoreModel:
@@ -94,6 +103,8 @@ class ScoreModel:
         model.standardizer = AgeStandardizer.from_dict(data["standardizer"],
                                                        group_names(model.age_groups))
         model.bounds = CalibratedBounds.from_dict(data["bounds"])
+        if data.get("centiles"):
+            model.centiles = HealthyCentiles.from_dict(data["centiles"])
         return model
 
 

@@ -65,6 +65,8 @@ REANCHOR_ALL_PARTS: tuple[str, ...] = ("normalizer", "marker_scaler", "reference
 #: transport benchmark (docs/METHODS.md, "Re-anchoring"; docs/notes/TRANSPORT.md): no candidate
 #: beat unchanged scoring by more than 0.005, so the smallest, standardizers and bounds
 REANCHOR_PARTS: tuple[str, ...] = ("standardizers", "bounds")
+#: what a calibrated score's groups are read against (:attr:`RiskConfig.reference`)
+REFERENCES: tuple[str, ...] = ("centiles", "groups")
 #: fewest bona fide healthy people with every feature per sex to re-anchor on
 REANCHOR_MIN_BFH = 50
 
@@ -123,6 +125,17 @@ class RiskConfig:
     absolute_recalibrate: bool = False
     #: fewest training events of an outcome to fit its absolute-risk candidates
     absolute_min_events: int = 20
+    #: what a calibrated score's groups are read against: ``centiles`` (healthy-reference
+    #: centiles continuous in age, from every bona fide healthy person's out-of-fold value in
+    #: a cross-fit, else the calibration partition's; docs/METHODS.md, "Healthy-reference
+    #: centiles") or ``groups`` (the age-group standardization and split-conformal bounds of
+    #: ``standardization``, as before 2026-12-03)
+    reference: str = "centiles"
+    #: the centiles' location and scale in age: ``spline`` (a natural cubic spline) or ``line``
+    centile_form: str = "spline"
+    #: how the centile is read off the healthy people's residuals: ``hybrid`` (conformal,
+    #: with a Yeo-Johnson normal tail beyond the largest few), ``conformal`` or ``parametric``
+    centile_tail: str = "hybrid"
 
     def check(self) -> None:
         bad = [m for m in self.methods if m not in ALL_METHODS] + \
@@ -146,6 +159,14 @@ class RiskConfig:
                               f"{', '.join(ABSOLUTE_CANDIDATES)}")
         if self.absolute_min_events < 1:
             raise ConfigError("absolute_min_events must be at least 1")
+        if self.reference not in REFERENCES:
+            raise ConfigError(f"reference {self.reference!r}: choose from {', '.join(REFERENCES)}")
+        from sphr.risk.centiles import CENTILE_FORMS, TAIL_METHODS
+
+        for name, value, allowed in (("centile_form", self.centile_form, CENTILE_FORMS),
+                                     ("centile_tail", self.centile_tail, TAIL_METHODS)):
+            if value not in allowed:
+                raise ConfigError(f"{name} {value!r}: choose from {', '.join(allowed)}")
         if self.validate_on != "test":
             # "all" validated SPHR on training rows it was trained to push away from BFH
             raise ConfigError("validate_on must be test: every other partition was seen by a fit")

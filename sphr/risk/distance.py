@@ -35,6 +35,8 @@ from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
 from sphr.errors import ConfigError, InputError
 from sphr.labels import BONA_FIDE_HEALTHY
 from sphr.risk.calibration import (
+    LOWER_LEVEL,
+    NORMAL_LEVEL,
     SAVED_BEFORE_TAIL_SETTING,
     STANDARDIZATIONS,
     TAIL_BOUND,
@@ -45,6 +47,7 @@ from sphr.risk.calibration import (
     calibrate,
     pooled_windows,
 )
+from sphr.risk.centiles import HealthyCentiles
 from sphr.risk.config import METHODS
 from sphr.risk.intervals import (
     LOWER_Q,
@@ -58,7 +61,7 @@ from sphr.risk.intervals import (
 from sphr.risk.spaces import Space, build_space
 
 OUTPUT_COLUMNS: tuple[str, ...] = ("age_group", "distance", "score", "group", "normal_low",
-                                   "normal_high", "lower_low", "lower_high")
+                                   "normal_high", "lower_low", "lower_high", "centile")
 #: the interval columns (a NaN low is "no lower bound": the calibrated mode is one-sided)
 INTERVAL_COLUMNS: tuple[str, ...] = ("normal_low", "normal_high", "lower_low", "lower_high")
 
@@ -276,11 +279,13 @@ class DistanceModel(BaseEstimator):
         """distance, score, group and the interval used, one row per input row (same order);
         mode ``calibrated``: the bounds in the person's own distance units."""
         s, groups = self.distance(frame)
+        if self.mode == "calibrated" and getattr(self, "centiles_", None) is not None:
+            return centile_rows(self.centiles_, s, groups, ages_of(frame))
         c, sc = (self.standardizer_.location_scale(groups, ages_of(frame)) if len(s)
                  else (np.empty(0), np.empty(0)))
         out = pd.DataFrame({"age_group": groups, "distance": s, "score": (s - c) / sc,
                             "group": np.empty(len(s), dtype=object)})
-        for col in INTERVAL_COLUMNS:
+        for col in (*INTERVAL_COLUMNS, "centile"):
             out[col] = np.nan
         if self.mode == "calibrated" and len(s):
             out["group"] = self.bounds_.groups(out["score"].to_numpy())
@@ -295,7 +300,9 @@ class DistanceModel(BaseEstimator):
                 "min_group_size": self.min_group_size, "strata": self.strata_,
                 "standardization": self.standardization, "tail_bound": self.tail_bound,
                 "standardizer": self.standardizer_.to_dict() if self.standardizer_ else None,
-                "bounds": self.bounds_.as_dict() if self.bounds_ else None}
+                "bounds": self.bounds_.as_dict() if self.bounds_ else None,
+                "centiles": (self.centiles_.to_dict()
+                             if getattr(self, "centiles_", None) is not None else None)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], space: Space) -> DistanceModel:
@@ -313,6 +320,8 @@ class DistanceModel(BaseEstimator):
                                if data.get("standardizer") else None)
         model.bounds_ = (CalibratedBounds.from_dict(data["bounds"]) if data.get("bounds")
                          else None)
+        model.centiles_ = (HealthyCentiles.from_dict(data["centiles"]) if data.get("centiles")
+                           else None)
         return model
 
 
@@ -361,6 +370,37 @@ def _paper_groups(model: DistanceModel, s: np.ndarray, groups: np.ndarray,
             v = getattr(iv, col)
             out.loc[rows, col] = v if np.isfinite(v) else np.nan
     return out
+
+
+def centile_rows(centiles: HealthyCentiles, values: np.ndarray, groups: np.ndarray,
+                 ages: np.ndarray | None) -> pd.DataFrame:
+    """The rows of a score read against the healthy-reference centiles (docs/METHODS.md,
+    "Healthy-reference centiles"): ``score`` is the centile's normal score (comparable across
+    ages), ``centile`` the share of healthy people of the same sex and age closer to healthy
+    (x100), the group from it, and the person's own 95% and 99% bounds in score units. A
+    person without a value (NaN) gets no group."""
+    values = np.asarray(values, np.float64)
+    if ages is None:
+        ages = np.array([_midpoint_age(g) for g in groups], np.float64)
+    ages = np.asarray(ages, np.float64)
+    out = pd.DataFrame({"age_group": np.asarray(groups, object), "distance": values,
+                        "score": np.nan, "group": np.full(len(values), None, dtype=object),
+                        "normal_low": np.nan, "normal_high": np.nan, "lower_low": np.nan,
+                        "lower_high": np.nan, "centile": np.nan})
+    ok = np.isfinite(values) & np.isfinite(ages)
+    if ok.any():
+        v, a = values[ok], ages[ok]
+        out.loc[ok, "score"] = centiles.z(v, a)
+        out.loc[ok, "group"] = centiles.groups(v, a)
+        out.loc[ok, "centile"] = centiles.centile(v, a)
+        out.loc[ok, "normal_high"] = centiles.bound(a, NORMAL_LEVEL)
+        out.loc[ok, "lower_high"] = centiles.bound(a, LOWER_LEVEL)
+    return out
+
+
+def _midpoint_age(name: str) -> float:
+    lo, _, hi = str(name).partition("-")
+    return (float(lo) + float(hi)) / 2
 
 
 def healthy_of(model: DistanceModel, frame: pd.DataFrame) -> Healthy:

@@ -26,7 +26,15 @@ from sphr.cohorts.age import DEFAULT_AGE_GROUPS
 from sphr.cohorts.normalize import QuantileNormalizer
 from sphr.errors import InputError
 from sphr.io import read_json
-from sphr.layout import baselines_dir, cohort_dir, ingest_dir, train_dir
+from sphr.layout import (
+    baselines_dir,
+    cohort_dir,
+    fold_baselines_dir,
+    fold_cohort_dir,
+    fold_train_dir,
+    ingest_dir,
+    train_dir,
+)
 from sphr.risk.config import MARKER_SPACE_METHODS, RiskConfig
 from sphr.risk.model import PARTITIONS, CohortInputs, RiskModel
 from sphr.risk.phenoage import REQUIRED
@@ -105,12 +113,20 @@ def _read_comparators(run: Path, inputs: CohortInputs, config: RiskConfig) -> No
             inputs.unavailable["supervised_xgboost"] = f"repeat visit: {exc}"
 
 
-def read_inputs(run: str | Path, sex: str, config: RiskConfig) -> CohortInputs:
-    """One sex's cohort of ``run`` in the forms ``config``'s methods read (module docstring)."""
+def read_inputs(run: str | Path, sex: str, config: RiskConfig, fold: int | None = None
+                ) -> CohortInputs:
+    """One sex's cohort of ``run`` in the forms ``config``'s methods read (module docstring);
+    ``fold``: the cross-fit's fold ``fold`` instead (its cohort, which fits on the other folds
+    and tests on this one, and the SPHR and DeepPatient models fitted on it)."""
     from sphr.artifacts import load_cohort
 
     run = Path(run)
-    cdir = cohort_dir(run, sex)
+    cdir = cohort_dir(run, sex) if fold is None else fold_cohort_dir(run, sex, fold)
+    representations = (
+        {"deep_patient": baselines_dir(run, sex) / "deep_patient" / "model.joblib",
+         "sphr": train_dir(run, sex) / "model.pt"} if fold is None else
+        {"deep_patient": fold_baselines_dir(run, sex, fold) / "deep_patient" / "model.joblib",
+         "sphr": fold_train_dir(run, sex, fold) / "model.pt"})
     cohort = load_cohort(cdir)
     if cohort.calibration.empty and "calibrated" in config.modes:
         raise InputError("no calibration partition: re-run `sphr cohorts` (calibration_size > 0)",
@@ -118,8 +134,7 @@ def read_inputs(run: str | Path, sex: str, config: RiskConfig) -> CohortInputs:
     inputs = CohortInputs(
         sex, cohort.features, cohort.train, cohort.calibration, cohort.test,
         QuantileNormalizer.load(cdir / "normalizer.json"), clinical_ranges(run, sex),
-        representations={"deep_patient": baselines_dir(run, sex) / "deep_patient" /
-                         "model.joblib", "sphr": train_dir(run, sex) / "model.pt"})
+        representations=representations)
     if config.distance_space == "marker" and set(config.methods) & set(MARKER_SPACE_METHODS):
         inputs.raw = {part: _raw(cdir, part, getattr(cohort, part)) for part in PARTITIONS}
     _read_comparators(run, inputs, config)

@@ -61,7 +61,9 @@ def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
                         c, sc = (float(v[0]) for v in fitted.location_scale(np.array([group])))
                         row.update(score_center=c, score_scale=sc, standardized_on=" ".join(
                             fitted.pooled_.get(group, ["every age (line)"])))
-                    if mode == "calibrated":
+                    if mode == "calibrated" and model.get("centiles"):
+                        row.update(centile_row(model["centiles"], group))
+                    elif mode == "calibrated":
                         row.update(normal_low=np.nan,
                                    normal_high=c + sc * bounds["normal"]["value"],
                                    lower_low=np.nan, lower_high=c + sc * bounds["lower"]["value"],
@@ -79,6 +81,22 @@ def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
                                       for q in ("2.5", "97.5", "1.0", "99.0")})
                     records.append(row)
     return pd.DataFrame.from_records(records)
+
+
+def centile_row(centiles: dict[str, Any], group: str) -> dict[str, Any]:
+    """A thresholds row of a method read against healthy-reference centiles: its 95% and
+    99% bounds at the age group's midpoint age (they move with age inside the group; each
+    person's own are in risk_groups) and how many healthy people they rest on."""
+    from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL
+    from sphr.risk.centiles import HealthyCentiles
+
+    model = HealthyCentiles.from_dict(centiles)
+    lo, _, hi = str(group).partition("-")
+    age = np.array([(float(lo) + float(hi)) / 2])
+    return {"normal_high": float(model.bound(age, NORMAL_LEVEL)[0]),
+            "lower_high": float(model.bound(age, LOWER_LEVEL)[0]),
+            "n_calibration_bfh": int(model.n_), "z_normal": np.nan, "z_lower": np.nan,
+            "bound_method": f"healthy-reference centiles ({model.tail}, {model.form_used_})"}
 
 
 def validation_population(rows: pd.DataFrame, validate_on: str = "test") -> pd.DataFrame:
@@ -113,16 +131,15 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
     if not (cohort_dir(run, sex) / "train.parquet").exists():
         raise InputError(f"no {sex} cohort (run `sphr cohorts`)", file=cohort_dir(run, sex))
     followup_path = ingest_dir(run) / "followup.parquet"
-    fitted = fit_run(run, config, (sex,))
-    rows = fitted.rows_
+    fitted, rows, absolute_rows, design = fit_and_read(run, sex, config)
     fitted.sphr_ = sphr_of(run, [sex], rows)
     with staged_outputs(out) as stage:
         spec = read_json(fitted.save(stage / "model"))
-        skipped, unscored = fitted.skipped_, fitted.unscored_
+        skipped, unscored = {**fitted.skipped_, **design.pop("skipped")}, fitted.unscored_
         rows["sex"] = rows["sex"].astype(str)
         write_parquet(rows, stage / "risk_groups.parquet")
-        write_parquet(fitted.absolute_rows_, stage / "absolute_risk_candidates.parquet")
-        write_parquet(shipped(fitted.absolute_rows_, config.absolute_method,
+        write_parquet(absolute_rows, stage / "absolute_risk_candidates.parquet")
+        write_parquet(shipped(absolute_rows, config.absolute_method,
                               config.absolute_recalibrate), stage / "absolute_risk.parquet")
         write_parquet(thresholds_table(spec), stage / "thresholds.parquet")
         write_parquet(normal_share_table(rows), stage / "heldout_bfh.parquet")
@@ -139,10 +156,40 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
         for name, table in linked_tables(run, rows, config).items():
             write_parquet(table, stage / f"linked_{name}.parquet")
         summary = {"run": str(run), "out": str(out), "sexes": [sex], "rows": len(rows),
-                   "skipped": skipped, "unscored": unscored,
+                   "skipped": skipped, "unscored": unscored, "design": design,
                    "validation": followup_path.exists()}
         write_json(summary, stage / "risk_report.json")
     return summary
+
+
+def fit_and_read(run: Path, sex: str, config: RiskConfig
+                 ) -> tuple[RiskModel, pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """(the model ``sphr score`` applies, every participant's rows, their absolute-risk rows,
+    the design): the single split's fit; with the cohort's cross-fit folds, every
+    participant's rows out of fold (:mod:`sphr.risk.crossfit`); with ``reference =
+    "centiles"``, every calibrated method read against healthy-reference centiles, which
+    the saved model carries too."""
+    from sphr.risk.crossfit import (
+        crossfit_sex,
+        crossfit_summary,
+        folds_of,
+        single_split_centiles,
+        with_centiles,
+    )
+
+    fitted = fit_run(run, config, (sex,))
+    rows, absolute_rows = fitted.rows_, fitted.absolute_rows_
+    design: dict[str, Any] = {"validation": "single split", "folds": 0,
+                              "reference": config.reference, "skipped": {}}
+    centiles: dict = {}
+    if folds_of(run, sex) >= 2:
+        cross = crossfit_sex(run, sex, config)
+        rows, absolute_rows, centiles = cross.rows, cross.absolute_rows, cross.centiles
+        design.update(validation="cross-fit", **crossfit_summary(cross))
+    elif config.reference == "centiles":
+        rows, centiles, design["skipped"] = single_split_centiles(rows, config)
+    design["reference_bfh"] = {m: int(c.n_) for m, c in centiles.items()}
+    return with_centiles(fitted, sex, centiles), rows, absolute_rows, design
 
 
 def sphr_of(run: Path, sexes: list[str], rows: pd.DataFrame) -> dict[str, Any]:
@@ -246,6 +293,9 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
             if table is not None:
                 write_parquet(table, stage / f"absolute_{name}.parquet")
         summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
+                   "design": {Path(d).name: read_json(Path(d) / "risk_report.json").get("design")
+                              for d in sex_dirs},
+                   "cohort_left_out": _left_out(run),
                    "absolute_method": config.absolute_method,
                    "absolute_recalibrate": config.absolute_recalibrate,
                    "methods": sorted(rows["method"].unique().tolist()),
@@ -270,6 +320,12 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
                      followup=ingest_dir(run) / "followup.parquet", linked=linked or None,
                      absolute=(candidates, *absolute_eval))
     return summary
+
+
+def _left_out(run: Path) -> dict[str, int]:
+    """Why people of the export are not in a cohort (cohorts/cohort_report.json)."""
+    path = run / "cohorts" / "cohort_report.json"
+    return dict(read_json(path).get("left_out") or {}) if path.exists() else {}
 
 
 def _absolute_eval(run: Path, candidates: pd.DataFrame | None, config: RiskConfig

@@ -193,6 +193,12 @@ def resolve(config_file: str | Path | None = None, *, world: str | None = None,
             values[key] = _over(values[key], value, types_[key], f"{source}: [{stage}] {key}")
     if world is not None:
         stages["synth"]["world"] = world
+    if not opts["export"]:  # the synthetic demo: the paper's protocol unless the file says
+        from sphr.cohorts.config import PAPER_PROTOCOL
+
+        for key, value in PAPER_PROTOCOL.items():
+            if key not in tables.get("cohorts", {}):
+                stages["cohorts"][key] = value
     if opts["outcomes"]:
         over = _json_file(opts["outcomes"], "outcomes")
         keys = ("outcomes", "censoring", "first_occurrence_fields")

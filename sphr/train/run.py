@@ -182,3 +182,16 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
              report["epochs"], res.timings.get("train_s", 0.0), res.device,
              report["final_loss"] or 0)
     return report
+
+
+def train_folds(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None
+                ) -> list[dict[str, Any]]:
+    """The cross-fit's SPHR models: :func:`run_train` on each fold cohort of ``cohort_dir``
+    (``folds/fold<k>``, fitted on the other folds) into ``out_dir/fold<k>``, with the same
+    settings as the model of the single split; a fold's held-out people never reach its fit
+    because its cohort folder does not hold them in training."""
+    from sphr.layout import fold_count
+
+    cohort_dir, out_dir = Path(cohort_dir), Path(out_dir)
+    return [run_train(cohort_dir / "folds" / f"fold{k}", out_dir / f"fold{k}", config)
+            for k in range(fold_count(cohort_dir))]

@@ -56,6 +56,29 @@ def baseline_representations(context: dg.AssetExecutionContext, config: Baseline
                               metadata={"rows_not_finite": dg.MetadataValue.json(bad)})
 
 
+@dg.asset(key=["baselines", "fold_representations"], group_name="baselines",
+          partitions_def=sex_partitions, deps=[["cohorts", "cohort_splits"]],
+          description="The cross-fit's DeepPatient: one per fold of the cohort, fitted on the "
+          "other folds (baselines/folds/<sex>/fold<k>/); the risk stage scores each fold's "
+          "people with its own fold's. None when the cohort has no folds.")
+def fold_representations(context: dg.AssetExecutionContext, config: BaselinesConfig,
+                         storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
+    from sphr.baselines.pipeline import FOLD_REPRESENTATIONS, fit_fold_baselines
+
+    sex = context.partition_key
+    settings = library_config("baselines", config, device=compute.device)
+    names = [n for n in FOLD_REPRESENTATIONS if n in settings.representations]
+    out = layout.fold_baselines_dir(storage.run, sex, 0).parent
+    reports = fit_fold_baselines(layout.cohort_dir(storage.run, sex), out, seed=settings.seed,
+                                 device=settings.device, names=names,
+                                 params={"deep_patient": {"epochs": settings.deep_patient_epochs}})
+    return dg.MaterializeResult(metadata={
+        "path": md.path(out), "folds": len(reports), "representations": ", ".join(names),
+        "fit_s": round(sum(r["representations"][n]["fit_s"] for r in reports for n in names),
+                       1)})
+
+
 def configs(settings: RunSettings) -> dict[dg.AssetsDefinition, dg.Config]:
     """This module's assets' run config for a run's settings."""
-    return {baseline_representations: from_settings(BaselinesConfig, settings.stages["baselines"])}
+    baselines = from_settings(BaselinesConfig, settings.stages["baselines"])
+    return {baseline_representations: baselines, fold_representations: baselines}

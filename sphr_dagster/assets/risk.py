@@ -21,7 +21,8 @@ def _config(settings: dg.Config, device: str, sexes: tuple[str, ...]):
 
 @dg.asset(key=["risk", "risk_groups"], group_name="risk", partitions_def=sex_partitions,
           deps=[["train", "embeddings"], ["baselines", "representations"],
-                ["cohorts", "cohort_splits"]],
+                ["cohorts", "cohort_splits"], ["train", "fold_models"],
+                ["baselines", "fold_representations"]],
           description="Normal / Lower Risk / Higher Risk for every participant of one sex, by "
           "method and interval mode, with the repeat-visit validation (Table 4 shape).")
 def risk_groups(context: dg.AssetExecutionContext, config: RiskSettings, storage: RunStorage,

@@ -92,6 +92,39 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
                               metadata={"rows_not_finite": bad})
 
 
+@dg.asset(key=["train", "fold_models"], group_name="training", partitions_def=sex_partitions,
+          deps=[["cohorts", "cohort_splits"]],
+          description="The cross-fit's SPHR models: one per fold of the cohort, each trained "
+          "on the other folds with the same settings as train/sphr_model (train/<sex>/folds/"
+          "fold<k>/); the risk stage scores each fold's people with its own fold's model. "
+          "None when the cohort has no folds ([cohorts] folds = 0).")
+def fold_models(context: dg.AssetExecutionContext, config: TrainingConfig, storage: RunStorage,
+                compute: Compute, pipes_client: dg.PipesSubprocessClient
+                ) -> dg.MaterializeResult:
+    import sys
+
+    from sphr.layout import fold_count
+    from sphr.train.pipes_entry import CONFIG_EXTRA, fold_metadata
+    from sphr.train.run import train_folds
+
+    sex = context.partition_key
+    settings = library_config("train", config, device=compute.device)
+    cohort = layout.cohort_dir(storage.run, sex)
+    out = layout.fold_train_dir(storage.run, sex, 0).parent
+    if fold_count(cohort) == 0:
+        return dg.MaterializeResult(metadata={"folds": 0, "note": "single split: no folds"})
+    if config.launcher == "pipes":
+        command = [sys.executable, "-m", "sphr.train.pipes_entry", "--folds",
+                   "--asset-key", "train/fold_models", str(cohort), str(out)]
+        results = pipes_client.run(context=context, command=command,
+                                   extras={CONFIG_EXTRA: settings.to_dict()}).get_results()
+        meta = {k: v for r in results for k, v in (r.metadata or {}).items()}
+    else:
+        meta = md.from_pipes(fold_metadata(train_folds(cohort, out, settings)))
+    return dg.MaterializeResult(metadata={**meta, "path": md.path(out),
+                                          "profile": profile_label(context)})
+
+
 LossComparisonConfig = stage_config(
     "train", "LossComparisonConfig", "The loss comparison (Table 3 / A2): which losses, "
     "trained together with the same settings (those of ``sphr.train.config.TrainConfig``, as "
@@ -131,5 +164,6 @@ def configs(settings: RunSettings) -> dict[dg.AssetsDefinition, dg.Config]:
     """This module's assets' run config for a run's settings."""
     train = settings.stages["train"]
     return {sphr_training: from_settings(TrainingConfig, train),
+            fold_models: from_settings(TrainingConfig, train),
             loss_comparison: from_settings(LossComparisonConfig, train,
                                            losses=list(train["comparison_losses"]))}

@@ -31,6 +31,7 @@ from sphr.risk.model.frames import (
     PARTITIONS,
     CohortInputs,
     covariates,
+    no_fold,
     participants,
     predict_none,
 )
@@ -84,7 +85,8 @@ class SexFit:
         out.insert(0, "eid", p["eid"].to_numpy(np.int64))
         out = out.assign(sex=self.sex, method=method, mode=mode,
                          age_years=p["age_years"].to_numpy(float),
-                         partition=p["partition"].to_numpy(), label=p["label"].to_numpy(np.int8))
+                         partition=p["partition"].to_numpy(), label=p["label"].to_numpy(np.int8),
+                         fold=no_fold(len(out)).to_numpy())
         self.frames.append(out.loc[np.isfinite(out["distance"].to_numpy(float))])
 
     def skip(self, method: str, reason: str) -> None:

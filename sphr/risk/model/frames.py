@@ -19,7 +19,12 @@ from sphr.risk import absolute
 #: the stable columns of risk_groups.parquet / .csv, in order
 COLUMNS: tuple[str, ...] = ("eid", "sex", "age_years", "age_group", "method", "mode", "distance",
                             "score", "group", "normal_low", "normal_high", "lower_low",
-                            "lower_high", "partition", "label")
+                            "lower_high", "centile", "partition", "fold", "label")
+
+
+def no_fold(n: int) -> pd.Series:
+    """The ``fold`` column of rows no cross-fit fold scored (the single split, new people)."""
+    return pd.Series(pd.array([pd.NA] * n, dtype="Int64"))
 PARTITIONS: tuple[str, ...] = ("train", "calibration", "test")
 
 
@@ -118,7 +123,8 @@ class NewPeople:
     def rows(self, res: pd.DataFrame, method: str, mode: str) -> pd.DataFrame:
         res.insert(0, "eid", self.frame["eid"].to_numpy(np.int64))
         return res.assign(sex=self.sex, method=method, mode=mode, partition="new",
-                          label=self.labels, age_years=self.frame["age"].to_numpy(float))
+                          label=self.labels, age_years=self.frame["age"].to_numpy(float),
+                          fold=no_fold(len(res)).to_numpy())
 
     def marker(self) -> pd.DataFrame:
         """The features in the marker space of the saved model."""

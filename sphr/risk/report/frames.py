@@ -150,6 +150,20 @@ def gain(table: pd.DataFrame | None) -> pd.DataFrame:
     return t.assign(reference=t["method"].map(is_reference).astype(bool))
 
 
+def crossfitted(rows: pd.DataFrame) -> bool:
+    """Whether the rows came from the cross-fit (every participant scored out of fold)."""
+    return "fold" in rows.columns and bool(rows["fold"].notna().any())
+
+
+def reference_mask(rows: pd.DataFrame) -> np.ndarray:
+    """The rows of the healthy people the bounds rest on: in a cross-fit every bona fide
+    healthy person (out of fold), in the single split the calibration partition's."""
+    bfh = (rows["label"] == 2).to_numpy()
+    if crossfitted(rows):
+        return bfh & rows["fold"].notna().to_numpy()
+    return bfh & (rows["partition"] == "calibration").to_numpy()
+
+
 def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
          summary: dict[str, Any], exported: int | None, outcome: str | None) -> pd.DataFrame:
     """The participant flow per sex, one row a step with the reason people left it:
@@ -165,9 +179,12 @@ def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
     if exported is not None:
         step("participants in the export", {"all": exported})
     kept = people.groupby("sex")["eid"].size().reindex(sexes, fill_value=0)
+    left = summary.get("cohort_left_out") or {}
+    why = "; ".join(f"{n:,} {reason.replace('_', ' ')}" for reason, n in left.items() if n)
     step("in the cohort", {**kept.to_dict(), "all": int(kept.sum())},
-         "" if exported is None else f"{exported - int(kept.sum()):,} not in a sex's cohort "
-                                     "(reasons: cohort_report.json)")
+         "" if exported is None or exported == int(kept.sum()) else
+         f"{exported - int(kept.sum()):,} not in a sex's cohort: "
+         + (why or "see cohorts/cohort_report.json"))
     m = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")] \
         if method else rows.iloc[:0]
     scored = m.drop_duplicates(["sex", "eid"]).groupby("sex")["eid"].size() \
@@ -178,14 +195,19 @@ def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
          "; ".join(f"{s}: {v['n']:,} ({v['reason']})" for s, v in unscored.items()))
     test = m.loc[m["partition"] == "test"].groupby("sex")["eid"].size() \
         .reindex(sexes, fill_value=0)
-    step("held out (test partition)", {**test.to_dict(), "all": int(test.sum())},
-         "the rest fitted the models and set the bounds")
+    if crossfitted(m):
+        step("scored out of fold (cross-fit)", {**test.to_dict(), "all": int(test.sum())},
+             "" if int(test.sum()) == int(scored.sum()) else "not scored out of fold")
+    else:
+        step("held out (test partition)", {**test.to_dict(), "all": int(test.sum())},
+             "the rest fitted the models and set the bounds")
     if outcome is not None and method is not None:
         f = frame.loc[(frame["method"] == method) & (frame["outcome"] == outcome)]
         linked = f.groupby("sex")["eid"].size().reindex(sexes, fill_value=0)
+        lost = int(test.sum()) - int(linked.sum())
         step(f"with {outcome.replace('_', ' ')} records",
              {**linked.to_dict(), "all": int(linked.sum())},
-             "prevalent cases (the event before baseline)")
+             f"{lost:,} prevalent cases (the event before baseline)" if lost > 0 else "")
         for g in GROUPS:
             k = f.loc[f["group"] == g].groupby("sex")["eid"].size().reindex(sexes, fill_value=0)
             step(f"  in {g}", {**k.to_dict(), "all": int(k.sum())})

@@ -65,7 +65,7 @@ def reference_ages(rows: pd.DataFrame, method: str | None) -> pd.DataFrame:
     r = rows.loc[(rows["mode"] == "calibrated") & (rows["method"] == method)]
     if r.empty or "label" not in r:
         return pd.DataFrame(columns=["sex", "age_years", "role"])
-    ref = r.loc[(r["partition"] == "calibration") & (r["label"] == 2)]
+    ref = r.loc[fr.reference_mask(r)]
     test = r.loc[r["partition"] == "test"]
     return pd.concat([ref[["sex", "age_years"]].assign(role="reference"),
                       test[["sex", "age_years"]].assign(role="scored")], ignore_index=True)

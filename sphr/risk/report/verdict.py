@@ -191,9 +191,10 @@ def calibration_bfh(rows: pd.DataFrame, method: str) -> dict[str, int]:
     """Per sex, the calibration BFH that set ``method``'s calibrated bounds (the risk stage's
     rows)."""
     from sphr.labels import BONA_FIDE_HEALTHY
+    from sphr.risk.report.frames import reference_mask
 
-    mine = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")
-                    & (rows["partition"] == "calibration")]
+    mine = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")]
+    mine = mine.loc[reference_mask(mine)]
     return {str(sex): int((sub["label"] == BONA_FIDE_HEALTHY).sum())
             for sex, sub in mine.groupby("sex", sort=True)}
 
