@@ -142,7 +142,8 @@ def _age_groups(settings: RunSettings) -> str | None:
         return None
     # the per-sex cohort assets write no cohort-wide report, so the risk stage of a run fits
     # its references on the default groups and stops on the cohorts' own (sphr.risk.fit)
-    return (f"`[cohorts] age_groups` = {[list(g) for g in groups]} differ from the risk stage's "
+    return (f"{settings.config_file or 'the settings'}: `[cohorts] age_groups` = "
+            f"{[list(g) for g in groups]} differ from the risk stage's "
             f"age groups ({', '.join(group_names(DEFAULT_AGE_GROUPS))}), which `[risk]` has no "
             "setting to change: the risk stage would stop on them after every other stage ran; "
             "keep `[cohorts] age_groups` at its default")
