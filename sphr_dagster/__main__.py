@@ -66,9 +66,10 @@ def _stages(settings: RunSettings) -> list[tuple[str, list[tuple[object, str | N
 
 
 def announce(settings: RunSettings, command: list[str]) -> Path:
-    """Record the run's settings in ``RUN/run_settings.json`` before anything runs (the
-    pre-flight passed), and clear what a failed run before it left: its failure marker and
-    logs."""
+    """Say which profile and settings run (the run's first line), record them all in
+    ``RUN/run_settings.json`` before anything runs, and clear what a failed run before it
+    left: its failure marker and logs."""
+    print(settings.summary(), flush=True)
     run_dir = Path(settings.run_dir)
     (run_dir / FAILED_FILE).unlink(missing_ok=True)
     shutil.rmtree(run_dir / LOG_DIR, ignore_errors=True)
@@ -84,6 +85,7 @@ def check_before_running(settings: RunSettings) -> int | None:
     try:
         preflight(settings)
     except PreflightError as err:
+        print(settings.summary(), flush=True)
         for problem in err.problems:
             print(f"error: {problem}", file=sys.stderr)
         print(f"stopped before any fit ({time.perf_counter() - t0:.1f} s); nothing written",
@@ -120,7 +122,6 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(settings.summary(), flush=True)
     stopped = check_before_running(settings)
     if stopped is not None:
         return stopped
