@@ -14,14 +14,21 @@ DAGSTER_HOME, so the runs appear in the UI afterwards.
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sphr.errors import ConfigError
 from sphr.profiles import PROFILES
 from sphr.settings import EXPORT_PROFILE, RunOptions, RunSettings, resolve, write_run_settings
+from sphr_dagster.failures import EXIT_BAD_INPUT, FAILED_FILE, LOG_DIR, exit_code
 from sphr_dagster.home import PROJECT_ROOT, ensure_dagster_home
+
+if TYPE_CHECKING:
+    from sphr_dagster.runner import StageResult
 
 #: what the run prints at the end, when the run wrote it
 OUTPUTS = (("risk report", "risk/report.html"), ("risk report PDF", "risk/report.pdf"),
@@ -59,10 +66,54 @@ def _stages(settings: RunSettings) -> list[tuple[str, list[tuple[object, str | N
 
 
 def announce(settings: RunSettings, command: list[str]) -> Path:
-    """Say which profile and settings run (the run's first line) and record them all in
-    ``RUN/run_settings.json`` before anything runs."""
+    """Say which profile and settings run (the run's first line), record them all in
+    ``RUN/run_settings.json`` before anything runs, and clear what a failed run before it
+    left: its failure marker and logs."""
     print(settings.summary(), flush=True)
-    return write_run_settings(settings, settings.run_dir, command=command)
+    run_dir = Path(settings.run_dir)
+    (run_dir / FAILED_FILE).unlink(missing_ok=True)
+    shutil.rmtree(run_dir / LOG_DIR, ignore_errors=True)
+    return write_run_settings(settings, run_dir, command=command)
+
+
+def check_before_running(settings: RunSettings) -> int | None:
+    """The pre-flight (:mod:`sphr.settings.preflight`): None when it passes, else the exit
+    code after one line per problem; nothing is written."""
+    from sphr.settings.preflight import PreflightError, preflight
+
+    t0 = time.perf_counter()
+    try:
+        preflight(settings)
+    except PreflightError as err:
+        print(settings.summary(), flush=True)
+        for problem in err.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        print(f"stopped before any fit ({time.perf_counter() - t0:.1f} s); nothing written",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return None
+
+
+def report_failures(failed: list[StageResult], run_dir: Path) -> int:
+    """One line per failed step, where its log is, ``RUN/run_failed.json``; the exit code."""
+    from sphr.io import write_json
+
+    failures = [f for r in failed for f in r.failures]
+    for r in failed:
+        where = f"{r.name}{f' ({r.partition})' if r.partition and r.partition != r.name else ''}"
+        for f in r.failures or ():
+            print(f"failed: {where}, {f.step}: {f.line()}", file=sys.stderr)
+        if not r.failures:
+            print(f"failed: {where} (run {r.run_id})", file=sys.stderr)
+        print(f"   full log: {r.log or 'above'}; run {r.run_id} in the UI "
+              f"(`python -m sphr_dagster ui --run-dir {run_dir}`) can re-execute from the "
+              "failure", file=sys.stderr)
+    write_json({"failed": [{"name": r.name, "partition": r.partition, "run_id": r.run_id,
+                            "log": r.log, "failures": [{"step": f.step, "error": f.error,
+                                                        "message": f.message}
+                                                       for f in r.failures]}
+                           for r in failed]}, run_dir / FAILED_FILE)
+    return exit_code(failures)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,11 +121,19 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    stopped = check_before_running(settings)
+    if stopped is not None:
+        return stopped
     announce(settings, args.command_line)
-    ensure_dagster_home()
+    run_dir = Path(settings.run_dir)
+    ensure_dagster_home(run_dir)
+    import warnings
+
     import dagster as dg
 
+    # a note to Dagster's developers (observable_source_asset is in beta), not to the user
+    warnings.filterwarnings("ignore", category=dg.BetaWarning)
     from sphr_dagster.assets.ingest import export_observation
     from sphr_dagster.resources import run_resources
     from sphr_dagster.runner import materialize_side_by_side
@@ -84,22 +143,19 @@ def run(args: argparse.Namespace) -> int:
     resources = run_resources(settings)
     dg.DagsterInstance.get().report_runless_asset_event(
         export_observation(resources["data_source"], resources["storage"]))
+    log_dir = None if args.verbose else run_dir / LOG_DIR
     for title, tasks in _stages(settings):
         t0 = time.perf_counter()
         print(f"== {title}", flush=True)
-        results = materialize_side_by_side(tasks, settings, workers=settings.jobs)
-        for r in results:
-            if not r.success:
-                where = f" ({r.partition})" if r.partition else ""
-                print(f"failed: {r.name}{where} (run {r.run_id}); open the run in the UI "
-                      "(`make ui`) to see the failing step and re-execute from failure",
-                      file=sys.stderr)
-                return 1
+        results = materialize_side_by_side(tasks, settings, workers=settings.jobs,
+                                           log_dir=log_dir)
+        failed = [r for r in results if not r.success]
+        if failed:
+            return report_failures(failed, run_dir)
         each = ", ".join(f"{r.name} {r.seconds:.0f} s" for r in results) \
             if len(results) > 1 else ""
         print(f"   done in {time.perf_counter() - t0:.0f} s" + (f" ({each})" if each else ""),
               flush=True)
-    run_dir = Path(settings.run_dir)
     print(f"\nwhole pipeline: {time.perf_counter() - t_all:.0f} s, run directory {run_dir}")
     for label, rel in OUTPUTS:
         if (run_dir / rel).exists():
@@ -126,16 +182,53 @@ def config(args: argparse.Namespace) -> int:
     return 0
 
 
-def ui(args: argparse.Namespace) -> int:
-    import os
+#: seconds ``ui`` gives dagster dev to stop after Ctrl-C before it ends its processes
+UI_STOP_SECONDS = 10
 
-    home = ensure_dagster_home()
-    print(f"DAGSTER_HOME={home}; open http://{args.host}:{args.port}", flush=True)
+
+def _stop(process: subprocess.Popen) -> int:
+    """Stop dagster dev and everything it started: SIGINT to its process group (its own clean
+    shutdown), then, after :data:`UI_STOP_SECONDS`, SIGKILL to what is left of the group (its
+    webserver, daemon and code servers may outlive it)."""
+    import os
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=UI_STOP_SECONDS)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+    return 0
+
+
+def ui(args: argparse.Namespace) -> int:
+    """dagster dev on the run directory's own history (``RUN/.dagster_home``) and resources
+    (``SPHR_RUN_DIR``), in a process group of its own that Ctrl-C or SIGTERM stops whole."""
+    import os
+    import signal
+
+    run_dir = Path(args.run_dir).resolve()
+    home = ensure_dagster_home(run_dir)
+    os.environ.setdefault("SPHR_RUN_DIR", str(run_dir))
+    print(f"run directory {run_dir}, DAGSTER_HOME={home}; open http://{args.host}:{args.port}",
+          flush=True)
     cmd = [str(Path(sys.executable).with_name("dagster")), "dev", "-w",
            str(PROJECT_ROOT / "workspace.yaml"), "-h", args.host, "-p", str(args.port)]
-    os.chdir(PROJECT_ROOT)
-    os.execv(cmd[0], cmd)
-    return 0
+    process = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
+
+    def _on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _on_term)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        return _stop(process)
 
 
 def _settings_options(p: argparse.ArgumentParser) -> None:
@@ -175,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     _settings_options(p)
     p.add_argument("--log-level", default=None,
                    help=f"Dagster console log level (DEBUG: every event; default {d.log_level})")
+    p.add_argument("--verbose", action="store_true",
+                   help="Dagster's log and every traceback on the terminal (default: in "
+                   f"RUN/{LOG_DIR}/, one line per failure here)")
     p.add_argument("--jobs", type=int, default=None,
                    help="how many of the per-sex runs and the retrieval comparison run at the "
                    "same time, each in its own process (1: one after the other, in this one; "
@@ -188,6 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the defined job whose ops to configure (default: %(default)s)")
     p.set_defaults(func=config)
     p = sub.add_parser("ui", help="start the Dagster UI (dagster dev)")
+    p.add_argument("--run-dir", default=d.run_dir, metavar="DIR",
+                   help="the run directory whose runs and outputs the UI shows (default: "
+                   "%(default)s)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=3000)
     p.set_defaults(func=ui)

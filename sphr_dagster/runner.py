@@ -22,6 +22,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sphr_dagster.failures import StepFailure, log_to, step_failures
+
 if TYPE_CHECKING:
     from sphr.settings import RunSettings
 
@@ -33,12 +35,35 @@ class StageResult:
     success: bool
     run_id: str
     seconds: float
+    #: why it failed, one entry per failed step (empty when it succeeded)
+    failures: tuple[StepFailure, ...] = ()
+    #: the file its console output went to (None: the terminal)
+    log: str | None = None
 
 
 def materialize_selection(selection: Any, partition: str | None, settings: RunSettings, *,
-                          name: str = "", tags: Mapping[str, str] | None = None) -> StageResult:
+                          name: str = "", tags: Mapping[str, str] | None = None,
+                          log_dir: str | os.PathLike | None = None) -> StageResult:
     """Materialize the assets (and checks) of ``selection`` for one partition on the instance
-    of DAGSTER_HOME, with the resources and run config of ``settings``."""
+    of DAGSTER_HOME, with the resources and run config of ``settings``; with ``log_dir``, its
+    console output goes to ``log_dir/<name>.log`` instead of the terminal."""
+    import traceback
+
+    t0 = time.perf_counter()
+    log = None if log_dir is None else os.path.join(log_dir, f"{name or partition or 'run'}.log")
+    with log_to(log):
+        try:
+            success, run_id, failures = _materialize(selection, partition, settings, tags)
+        except Exception as exc:  # a run that could not start (its config, its instance)
+            traceback.print_exc()
+            success, run_id = False, ""
+            failures = (StepFailure("run", type(exc).__name__, str(exc)),)
+    return StageResult(name, partition, success, run_id, round(time.perf_counter() - t0, 1),
+                       failures, log)
+
+
+def _materialize(selection: Any, partition: str | None, settings: RunSettings,
+                 tags: Mapping[str, str] | None) -> tuple[bool, str, tuple[StepFailure, ...]]:
     import dagster as dg
 
     from sphr_dagster.config import PROFILE_TAG
@@ -46,15 +71,15 @@ def materialize_selection(selection: Any, partition: str | None, settings: RunSe
     from sphr_dagster.resources import run_resources
     from sphr_dagster.run_config import run_config
 
-    t0 = time.perf_counter()
+    instance = dg.DagsterInstance.get()
     result = dg.materialize([*ASSETS, *CHECKS], selection=selection, partition_key=partition,
-                            instance=dg.DagsterInstance.get(), resources=run_resources(settings),
+                            instance=instance, resources=run_resources(settings),
                             run_config=run_config(settings, selection,
                                                   log_level=settings.log_level),
                             raise_on_error=False,
                             tags={PROFILE_TAG: settings.profile, **dict(tags or {})})
-    return StageResult(name, partition, result.success, result.run_id,
-                       round(time.perf_counter() - t0, 1))
+    failures = () if result.success else tuple(step_failures(instance, result.run_id))
+    return result.success, result.run_id, failures
 
 
 def _worker_init(threads: int) -> None:
@@ -80,13 +105,15 @@ def _in_worker(selection: Any, partition: str | None, settings: RunSettings,
 
 def materialize_side_by_side(tasks: Sequence[tuple[Any, str | None, str]], settings: RunSettings,
                              *, workers: int = 2, threads: int | None = None, spawn: bool = False,
-                             tags: Mapping[str, str] | None = None) -> list[StageResult]:
+                             tags: Mapping[str, str] | None = None,
+                             log_dir: str | os.PathLike | None = None) -> list[StageResult]:
     """:func:`materialize_selection` for each ``(selection, partition, name)`` task, ``workers``
     at a time, each in a fresh process with ``threads`` CPU threads (default: its share of the
     cores). ``workers=1`` runs them one after the other, in this process unless ``spawn``. The
-    tasks must not write the same files (Dagster does not check this: the assets' folders do)."""
+    tasks must not write the same files (Dagster does not check this: the assets' folders do).
+    ``log_dir``: each task's console output goes to ``log_dir/<name>.log``."""
     if (workers <= 1 or len(tasks) <= 1) and not spawn:
-        return [materialize_selection(sel, p, settings, name=name, tags=tags)
+        return [materialize_selection(sel, p, settings, name=name, tags=tags, log_dir=log_dir)
                 for sel, p, name in tasks]
     workers = max(1, min(workers, len(tasks)))
     try:
@@ -97,7 +124,8 @@ def materialize_side_by_side(tasks: Sequence[tuple[Any, str | None, str]], setti
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
                              initargs=(threads or max(1, cores // workers),)) as pool:
-        futures = [pool.submit(_in_worker, sel, p, settings, name=name, tags=tags)
+        futures = [pool.submit(_in_worker, sel, p, settings, name=name, tags=tags,
+                               log_dir=log_dir)
                    for sel, p, name in tasks]
         return [f.result() for f in futures]
 

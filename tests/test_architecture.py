@@ -405,7 +405,7 @@ DAGSTER_LAYERS: dict[str, int] = {
     "sphr_dagster.assets": 1, "sphr_dagster.checks": 1, "sphr_dagster.automation": 1,
     "sphr_dagster.definitions": 2,
     "sphr_dagster.run_config": 3, "sphr_dagster.runner": 3, "sphr_dagster.k8s": 3,
-    "sphr_dagster.__main__": 3,
+    "sphr_dagster.__main__": 3, "sphr_dagster.failures": 3,
 }
 DAGSTER_MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(DAGSTER.rglob("*.py"))}
 

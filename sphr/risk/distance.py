@@ -62,6 +62,8 @@ from sphr.risk.spaces import Space, build_space
 
 OUTPUT_COLUMNS: tuple[str, ...] = ("age_group", "distance", "score", "group", "normal_low",
                                    "normal_high", "lower_low", "lower_high", "centile")
+#: fewest calibration BFH rows for the calibrated bounds (the run's pre-flight check reads it)
+MIN_CALIBRATION_BFH = 3
 #: the interval columns (a NaN low is "no lower bound": the calibrated mode is one-sided)
 INTERVAL_COLUMNS: tuple[str, ...] = ("normal_low", "normal_high", "lower_low", "lower_high")
 
@@ -220,8 +222,8 @@ class DistanceModel(BaseEstimator):
             raise InputError("mode 'calibrated' needs the calibration partition "
                              "(cohorts/<sex>/calibration.parquet; re-run `sphr cohorts`)")
         cal = calibration.loc[bfh_rows(calibration)]
-        if len(cal) < 3:
-            raise InputError(f"need at least 3 calibration BFH rows, got {len(cal)}")
+        if len(cal) < MIN_CALIBRATION_BFH:
+            raise InputError(f"need {MIN_CALIBRATION_BFH}+ calibration BFH rows, got {len(cal)}")
         self.standardizer_, self.bounds_ = calibrate(
             self.standardization, group_names(self._groups), healthy_of(self, train_bfh),
             healthy_of(self, cal), self.standardize_min_group, self.tail_bound)
