@@ -51,7 +51,12 @@ def test_json_lists_every_field_once_with_what_the_ingest_needs(capsys):
     by_id = {r["id"]: r for r in out}
     assert len(out) == len(by_id) == len(BY_ID)
     # "required" is what makes the ingest stop, derived from the ingest's own plan
-    assert {i for i, r in by_id.items() if r["required"]} == {f.id for f in (*REQUIRED, AGE)}
+    # the P0 markers too: without one the run's pre-flight stops (nobody can be BFH)
+    from sphr.data.fields import BY_NAME
+
+    p0 = {BY_NAME[m].id for m in P0_MARKERS}
+    assert {i for i, r in by_id.items() if r["required"]} == {f.id for f in (*REQUIRED, AGE)} | p0
+    assert all("bona fide healthy" in by_id[i]["if_missing"] for i in p0)
     assert by_id[53]["required_columns"] == ["p53_i0"]
     assert by_id[53]["rap_columns"] == ["p53_i0", "p53_i1", "p53_i2", "p53_i3"]
     assert by_id[31]["if_missing"].startswith("the ingest stops")
@@ -382,16 +387,25 @@ def test_a_list_beside_per_index_columns_is_refused(tmp_path, capsys, legacy):
 def test_the_required_columns_are_exactly_what_the_ingest_cannot_do_without(
         tmp_path, capsys, legacy):
     from sphr.data.ingest import ingest
+    from sphr.settings.preflight import check_export_fields
 
     names = run_fields(capsys, "--rap", "--required-only").splitlines()
-    assert names == ["eid", "p31", "p53_i0", "p2443_i0", "p2453_i0", "p2473_i0", "p21003_i0"]
+    ingest_needs = ["p31", "p53_i0", "p2443_i0", "p2453_i0", "p2473_i0", "p21003_i0"]
+    p0 = [n for n in names if n not in ["eid", *ingest_needs]]
+    # the seven P0 markers (hdl is one field for both sexes' ranges): the run's pre-flight
+    assert len(p0) == 7 and set(names) == {"eid", *ingest_needs, *p0}
     extract = rap_extract(legacy[0], names, medication_per_index=True)
     extract.write_csv(tmp_path / "required.csv")
     assert ingest(tmp_path / "required.csv").baseline.height == legacy[1].baseline.height
-    for name in names[1:]:
+    check_export_fields(tmp_path / "required.csv")
+    for name in ingest_needs:
         extract.drop(name).write_csv(tmp_path / "less.csv")
         with pytest.raises(InputError, match=f"required field {parse_column(name)[1].field} "):
             ingest(tmp_path / "less.csv")
+    for name in p0:
+        extract.drop(name).write_csv(tmp_path / "less.csv")
+        with pytest.raises(InputError, match=f"P0 marker {parse_column(name)[1].field} "):
+            check_export_fields(tmp_path / "less.csv")
 
 
 def test_a_whole_array_column_is_read_as_array_zero():

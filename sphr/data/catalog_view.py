@@ -22,6 +22,7 @@ from sphr.data.fields import (
     ALGORITHMIC_FIELDS,
     ASSESSMENT_CENTRE,
     BY_ID,
+    BY_NAME,
     FASTING_TIME,
     FIRST_OCCURRENCE_FIELDS,
     HOSPITAL_DIAGNOSES,
@@ -124,6 +125,11 @@ def _plan_columns(columns: dict[ColumnKey, str]) -> tuple[list[ColumnKey], list[
     return keys, warnings
 
 
+#: what a missing P0 marker does (the ingest only warns; the run's pre-flight stops)
+_P0_MISSING = ("required for the bona fide healthy definition: `python -m sphr_dagster run` "
+               "stops before any fit (the ingest alone only warns)")
+
+
 def _if_missing(f: Field, extract: dict[ColumnKey, str]) -> str:
     """What the ingest says of ``extract`` without ``f``, in its own words."""
     try:
@@ -209,6 +215,10 @@ def field_uses() -> list[FieldUse]:
             _plan_columns({k: v for k, v in extract.items() if k != key})
         except InputError:
             required.add(key)
+    # the ingest goes on without a P0 marker, but nobody is bona fide healthy then: the main
+    # command's pre-flight (sphr.settings.preflight) stops on it, so a request needs it
+    p0 = {BY_NAME[m].id for m in P0_MARKERS}
+    required |= {k for k in read if k.field in p0 and k.instance == 0}
     # the ingest's own rule of which fields it range-checks (see _plan_columns)
     from sphr.data.decode import plausibility
 
@@ -223,7 +233,8 @@ def field_uses() -> list[FieldUse]:
             tuple(sorted({k.array for k in keys})),
             tuple(dict.fromkeys(rap_name(k) for k in keys)),
             tuple(dict.fromkeys(rap_name(k) for k in keys if k in required)),
-            stages if keys else (), use, _if_missing(f, extract) if keys else "not read",
+            stages if keys else (), use, (_P0_MISSING if f.name in P0_MARKERS else
+                                          _if_missing(f, extract)) if keys else "not read",
             rule, f.min_value if rule else None, f.max_value if rule else None))
     return out
 
