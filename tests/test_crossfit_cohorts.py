@@ -24,7 +24,7 @@ def baseline(ingest_dir):
 
 @pytest.fixture(scope="module")
 def cohorts(baseline):
-    return build_cohorts(baseline, CohortConfig(n_triplets=500, seed=3, folds=4))
+    return build_cohorts(baseline, CohortConfig(n_triplets=500, seed=3, folds=4, impute=True))
 
 
 def test_folds_are_balanced_within_every_stratum():
@@ -69,8 +69,14 @@ def test_fold_normalizer_and_imputation_use_the_fold_training_rows(cohorts):
     cohort = cohorts[0]["female"]
     fold = cohort.folds[1]
     real = ~fold.train_raw["augmented"].to_numpy(bool)
-    raw = fold.train_raw.loc[real, fold.features].to_numpy(float)
-    refit = type(fold.normalizer)(fold.normalizer.n_quantiles).fit(raw, features=fold.features)
+    train = fold.train_raw.loc[real].reset_index(drop=True)
+    raw = train[fold.features].to_numpy(float)
+    # the normalizer saw each marker where it was measured, not the filled values
+    filled = fold.imputed.set_index("eid")["imputed"].reindex(train["eid"]).fillna("")
+    for j, f in enumerate(fold.features):
+        raw[[f in names.split(";") for names in filled], j] = np.nan
+    refit = type(fold.normalizer)(fold.normalizer.n_quantiles).fit(
+        raw, features=fold.features, observed_only=True)
     assert np.allclose(refit.quantiles_, fold.normalizer.quantiles_)
     # the imputed values are the fold's training medians, not the cohort's
     assert fold.report["imputed"]["participants"] > 0
@@ -88,7 +94,8 @@ def test_imputation_reads_only_the_rows_it_fits_on():
 
 
 def test_everyone_left_out_has_a_reason(baseline):
-    _, report = build_cohorts(baseline, CohortConfig(n_triplets=500, seed=3, folds=0))
+    _, report = build_cohorts(baseline, CohortConfig(n_triplets=500, seed=3, folds=0,
+                                                     impute=True))
     assert report["kept"] + sum(report["left_out"].values()) == report["participants"]
     assert report["kept"] > report["complete_cases"]
     _, complete = build_cohorts(baseline, CohortConfig(n_triplets=500, seed=3, folds=0,

@@ -17,6 +17,8 @@ from sphr_dagster.runner import materialize_partitions, materialize_selection
 SMALL = """
 [cohorts]
 n_triplets = 3000
+# two folds: the cross-fit runs, at the least cost
+folds = 2
 [train]
 epochs = 2
 batch_size = 512

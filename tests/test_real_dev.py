@@ -168,7 +168,7 @@ def test_marker_scaler_sees_only_real_training_rows(fitted):
     moved_run = run.parent / "moved_run"
     moved = moved_run / "cohorts" / "female"
     moved.mkdir(parents=True)
-    for f in cdir.iterdir():
+    for f in (p for p in cdir.iterdir() if p.is_file()):
         (moved / f.name).write_bytes(f.read_bytes())
     features = json.loads((cdir / "features.json").read_text())
     for part in ("test", "calibration"):

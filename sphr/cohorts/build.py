@@ -295,7 +295,10 @@ def _assemble(people: _People, sex: str, features: list[str], config: CohortConf
     keep = [j for j, f in enumerate(frame.columns) if f in features]
     missing = missing[:, keep]
     # fitted on the real training rows only: augmented rows must not shape the quantiles
-    normalizer = QuantileNormalizer(config.n_quantiles).fit(raw[train_idx], features=features)
+    observed = np.where(missing, np.nan, raw)
+    normalizer = QuantileNormalizer(config.n_quantiles).fit(observed[train_idx],
+                                                            features=features,
+                                                            observed_only=True)
     aug_raw, aug_labels, aug_report = _augment(raw, labels, train_idx, features, sex, ranges,
                                                config, np.random.default_rng(seeds[1]),
                                                complete=~missing.any(axis=1))
@@ -441,6 +444,11 @@ def build_cohorts(baseline: pd.DataFrame, config: CohortConfig | None = None
             raise ConfigError(f"unknown sex {sex!r}: use female and/or male")
         sub = frame.loc[frame["sex"] == SEX_CODE[sex]].reset_index(drop=True)
         cohorts[sex] = build_sex_cohort(sub, sex, features, config)
+    # each sex's report says who of the export is not in any cohort, and the age groups,
+    # since a partitioned run writes only the sexes' reports
+    export = {k: report[k] for k in ("participants", "kept", "imputed", "left_out")}
+    for c in cohorts.values():
+        c.report.update(export=export, age_group_bounds=[list(g) for g in config.age_groups])
     report["sexes"] = {s: c.report for s, c in cohorts.items()}
     report["config"] = {k: v for k, v in asdict(config).items()}
     report["seconds"] = round(time.perf_counter() - start, 2)

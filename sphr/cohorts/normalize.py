@@ -43,19 +43,27 @@ class QuantileNormalizer(TransformerMixin, BaseEstimator):
     def __init__(self, n_quantiles: int = CohortConfig.n_quantiles) -> None:
         self.n_quantiles = n_quantiles
 
-    def fit(self, X, y=None, *, features: list[str] | None = None) -> QuantileNormalizer:
+    def fit(self, X, y=None, *, features: list[str] | None = None,
+            observed_only: bool = False) -> QuantileNormalizer:
+        """``observed_only``: each feature's quantiles from the rows that have it (the cohort
+        step fills the others afterwards; filled values would be a point mass at the median
+        that every drift check of new people then reads as drift)."""
         if features is None and hasattr(X, "columns"):
             features = [str(c) for c in X.columns]
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] < 2:
             raise InputError(f"need at least 2 rows to fit a normalizer, got shape {X.shape}")
-        if np.isnan(X).any():
+        observed = (~np.isnan(X)).sum(axis=0)
+        if not observed_only and observed.min() < X.shape[0]:
             raise InputError("cannot fit the normalizer on missing values (complete cases only)")
-        n = min(int(self.n_quantiles), X.shape[0])
+        if observed.min() < 2:
+            raise InputError("a feature has fewer than 2 observed values to fit a normalizer on")
+        n = min(int(self.n_quantiles), int(observed.min()))
         self.references_ = np.linspace(0, 1, n)
         # equal neighbouring quantiles would make interpolation ill-defined; np.maximum.accumulate
         # keeps the grid monotone after floating-point noise
-        self.quantiles_ = np.maximum.accumulate(np.quantile(X, self.references_, axis=0), axis=0)
+        self.quantiles_ = np.maximum.accumulate(np.nanquantile(X, self.references_, axis=0),
+                                                axis=0)
         self.features_ = (list(features) if features is not None
                           else [f"x{i}" for i in range(X.shape[1])])
         self.n_features_in_ = X.shape[1]

@@ -161,6 +161,11 @@ def _own_fold_rows(values: np.ndarray, people: pd.DataFrame, folds: np.ndarray,
     read = pd.DataFrame(index=range(len(values)), columns=columns, dtype=object)
     for k in np.unique(folds):
         held = folds == k
+        if (~held).sum() < 3:  # too few healthy people in the other folds: the full model's
+            read.loc[np.flatnonzero(held), columns] = centile_rows(
+                HealthyCentiles(form=config.centile_form, tail=config.centile_tail).fit(
+                    values, ages), values[held], groups[held], ages[held])[columns].to_numpy()
+            continue
         other = HealthyCentiles(form=config.centile_form, tail=config.centile_tail,
                                 random_state=config.seed).fit(values[~held], ages[~held])
         part = centile_rows(other, values[held], groups[held], ages[held])

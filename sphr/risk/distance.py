@@ -227,22 +227,7 @@ class DistanceModel(BaseEstimator):
         self.standardizer_, self.bounds_ = calibrate(
             self.standardization, group_names(self._groups), healthy_of(self, train_bfh),
             healthy_of(self, cal), self.standardize_min_group, self.tail_bound)
-        self._calibrated_intervals()
-
-    def _calibrated_intervals(self) -> None:
-        """Each age group's bounds in distance units at the group's midpoint age: the
-        standardizer's inverse of the calibrated bounds on the standardized score (a
-        standardization linear in age moves them within the group; each person's own bounds
-        are in :meth:`transform`'s columns)."""
-        names = list(self.strata_)
-        centers, scales = self.standardizer_.location_scale(np.array(names, object))
-        for name, c, sc in zip(names, centers, scales, strict=True):
-            st = self.strata_[name]
-            st["intervals"] = {"normal_low": None,
-                               "normal_high": c + sc * self.bounds_.normal.value,
-                               "lower_low": None,
-                               "lower_high": c + sc * self.bounds_.lower.value,
-                               "repairs": []}
+        _calibrated_intervals(self)
 
     def reanchored(self, train: pd.DataFrame, calibration: pd.DataFrame | None, *,
                    space: Space | None = None, references: bool = True,
@@ -303,8 +288,7 @@ class DistanceModel(BaseEstimator):
                 "standardization": self.standardization, "tail_bound": self.tail_bound,
                 "standardizer": self.standardizer_.to_dict() if self.standardizer_ else None,
                 "bounds": self.bounds_.as_dict() if self.bounds_ else None,
-                "centiles": (self.centiles_.to_dict()
-                             if getattr(self, "centiles_", None) is not None else None)}
+                "centiles": _centiles_dict(getattr(self, "centiles_", None))}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], space: Space) -> DistanceModel:
@@ -322,9 +306,25 @@ class DistanceModel(BaseEstimator):
                                if data.get("standardizer") else None)
         model.bounds_ = (CalibratedBounds.from_dict(data["bounds"]) if data.get("bounds")
                          else None)
-        model.centiles_ = (HealthyCentiles.from_dict(data["centiles"]) if data.get("centiles")
-                           else None)
+        model.centiles_ = HealthyCentiles.from_dict(data["centiles"]) if data.get("centiles") \
+            else None
         return model
+
+
+def _calibrated_intervals(model: DistanceModel) -> None:
+    """Each age group's bounds in distance units at the group's midpoint age: the
+    standardizer's inverse of the calibrated bounds on the standardized score (a
+    standardization linear in age moves them within the group; each person's own bounds
+    are in :meth:`transform`'s columns)."""
+    names = list(model.strata_)
+    centers, scales = model.standardizer_.location_scale(np.array(names, object))
+    for name, c, sc in zip(names, centers, scales, strict=True):
+        st = model.strata_[name]
+        st["intervals"] = {"normal_low": None,
+                           "normal_high": c + sc * model.bounds_.normal.value,
+                           "lower_low": None,
+                           "lower_high": c + sc * model.bounds_.lower.value,
+                           "repairs": []}
 
 
 def reanchored_copy(model: DistanceModel, train: pd.DataFrame,
@@ -357,7 +357,7 @@ def reanchored_copy(model: DistanceModel, train: pd.DataFrame,
         if bounds:
             cal = calibration.loc[bfh_rows(calibration)]
             out.bounds_ = CalibratedBounds.fit(out.score_samples(cal), model.tail_bound)
-        out._calibrated_intervals()
+        _calibrated_intervals(out)
     return out
 
 
@@ -372,6 +372,10 @@ def _paper_groups(model: DistanceModel, s: np.ndarray, groups: np.ndarray,
             v = getattr(iv, col)
             out.loc[rows, col] = v if np.isfinite(v) else np.nan
     return out
+
+
+def _centiles_dict(centiles: HealthyCentiles | None) -> dict[str, Any] | None:
+    return centiles.to_dict() if centiles is not None else None
 
 
 def centile_rows(centiles: HealthyCentiles, values: np.ndarray, groups: np.ndarray,

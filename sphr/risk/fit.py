@@ -47,6 +47,11 @@ def read_age_groups(run: Path) -> tuple[tuple[int, int], ...] | None:
         groups = read_json(report).get("config", {}).get("age_groups")
         if groups:
             return tuple(tuple(int(v) for v in g) for g in groups)
+    # a partitioned (Dagster) run writes only each sex's report
+    for path in sorted((Path(run) / "cohorts").glob("*/cohort_report.json")):
+        groups = read_json(path).get("age_group_bounds")
+        if groups:
+            return tuple(tuple(int(v) for v in g) for g in groups)
     return None
 
 

@@ -173,7 +173,6 @@ def fit_and_read(run: Path, sex: str, config: RiskConfig
         crossfit_sex,
         crossfit_summary,
         folds_of,
-        single_split_centiles,
         with_centiles,
     )
 
@@ -186,8 +185,9 @@ def fit_and_read(run: Path, sex: str, config: RiskConfig
         cross = crossfit_sex(run, sex, config)
         rows, absolute_rows, centiles = cross.rows, cross.absolute_rows, cross.centiles
         design.update(validation="cross-fit", **crossfit_summary(cross))
-    elif config.reference == "centiles":
-        rows, centiles, design["skipped"] = single_split_centiles(rows, config)
+    else:  # the single split's 25-60 calibration BFH per sex are too few for a smooth
+        # model in age: it keeps the age-group bounds (docs/METHODS.md, "Cross-fitting")
+        design["reference"] = "groups"
     design["reference_bfh"] = {m: int(c.n_) for m, c in centiles.items()}
     return with_centiles(fitted, sex, centiles), rows, absolute_rows, design
 
@@ -293,9 +293,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
             if table is not None:
                 write_parquet(table, stage / f"absolute_{name}.parquet")
         summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
-                   "design": {Path(d).name: read_json(Path(d) / "risk_report.json").get("design")
-                              for d in sex_dirs},
-                   "cohort_left_out": _left_out(run),
+                   **_design(run, sex_dirs),
                    "absolute_method": config.absolute_method,
                    "absolute_recalibrate": config.absolute_recalibrate,
                    "methods": sorted(rows["method"].unique().tolist()),
@@ -322,10 +320,24 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
     return summary
 
 
+def _design(run: Path, sex_dirs: list[Path]) -> dict[str, Any]:
+    """Each sex's design (cross-fit or single split, the reference's size) and why people of
+    the export are in no cohort, for the merged summary."""
+    return {"design": {Path(d).name: read_json(Path(d) / "risk_report.json").get("design")
+                       for d in sex_dirs},
+            "cohort_left_out": _left_out(run)}
+
+
 def _left_out(run: Path) -> dict[str, int]:
     """Why people of the export are not in a cohort (cohorts/cohort_report.json)."""
-    path = run / "cohorts" / "cohort_report.json"
-    return dict(read_json(path).get("left_out") or {}) if path.exists() else {}
+    for path in (run / "cohorts" / "cohort_report.json",
+                 *sorted((run / "cohorts").glob("*/cohort_report.json"))):
+        if path.exists():
+            report = read_json(path)
+            left = report.get("left_out") or (report.get("export") or {}).get("left_out")
+            if left:
+                return dict(left)
+    return {}
 
 
 def _absolute_eval(run: Path, candidates: pd.DataFrame | None, config: RiskConfig

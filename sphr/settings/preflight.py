@@ -102,6 +102,15 @@ def _smallest_test_class(counts: PartitionCounts, settings: RunSettings) -> int:
     return min(counts.test.values(), default=0)
 
 
+def _crossfit_bfh(settings: RunSettings) -> int | None:
+    """Each fold's cohort calibrates on the other folds' BFH: at least the calibration
+    minimum in every fold's share of them, so folds x that minimum in the cohort."""
+    from sphr.risk.distance import MIN_CALIBRATION_BFH
+
+    folds = settings.config("cohorts").folds
+    return folds * MIN_CALIBRATION_BFH if folds >= 2 else None
+
+
 REQUIREMENTS: tuple[Requirement, ...] = (
     Requirement("the bona fide healthy definition", "bona fide healthy participants",
                 lambda s: 1, _bfh,
@@ -126,6 +135,8 @@ REQUIREMENTS: tuple[Requirement, ...] = (
                 lambda c, s: c.calibration.get(BONA_FIDE_HEALTHY, 0),
                 "raise `[cohorts] calibration_size`, leave calibrated out of `[risk] modes` or "
                 "add people"),
+    Requirement("the cross-fit's folds", "bona fide healthy participants", _crossfit_bfh,
+                _bfh, "lower `[cohorts] folds` (0: the single split) or add people"),
     Requirement("the supervised comparators' folds", "training participants",
                 _supervised_folds, lambda c, s: c.total("train"),
                 "lower `[risk] supervised_folds`, leave supervised_xgboost out of "

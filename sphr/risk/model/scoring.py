@@ -64,7 +64,9 @@ def new_people(model: ScorableSex, as_read: pd.DataFrame, frame: pd.DataFrame,
     normalized = pd.DataFrame(model.normalizer_.transform(frame[model.features_].to_numpy(float)),
                               columns=model.features_)
     normalized["age_group"] = groups
-    labels = assign_classes(frame, model.sex, ranges_from_records(model.clinical_ranges_))
+    # the class from the markers as measured: a filled P0 marker cannot make anyone bona fide
+    # healthy, as in the cohort step (docs/METHODS.md, "Missing markers")
+    labels = assign_classes(as_read, model.sex, ranges_from_records(model.clinical_ranges_))
     return NewPeople(frame, as_read, normalized, groups, labels, model.sex, model.features_,
                      model.marker_scaler_, directory / MARKER_SCALER if directory else None)
 

@@ -378,8 +378,10 @@ def distance_plot(rows: pd.DataFrame, thresholds: pd.DataFrame, sex: str,
         ax.set_title(short_name(m), color=METHOD_COLORS.get(m, "black"), fontsize=7.5, pad=2)
         if not ok.any():
             continue
+        # a centile-read score has its bounds per person (risk_groups), not one z here
+        bounds = [b for b in bounds if np.isfinite(b[0])]
         lo = float(np.percentile(x[ok], 0.2))
-        hi = max(float(np.percentile(x[ok], 99.8)), *(b[0] * 1.08 for b in bounds))
+        hi = max([float(np.percentile(x[ok], 99.8)), *(b[0] * 1.08 for b in bounds)])
         edges = np.linspace(min(lo, 0.0) if mode == "paper" else lo, hi, 45)
         groups = r["group"].to_numpy(object)[ok]
         _stacked_hist(ax, {g: x[ok][groups == g] for g in GROUPS}, edges)
