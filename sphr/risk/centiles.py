@@ -69,9 +69,10 @@ def spline_basis(ages: np.ndarray, knots: np.ndarray) -> np.ndarray:
         def cube(x: np.ndarray) -> np.ndarray:
             return np.maximum(x, 0.0) ** 3
 
+        last = t[k - 1] - t[k - 2]
         for j in range(k - 2):
-            cols.append((cube(a - t[j]) - cube(a - t[k - 2]) * (t[k - 1] - t[j]) / (t[k - 1] - t[k - 2])
-                         + cube(a - t[k - 1]) * (t[k - 2] - t[j]) / (t[k - 1] - t[k - 2])) / span)
+            cols.append((cube(a - t[j]) - cube(a - t[k - 2]) * (t[k - 1] - t[j]) / last
+                         + cube(a - t[k - 1]) * (t[k - 2] - t[j]) / last) / span)
     return np.column_stack(cols)
 
 
