@@ -32,7 +32,6 @@ import pandas as pd
 from sphr.errors import InputError
 from sphr.labels import BONA_FIDE_HEALTHY
 from sphr.layout import baselines_dir, cohort_dir, fold_count, train_dir
-from sphr.risk.calibration import CALIBRATION_FOLDS
 from sphr.risk.centiles import HealthyCentiles
 from sphr.risk.config import SPHR_VARIANTS, RiskConfig
 from sphr.risk.distance import centile_rows
@@ -60,7 +59,6 @@ class CrossFit:
     absolute_rows: pd.DataFrame
     centiles: dict[str, HealthyCentiles] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
-    reference_n: dict[str, int] = field(default_factory=dict)
 
 
 def folds_of(run: str | Path, sex: str) -> int:
@@ -83,9 +81,10 @@ def _fold_rows(run: Path, sex: str, config: RiskConfig, fold: int
                              "split has one: fit the cross-fit's fold models (Dagster "
                              "train/fold_models and baselines/fold_representations)", file=path)
     model = RiskModel(config, age_groups(run)).fit([inputs])
-    rows = model.rows_.loc[model.rows_["partition"] == "test"].assign(fold=fold)
+    # the fold cohort's test partition is fold k: its people are the fold's out-of-fold rows
+    rows = model.rows_.loc[model.rows_["partition"] == OUT_OF_FOLD].assign(fold=fold)
     absolute = model.absolute_rows_
-    absolute = absolute.loc[absolute["partition"] == "test"].assign(fold=fold)
+    absolute = absolute.loc[absolute["partition"] == OUT_OF_FOLD].assign(fold=fold)
     return rows, absolute, {f"fold{fold}/{k}": v for k, v in model.skipped_.items()}
 
 
@@ -115,7 +114,6 @@ def _read_centiles(fit: CrossFit, config: RiskConfig) -> pd.DataFrame:
     bfh = fit.rows["label"].to_numpy() == BONA_FIDE_HEALTHY
     rows, centiles, skipped = read_centiles(fit.rows, bfh, fit.rows["fold"].to_numpy(), config)
     fit.centiles, fit.skipped = centiles, {**fit.skipped, **skipped}
-    fit.reference_n = {m: c.n_ for m, c in centiles.items()}
     return rows
 
 
@@ -144,7 +142,8 @@ def read_centiles(rows: pd.DataFrame, reference: np.ndarray, folds: np.ndarray,
                                    random_state=config.seed).fit(values[ref], ages[ref])
         fitted[method] = centiles
         read = centile_rows(centiles, values, part["age_group"].to_numpy(object), ages)
-        own = _own_fold_rows(values[ref], part.loc[ref], np.asarray(folds)[mask][ref], config)
+        own = _own_fold_rows(centiles, values[ref], part.loc[ref],
+                             np.asarray(folds)[mask][ref], config)
         read.loc[np.flatnonzero(ref), own.columns] = own.to_numpy()
         for col in read.columns:
             part[col] = read[col].to_numpy()
@@ -152,22 +151,19 @@ def read_centiles(rows: pd.DataFrame, reference: np.ndarray, folds: np.ndarray,
     return pd.concat(out, ignore_index=True), fitted, skipped
 
 
-def _own_fold_rows(values: np.ndarray, people: pd.DataFrame, folds: np.ndarray,
-                   config: RiskConfig) -> pd.DataFrame:
-    """The reference people's own rows, each from the centile model fitted without their fold."""
+def _own_fold_rows(full: HealthyCentiles, values: np.ndarray, people: pd.DataFrame,
+                   folds: np.ndarray, config: RiskConfig) -> pd.DataFrame:
+    """The reference people's own rows, each from the centile model fitted without their fold
+    (``full``, fitted on everyone, where the other folds hold fewer than 3 of them)."""
     ages, groups = people["age_years"].to_numpy(float), people["age_group"].to_numpy(object)
     folds = np.asarray(folds, dtype=np.int64)
     columns = ["score", "group", "normal_high", "lower_high", "centile"]
     read = pd.DataFrame(index=range(len(values)), columns=columns, dtype=object)
     for k in np.unique(folds):
         held = folds == k
-        if (~held).sum() < 3:  # too few healthy people in the other folds: the full model's
-            read.loc[np.flatnonzero(held), columns] = centile_rows(
-                HealthyCentiles(form=config.centile_form, tail=config.centile_tail).fit(
-                    values, ages), values[held], groups[held], ages[held])[columns].to_numpy()
-            continue
-        other = HealthyCentiles(form=config.centile_form, tail=config.centile_tail,
-                                random_state=config.seed).fit(values[~held], ages[~held])
+        other = full if (~held).sum() < 3 else HealthyCentiles(
+            form=config.centile_form, tail=config.centile_tail,
+            random_state=config.seed).fit(values[~held], ages[~held])
         part = centile_rows(other, values[held], groups[held], ages[held])
         read.loc[np.flatnonzero(held), columns] = part[columns].to_numpy()
     for col in ("score", "normal_high", "lower_high", "centile"):
@@ -189,19 +185,6 @@ def with_centiles(model: RiskModel, sex: str, centiles: dict[str, HealthyCentile
         else:
             fitted.model.centiles = centiles_of
     return model
-
-
-def single_split_centiles(rows: pd.DataFrame, config: RiskConfig
-                          ) -> tuple[pd.DataFrame, dict[str, HealthyCentiles], dict[str, str]]:
-    """The single split's rows read against centiles of the calibration partition's healthy
-    people (no fit has seen them); each of them read in five folds by position."""
-    reference = ((rows["label"].to_numpy() == BONA_FIDE_HEALTHY)
-                 & (rows["partition"] == "calibration").to_numpy())
-    folds = np.zeros(len(rows), np.int64)
-    for _, idx in rows.groupby(["method", "mode"]).groups.items():
-        pos = np.flatnonzero(reference[np.asarray(idx)])
-        folds[np.asarray(idx)[pos]] = np.arange(pos.size) % CALIBRATION_FOLDS
-    return read_centiles(rows, reference, folds, config)
 
 
 def crossfit_summary(fit: CrossFit) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from sphr.risk.calibration import (
     AgeStandardizer,
     CalibratedBounds,
     Healthy,
+    _midpoint,
     calibrate,
     pooled_windows,
 )
@@ -387,7 +388,7 @@ def centile_rows(centiles: HealthyCentiles, values: np.ndarray, groups: np.ndarr
     person without a value (NaN) gets no group."""
     values = np.asarray(values, np.float64)
     if ages is None:
-        ages = np.array([_midpoint_age(g) for g in groups], np.float64)
+        ages = np.array([_midpoint(g) for g in groups], np.float64)
     ages = np.asarray(ages, np.float64)
     out = pd.DataFrame({"age_group": np.asarray(groups, object), "distance": values,
                         "score": np.nan, "group": np.full(len(values), None, dtype=object),
@@ -402,11 +403,6 @@ def centile_rows(centiles: HealthyCentiles, values: np.ndarray, groups: np.ndarr
         out.loc[ok, "normal_high"] = centiles.bound(a, NORMAL_LEVEL)
         out.loc[ok, "lower_high"] = centiles.bound(a, LOWER_LEVEL)
     return out
-
-
-def _midpoint_age(name: str) -> float:
-    lo, _, hi = str(name).partition("-")
-    return (float(lo) + float(hi)) / 2
 
 
 def healthy_of(model: DistanceModel, frame: pd.DataFrame) -> Healthy:

@@ -87,12 +87,11 @@ def centile_row(centiles: dict[str, Any], group: str) -> dict[str, Any]:
     """A thresholds row of a method read against healthy-reference centiles: its 95% and
     99% bounds at the age group's midpoint age (they move with age inside the group; each
     person's own are in risk_groups) and how many healthy people they rest on."""
-    from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL
+    from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL, _midpoint
     from sphr.risk.centiles import HealthyCentiles
 
     model = HealthyCentiles.from_dict(centiles)
-    lo, _, hi = str(group).partition("-")
-    age = np.array([(float(lo) + float(hi)) / 2])
+    age = np.array([_midpoint(group)])
     return {"normal_high": float(model.bound(age, NORMAL_LEVEL)[0]),
             "lower_high": float(model.bound(age, LOWER_LEVEL)[0]),
             "n_calibration_bfh": int(model.n_), "z_normal": np.nan, "z_lower": np.nan,
