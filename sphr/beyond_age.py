@@ -247,6 +247,45 @@ def _hr_against_normal(t, e, age, member: np.ndarray, normal: np.ndarray) -> tup
     return hazard_ratio(t[both], e[both], member[both].astype(float), age[both])
 
 
+def age_standardized_risks(time: np.ndarray, event: np.ndarray, age: np.ndarray,
+                           group: np.ndarray, names: list[str], horizon: float
+                           ) -> dict[str, float]:
+    """Each of ``names``' risk by ``horizon`` had everyone of the frame (all groups, their
+    own ages) been in that group: marginal standardization over one Cox model of age and the
+    groups (Breslow baseline), fitted on the members of ``names``. The crude Kaplan-Meier
+    risk of a group mixes its risk with its ages (Lower Risk may be younger than Normal); the
+    standardized risks compare the groups at the same ages, so they point the same way as the
+    age-adjusted hazard ratios. NaN where the model cannot be fitted or follow-up ends before
+    ``horizon``."""
+    t, e, a, g = (np.asarray(time, float), np.asarray(event, bool),
+                  np.asarray(age, float), np.asarray(group, object))
+    nan = {n: float("nan") for n in names}
+    fit_rows = np.isin(g, names) & np.isfinite(a)
+    if len(names) < 1 or not e[fit_rows].any() or t[fit_rows].max() < horizon:
+        return nan
+    dummies = np.column_stack([g[fit_rows] == n for n in names[1:]]).astype(float) \
+        if len(names) > 1 else np.empty((int(fit_rows.sum()), 0))
+    X = np.column_stack([a[fit_rows], dummies])
+    fitted = cox_efron(t[fit_rows], e[fit_rows], X)
+    if fitted is None or not np.all(np.isfinite(fitted[0])):
+        return nan
+    beta = fitted[0]
+    tf, ef, lp_fit = t[fit_rows], e[fit_rows], X @ beta
+    shift = lp_fit.max()  # conditioning: exp of the largest linear predictor is 1
+    risk = np.exp(lp_fit - shift)
+    event_times = np.unique(tf[ef & (tf <= horizon)])
+    # Breslow: H0(h) = sum over event times of d_j / sum over the risk set of exp(x beta)
+    at_risk = np.array([risk[tf >= u].sum() for u in event_times])
+    deaths = np.array([np.sum(ef & (tf == u)) for u in event_times])
+    h0 = float(np.sum(deaths / at_risk)) * np.exp(-shift)
+    everyone = a[np.isfinite(a)]
+    out = {}
+    for j, name in enumerate(names):
+        lp = beta[0] * everyone + (beta[j] if j else 0.0)
+        out[name] = float(np.mean(1.0 - np.exp(-h0 * np.exp(lp))))
+    return out
+
+
 def group_ordering(time: np.ndarray, event: np.ndarray, age: np.ndarray, group: np.ndarray,
                    *, horizon: float = 10.0) -> tuple[pd.DataFrame, dict]:
     """Per group (Normal, Lower Risk, Higher Risk, outside Normal): n, events, mean age, the
@@ -264,6 +303,11 @@ def group_ordering(time: np.ndarray, event: np.ndarray, age: np.ndarray, group: 
               else (np.nan,) * 4)
         row.update(hr=hr[0], hr_low=hr[1], hr_high=hr[2], hr_p=hr[3])
     rows[0].update(hr=1.0, hr_low=np.nan, hr_high=np.nan, hr_p=np.nan)
+    shown = [r["group"] for r in rows[:3] if _enough(r)]
+    std = (age_standardized_risks(t, e, a, g, shown, horizon) if NORMAL in shown[:1]
+           else {})
+    for row in rows:
+        row["risk_age_standardized"] = std.get(row["group"], np.nan)
     table = pd.DataFrame(rows)
     return table, _ordering_verdict(table)
 
@@ -293,7 +337,8 @@ def ordering_table(frame: pd.DataFrame, *, keys: list[str], time: str = "time_ye
                                         horizon=horizon)
         parts.append(table.assign(**dict(zip(keys, values, strict=True)), **verdict))
     if not parts:
-        return pd.DataFrame(columns=[*keys, "group", "n", "events", "mean_age", "risk", "hr",
+        return pd.DataFrame(columns=[*keys, "group", "n", "events", "mean_age", "risk",
+                                     "risk_age_standardized", "hr",
                                      "hr_low", "hr_high", "hr_p", "status", "basis"])
     out = pd.concat(parts, ignore_index=True)
     return out[[*keys, *[c for c in out.columns if c not in keys]]]

@@ -265,3 +265,29 @@ def test_the_report_says_which_standardization_made_its_scores():
         assert STANDARDIZATION_TEXT[name] in text and f'standardization = "{name}"' in text
     # a report written before the setting existed: the only standardization there was
     assert 'standardization = "training_groups"' in definitions({})
+
+
+def test_age_standardized_risk_compares_groups_at_the_same_ages():
+    """A young Lower Risk group at twice Normal's hazard has the lower crude risk, but the
+    higher age-standardized one, as its age-adjusted hazard ratio says."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    age = rng.uniform(40, 73, n)
+    young = age < 50
+    group = np.where(young & (rng.uniform(size=n) < 0.5), "Lower Risk", "Normal")
+    hazard = 0.004 * np.exp(0.09 * (age - 55)) * np.where(group == "Lower Risk", 2.0, 1.0)
+    t_event, t_cens = rng.exponential(1 / hazard), rng.uniform(8, 15, n)
+    time, event = np.minimum(t_event, t_cens), t_event <= t_cens
+    table, _ = group_ordering(time, event, age, group.astype(object))
+    by = table.set_index("group")
+    assert by.loc["Lower Risk", "risk"] < by.loc["Normal", "risk"]
+    assert by.loc["Lower Risk", "hr"] > 1
+    assert by.loc["Lower Risk", "risk_age_standardized"] > by.loc["Normal",
+                                                                  "risk_age_standardized"]
+    # too few in Higher Risk: no standardized risk either
+    assert np.isnan(by.loc["Higher Risk", "risk_age_standardized"])
+    # everyone in one group: the standardized risk is that group's own, close to Kaplan-Meier
+    one = np.full(n, "Normal", dtype=object)
+    alone, _ = group_ordering(time, event, age, one)
+    row = alone.set_index("group").loc["Normal"]
+    assert row["risk_age_standardized"] == pytest.approx(row["risk"], abs=0.01)

@@ -32,7 +32,7 @@ TRIPLET_CLASSES: tuple[str, ...] = ("labels", "severity")
 #: demo's (the run without an export), which reproduces the paper's tables and must stay
 #: within its time budget on two cores (docs/BENCHMARKS.md); an export's run takes
 #: :class:`CohortConfig`'s own defaults: every participant, cross-fitted
-PAPER_PROTOCOL: dict[str, object] = {"folds": 0}
+PAPER_PROTOCOL: dict[str, object] = {"folds": 0, "impute": False}
 
 
 @dataclass
@@ -55,9 +55,9 @@ class CohortConfig:
     #: "Cross-fitting"); 0: the single split only
     folds: int = 5
     #: fill a participant's missing markers inside each fit from the rows that fit saw (the
-    #: training rows' median; docs/METHODS.md, "Missing markers"); off (for now the default,
-    #: until the drift check reads filled values as the fit does): complete cases only
-    impute: bool = False
+    #: training rows' median; docs/METHODS.md, "Missing markers"); off: complete cases only
+    #: (the paper's protocol)
+    impute: bool = True
     #: a participant missing more than this share of the kept markers is left out (counted in
     #: cohort_report.json under ``left_out``)
     max_missing: float = 0.5

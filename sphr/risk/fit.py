@@ -142,6 +142,8 @@ def read_inputs(run: str | Path, sex: str, config: RiskConfig, fold: int | None 
         representations=representations)
     if config.distance_space == "marker" and set(config.methods) & set(MARKER_SPACE_METHODS):
         inputs.raw = {part: _raw(cdir, part, getattr(cohort, part)) for part in PARTITIONS}
+        if (cdir / "imputed.parquet").is_file():
+            inputs.imputed = pd.read_parquet(cdir / "imputed.parquet")
     _read_comparators(run, inputs, config)
     return inputs
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from sphr.cohorts.normalize import QuantileNormalizer
 from sphr.errors import InputError
@@ -25,6 +26,25 @@ from sphr.io import read_json, write_json
 POPULATION_FILE = "population.json"
 #: the levels of the saved percentiles (0 and 100: the fitted range)
 LEVELS = np.linspace(0.0, 100.0, 101)
+
+
+def observed_values(rows: pd.DataFrame, features: list[str],
+                    imputed: pd.DataFrame | None) -> np.ndarray:
+    """``rows``' ``features`` as measured: the values the cohort step filled (``imputed``:
+    eid, imputed names joined by ";", as ``cohorts/<sex>/imputed.parquet``) set missing.
+    The summary is compared with a new export's measured values, so a filled median must
+    not count as a training value (it would pile a decile onto the median, and every new
+    export of a sparse marker would read as drift)."""
+    values = rows[features].to_numpy(np.float64).copy()
+    if imputed is None or imputed.empty:
+        return values
+    filled = dict(zip(imputed["eid"].to_numpy(np.int64), imputed["imputed"], strict=True))
+    column = {f: j for j, f in enumerate(features)}
+    for i, eid in enumerate(rows["eid"].to_numpy(np.int64)):
+        for name in str(filled.get(eid, "")).split(";"):
+            if name in column:
+                values[i, column[name]] = np.nan
+    return values
 
 
 class PopulationSummary:

@@ -33,7 +33,7 @@ from sphr.risk.model.persistence import (
     write_sex,
 )
 from sphr.risk.model.scoring import MAX_IMPUTED_SHARE, score_sex
-from sphr.risk.population import PopulationSummary
+from sphr.risk.population import PopulationSummary, observed_values
 
 
 class SexModel:
@@ -81,8 +81,8 @@ class SexModel:
             train = inputs.raw["train"]
             real = ~train["augmented"].to_numpy(bool) if "augmented" in train else \
                 np.ones(len(train), bool)
-            self.population_ = PopulationSummary().fit(
-                train.loc[real, inputs.features].to_numpy(float), inputs.features)
+            self.population_ = PopulationSummary().fit(observed_values(
+                train.loc[real], inputs.features, inputs.imputed), inputs.features)
         fitted = SexFit(self.sex, inputs, config, tuple(tuple(g) for g in age_groups)).run()
         self.methods_, self.marker_scaler_ = fitted.methods, fitted.marker_scaler
         self.skipped_, self.unscored_ = fitted.skipped, fitted.unscored

@@ -53,6 +53,9 @@ class CohortInputs:
     clinical_ranges: list[dict[str, Any]]
     #: eid + raw features (UKB units) per partition, the marker space's input
     raw: dict[str, pd.DataFrame] | None = None
+    #: eid + the markers the cohort step filled (``cohorts/<sex>/imputed.parquet``), so
+    #: the training population is summarized on measured values only
+    imputed: pd.DataFrame | None = None
     #: eid + PhenoAge's markers as measured (``ingest/baseline.parquet``)
     baseline: pd.DataFrame | None = None
     #: linked outcomes (``ingest/outcomes.parquet``) and a new diagnosis at the first

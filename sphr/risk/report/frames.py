@@ -42,7 +42,7 @@ NOT_BEYOND_CHANCE = "ordered, not beyond chance"
 YARDSTICK: tuple[str, ...] = ("beyond_age", "group_ordering")
 #: the group-ordering table's columns (:func:`sphr.beyond_age.ordering_table`)
 ORDERING_COLUMNS: tuple[str, ...] = ("sex", "method", "outcome", "group", "n", "events",
-                                     "mean_age", "risk", "hr", "hr_low", "hr_high", "hr_p",
+                                     "mean_age", "risk", "risk_age_standardized", "hr", "hr_low", "hr_high", "hr_p",
                                      "status", "basis")
 
 
@@ -164,6 +164,25 @@ def reference_mask(rows: pd.DataFrame) -> np.ndarray:
     return bfh & (rows["partition"] == "calibration").to_numpy()
 
 
+def healthy_check(rows: pd.DataFrame, method: str) -> dict[str, dict[str, Any]]:
+    """Per sex, how ``method``'s calibrated groups split healthy people no bound saw: in a
+    cross-fit every bona fide healthy person (each read against centiles fitted without
+    their fold), in the single split the test partition's; ``reference``: the healthy people
+    the bounds rest on. A bound holds when about 95% / 4% / 1% of them fall in Normal /
+    Lower / Higher Risk."""
+    mine = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")]
+    out: dict[str, dict[str, Any]] = {}
+    for sex, sub in mine.groupby("sex", sort=True):
+        bfh = (sub["label"] == 2).to_numpy()
+        new = sub.loc[bfh & (sub["fold"].notna().to_numpy() if crossfitted(sub)
+                             else (sub["partition"] == "test").to_numpy())]
+        n = len(new)
+        out[str(sex)] = {"reference": int(reference_mask(sub).sum()), "n": n,
+                         "shares": {g: float((new["group"] == g).mean()) if n else np.nan
+                                    for g in GROUPS}}
+    return out
+
+
 def flow(rows: pd.DataFrame, frame: pd.DataFrame, method: str | None,
          summary: dict[str, Any], exported: int | None, outcome: str | None) -> pd.DataFrame:
     """The participant flow per sex, one row a step with the reason people left it:
@@ -224,11 +243,13 @@ def _cell(r: pd.Series, group: str) -> str:
     """"risk; HR (interval)" of one group and outcome, :data:`TOO_FEW` when suppressed."""
     if not r["shown"]:
         return TOO_FEW
+    std = r.get("risk_age_standardized", np.nan)
+    risk = _pct(r["risk"]) + (f" (age-standardized {_pct(std)})" if np.isfinite(std) else "")
     if group == NORMAL:
-        return f"{_pct(r['risk'])}; HR 1 (reference)"
+        return f"{risk}; HR 1 (reference)"
     hr = (f"HR {r['hr']:.2f} ({r['hr_low']:.2f}-{r['hr_high']:.2f})" if np.isfinite(r["hr"])
           else f"HR: {TOO_FEW} in Normal")
-    return f"{_pct(r['risk'])}; {hr}"
+    return f"{risk}; {hr}"
 
 
 def group_table(order: pd.DataFrame, sex: str, method: str) -> pd.DataFrame:

@@ -23,6 +23,8 @@ import pandas as pd
 
 from sphr.beyond_age import GROUP_MIN_N
 from sphr.report import table
+from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL
+from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.absolute import shipped
 from sphr.risk.absolute_validation import HORIZON, with_outcome
 from sphr.risk.report import frames as fr
@@ -131,13 +133,36 @@ def _absolute_block(absolute: tuple | None, rows: pd.DataFrame, summary: dict[st
     }
 
 
-def _group_tables(order: pd.DataFrame, method: str | None, sexes: list[str]
-                  ) -> list[tuple[str, str]]:
+#: the share of healthy people each group holds when its bounds hold (95% / 4% / 1%)
+EXPECTED_HEALTHY = {NORMAL: NORMAL_LEVEL, LOWER_RISK: LOWER_LEVEL - NORMAL_LEVEL,
+                    HIGHER_RISK: 1.0 - LOWER_LEVEL}
+
+
+def _with_healthy(t: pd.DataFrame, check: dict[str, Any] | None) -> pd.DataFrame:
+    """The group table with the column "healthy people in it": each group's share of the
+    healthy people no bound saw, beside the share it holds when the bounds hold."""
+    if check is None or not check["n"]:
+        return t
+    cells = [f"{100 * check['shares'][g]:.1f}% (expected {100 * EXPECTED_HEALTHY[g]:g}%)"
+             if g in EXPECTED_HEALTHY else f"n = {check['n']:,}" for g in t["group"]]
+    return t.assign(**{"healthy people in it": cells})
+
+
+def _group_tables(order: pd.DataFrame, rows: pd.DataFrame, method: str | None,
+                  sexes: list[str]) -> list[tuple[str, str, str | None]]:
+    """Per sex: its name, the group table and the line saying what the bounds rest on."""
     out = []
+    checks = fr.healthy_check(rows, method) if method else {}
     for sex in sexes:
         t = fr.group_table(order, sex, method) if method else pd.DataFrame()
-        if len(t):
-            out.append((vd.SEX_NAMES.get(sex, sex).capitalize(), table(t, nowrap=False)))
+        if not len(t):
+            continue
+        check = checks.get(sex)
+        rest = (f"The bounds rest on {check['reference']:,} bona fide healthy "
+                f"{vd.SEX_NAMES.get(sex, sex)}; the last column splits the {check['n']:,} "
+                "healthy people no bound saw." if check and check["n"] else None)
+        out.append((vd.SEX_NAMES.get(sex, sex).capitalize(),
+                    table(_with_healthy(t, check), nowrap=False), rest))
     return out
 
 
@@ -168,10 +193,11 @@ def main_context(rows: pd.DataFrame, summary: dict[str, Any], sexes: list[str],
                  if method else None]
     return {
         "facts": facts,
+        "crossfit": fr.crossfitted(rows),
         "shipped": method_name(method).replace(" (shipped)", "") if method else None,
         "verdict": [s for s in sentences if s],
         "flow": table(flow.fillna("").rename(columns=lambda c: vd.SEX_NAMES.get(c, c))),
-        "group_tables": _group_tables(order, method, sexes),
+        "group_tables": _group_tables(order, rows, method, sexes),
         "km": km_plot(frame, method, first, HORIZON) if method and first else None,
         "gain_fig": gain_plot(gain) if len(gain) else None,
         "readings": [r for s in sexes if (r := vd.reading_line(gain, s))],

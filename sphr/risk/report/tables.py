@@ -29,6 +29,25 @@ def tail_of(summary: dict[str, Any]) -> str:
     return summary.get("tail_bound", SAVED_BEFORE_TAIL_SETTING)
 
 
+def _centile_paragraph(summary: dict[str, Any]) -> str:
+    """The appendix's paragraph on the healthy-reference centile, in a cross-fit's report."""
+    design = summary.get("design") or {}
+    if not any(isinstance(d, dict) and d.get("validation") == "cross-fit"
+               for d in design.values()):
+        return ""
+    return """<li><b>Healthy-reference centile</b> (cross-fit; column <code>centile</code> of
+risk_groups.csv): of 100 bona fide healthy people of the same sex and age, how many are closer
+to healthy than this person. A centile of 97 for a woman of 58 reads "farther from healthy than
+97 of 100 healthy women of 58". It comes from every bona fide healthy person's out-of-fold
+score: their typical score and its spread are modelled as smooth curves in age, the shape of
+the distribution by a Yeo-Johnson transform, and the share farther out is read from the healthy
+people themselves (the normal curve only beyond the last few of them). Normal is a centile up
+to 95, Lower Risk 95 to 99, Higher Risk beyond 99; a healthy person's own centile comes from a
+model fitted without their fold. This replaces the age-group bounds above in a cross-fitted run
+(docs/METHODS.md, "Healthy-reference centiles").</li>
+"""
+
+
 def definitions(summary: dict[str, Any]) -> str:
     n_lo, n_hi = NORMAL_Q
     l_lo, l_hi = LOWER_Q
@@ -56,7 +75,7 @@ fit: Normal if the score is at
 most the 95% bound, Lower Risk up to the 99% bound, Higher Risk beyond. A person closer to healthy
 than most healthy people is Normal. With fewer than 99 calibration BFH the 99% bound is {tail}
 (column "bound_method" of the thresholds).</li>
-<li><b>Groups in mode <code>paper</code></b> (Eq. A.5, closed intervals): Normal if s in N; Lower
+{_centile_paragraph(summary)}<li><b>Groups in mode <code>paper</code></b> (Eq. A.5, closed intervals): Normal if s in N; Lower
 Risk if s in LR but not in N; Higher Risk otherwise. Two-sided as written: a participant
 <i>closer</i> to the reference than N's lower bound is not Normal (column "closer than Normal
 %").</li>
