@@ -42,8 +42,8 @@ NOT_BEYOND_CHANCE = "ordered, not beyond chance"
 YARDSTICK: tuple[str, ...] = ("beyond_age", "group_ordering")
 #: the group-ordering table's columns (:func:`sphr.beyond_age.ordering_table`)
 ORDERING_COLUMNS: tuple[str, ...] = ("sex", "method", "outcome", "group", "n", "events",
-                                     "mean_age", "risk", "risk_age_standardized", "hr", "hr_low", "hr_high", "hr_p",
-                                     "status", "basis")
+                                     "mean_age", "risk", "risk_age_standardized", "hr",
+                                     "hr_low", "hr_high", "hr_p", "status", "basis")
 
 
 def ordering_label(block: pd.DataFrame) -> str:

@@ -23,10 +23,10 @@ import pandas as pd
 
 from sphr.beyond_age import GROUP_MIN_N
 from sphr.report import table
-from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL
-from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.absolute import shipped
 from sphr.risk.absolute_validation import HORIZON, with_outcome
+from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL
+from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.report import frames as fr
 from sphr.risk.report import verdict as vd
 from sphr.risk.report.absolute import LABELS, calibration_plot, group_sentences
