@@ -75,8 +75,8 @@ fit: Normal if the score is at
 most the 95% bound, Lower Risk up to the 99% bound, Higher Risk beyond. A person closer to healthy
 than most healthy people is Normal. With fewer than 99 calibration BFH the 99% bound is {tail}
 (column "bound_method" of the thresholds).</li>
-{_centile_paragraph(summary)}<li><b>Groups in mode <code>paper</code></b> (Eq. A.5, closed intervals):
-Normal if s in N; Lower
+{_centile_paragraph(summary)}<li><b>Groups in mode <code>paper</code></b> (Eq. A.5, closed
+intervals): Normal if s in N; Lower
 Risk if s in LR but not in N; Higher Risk otherwise. Two-sided as written: a participant
 <i>closer</i> to the reference than N's lower bound is not Normal (column "closer than Normal
 %").</li>
