@@ -39,6 +39,14 @@ sphr_pipeline = dg.define_asset_job(
     executor_def=dg.multiprocess_executor.configured({"max_concurrent": 2}),
 )
 
+retrieval_comparison = dg.define_asset_job(
+    "retrieval_comparison",
+    selection=dg.AssetSelection.groups("retrieval"),
+    description="The image-retrieval loss comparison (AdaTriplet + AutoMargin, DAMS, OCAM, "
+    "NPLB) on its synthetic images; reads neither sex's folders.",
+    executor_def=CHAIN_EXECUTOR,
+)
+
 risk_refresh = dg.define_asset_job(
     "risk_refresh",
     selection=dg.AssetSelection.groups("refresh"),

@@ -20,6 +20,7 @@ from sphr_dagster.automation import (
     monthly_retrain,
     new_export_sensor,
     retrain,
+    retrieval_comparison,
     risk_refresh,
     sphr_pipeline,
     weekly_risk_refresh,
@@ -50,7 +51,7 @@ CROSS_SEX = dg.AssetSelection.assets(evaluation.evaluation_report, risk.risk_rep
 defs = dg.Definitions(
     assets=ASSETS,
     asset_checks=CHECKS,
-    jobs=[cohort_refresh, sphr_pipeline, risk_refresh, retrain],
+    jobs=[cohort_refresh, sphr_pipeline, retrieval_comparison, risk_refresh, retrain],
     schedules=[weekly_risk_refresh, monthly_retrain],
     sensors=[new_export_sensor],
     resources=default_resources(),

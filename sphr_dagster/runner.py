@@ -62,6 +62,14 @@ def materialize_selection(selection: Any, partition: str | None, settings: RunSe
                        failures, log)
 
 
+def job_name(selection: Any) -> str:
+    """The defined job (:mod:`sphr_dagster.definitions`) whose assets ``selection`` is part
+    of: ``retrieval_comparison`` for the image-retrieval comparison, else ``sphr_pipeline``."""
+    from sphr_dagster.definitions import RETRIEVAL
+
+    return "retrieval_comparison" if selection is RETRIEVAL else "sphr_pipeline"
+
+
 def _materialize(selection: Any, partition: str | None, settings: RunSettings,
                  tags: Mapping[str, str] | None) -> tuple[bool, str, tuple[StepFailure, ...]]:
     import dagster as dg
@@ -72,12 +80,16 @@ def _materialize(selection: Any, partition: str | None, settings: RunSettings,
     from sphr_dagster.run_config import run_config
 
     instance = dg.DagsterInstance.get()
-    result = dg.materialize([*ASSETS, *CHECKS], selection=selection, partition_key=partition,
-                            instance=instance, resources=run_resources(settings),
-                            run_config=run_config(settings, selection,
-                                                  log_level=settings.log_level),
-                            raise_on_error=False,
-                            tags={PROFILE_TAG: settings.profile, **dict(tags or {})})
+    # the run carries the name of the job the UI offers for these assets (not Dagster's
+    # __ephemeral_asset_job__), its steps in this process as before
+    name = job_name(selection)
+    job = dg.define_asset_job(name, selection=selection, executor_def=dg.in_process_executor)
+    defs = dg.Definitions(assets=ASSETS, asset_checks=CHECKS, jobs=[job],
+                          resources=run_resources(settings))
+    result = defs.resolve_job_def(name).execute_in_process(
+        run_config=run_config(settings, selection, log_level=settings.log_level),
+        instance=instance, partition_key=partition, raise_on_error=False,
+        tags={PROFILE_TAG: settings.profile, **dict(tags or {})})
     failures = () if result.success else tuple(step_failures(instance, result.run_id))
     return result.success, result.run_id, failures
 

@@ -57,12 +57,14 @@ def ingest_dir(tmp_path_factory, ukb_export):
 
 @pytest.fixture(scope="session")
 def cohorts_dir(tmp_path_factory, ingest_dir):
-    """Per-sex cohort folders (RUN/cohorts/<sex>) built from the 2,000-participant export."""
+    """Per-sex cohort folders (RUN/cohorts/<sex>) built from the 2,000-participant export,
+    under the synthetic demo's protocol (complete cases, one split)."""
     from sphr.cohorts import CohortConfig, run_cohorts
+    from sphr.cohorts.config import PAPER_PROTOCOL
 
     out = tmp_path_factory.mktemp("cohorts")
     run_cohorts(ingest_dir / "baseline.parquet", out,
-                CohortConfig(n_triplets=5_000, seed=11, folds=0))
+                CohortConfig(n_triplets=5_000, seed=11, **PAPER_PROTOCOL))
     return out
 
 

@@ -11,6 +11,7 @@ import pytest
 from sphr.cohorts import CohortConfig, QuantileNormalizer, build_cohorts, run_cohorts
 from sphr.errors import InputError
 from sphr.labels import BONA_FIDE_HEALTHY, UNHEALTHY
+from sphr.risk.population import observed_values
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +56,11 @@ def test_normalizer_fitted_on_real_training_rows_only(cohorts_dir):
     d = cohorts_dir / "male"
     features = json.loads((d / "features.json").read_text())
     raw = pd.read_parquet(d / "train_raw.parquet")
-    real = raw.loc[~raw["augmented"], features].to_numpy()
+    # the measured values of the real rows: the filled ones (imputed.parquet) left out
+    real = observed_values(raw.loc[~raw["augmented"]], features,
+                           pd.read_parquet(d / "imputed.parquet"))
     norm = QuantileNormalizer.load(d / "normalizer.json")
-    expected = QuantileNormalizer().fit(real, features=features)
+    expected = QuantileNormalizer().fit(real, features=features, observed_only=True)
     np.testing.assert_allclose(norm.quantiles_, expected.quantiles_)
     z = pd.read_parquet(d / "train.parquet")
     z_real = z.loc[~z["augmented"], features].to_numpy()

@@ -13,6 +13,7 @@ import pytest
 from sphr.cohorts import CohortConfig, build_cohorts, run_cohorts
 from sphr.cohorts.build import impute_training_medians
 from sphr.cohorts.folds import assign_folds
+from sphr.cohorts.normalize import QuantileNormalizer, training_medians
 from sphr.errors import ConfigError
 from sphr.layout import fold_count, fold_dir
 
@@ -83,14 +84,19 @@ def test_fold_normalizer_and_imputation_use_the_fold_training_rows(cohorts):
 
 
 def test_imputation_reads_only_the_rows_it_fits_on():
-    raw = np.array([[1.0, 5.0], [3.0, np.nan], [100.0, 7.0], [np.nan, 9.0]])
-    filled, missing = impute_training_medians(raw, np.array([0, 1]))
-    assert filled[3, 0] == 2.0  # the median of rows 0 and 1, not row 2's 100
-    assert filled[1, 1] == 5.0 and missing.sum() == 2
+    raw = np.array([[1.0, 5.0], [3.0, np.nan], [2.0, 9.0], [100.0, 7.0], [np.nan, 9.0]])
+    fit_rows = np.array([0, 1, 2])
+    norm = QuantileNormalizer().fit(raw[fit_rows], observed_only=True)
+    filled = impute_training_medians(raw, norm)
+    assert filled[4, 0] == 2.0  # the median of rows 0-2, not row 3's 100
+    assert filled[1, 1] == 7.0 and np.isnan(raw).sum() == 2
+    # the value sphr score fills in
+    assert np.allclose(filled[[4, 1], [0, 1]], training_medians(norm))
     moved = raw.copy()
-    moved[2, 0] = -1e6  # a row the fit does not see changes nobody's filled value
-    assert np.array_equal(impute_training_medians(moved, np.array([0, 1]))[0][[1, 3]],
-                          filled[[1, 3]])
+    moved[3, 0] = -1e6  # a row the fit does not see changes nobody's filled value
+    again = impute_training_medians(moved, QuantileNormalizer().fit(moved[fit_rows],
+                                                                    observed_only=True))
+    assert np.array_equal(again[[1, 4]], filled[[1, 4]])
 
 
 def test_everyone_left_out_has_a_reason(baseline):

@@ -232,3 +232,22 @@ def test_materialize_every_asset_for_one_partition(tmp_path, ukb_export):
         "evaluation_report"), resources=res)
     assert merged.success
     assert "Women" in (run / "evaluate" / "tables.md").read_text()
+
+
+def test_command_line_runs_carry_the_name_of_the_job_the_ui_offers(tmp_path, ukb_export,
+                                                                    monkeypatch):
+    """The main command's runs appear in the UI under ``sphr_pipeline`` (and the retrieval
+    comparison under its own job), not Dagster's ``__ephemeral_asset_job__``."""
+    from sphr.settings import resolve
+    from sphr_dagster.definitions import INGEST, RETRIEVAL
+    from sphr_dagster.runner import job_name, materialize_selection
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    settings = resolve(export=str(ukb_export), run_dir=str(tmp_path / "run"))
+    assert materialize_selection(INGEST, None, settings).success
+    with dg.DagsterInstance.get() as instance:
+        assert [r.job_name for r in instance.get_runs()] == ["sphr_pipeline"]
+    assert job_name(RETRIEVAL) == "retrieval_comparison"
+    assert job_name(RETRIEVAL) in {j.name for j in defs.resolve_all_job_defs()}

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sphr.risk.phenoage import MARKERS
+
 DATA = Path(__file__).resolve().parents[1] / "sphr" / "data" / "real"
 EXPORT, OUTCOMES = DATA / "nhanes_ukb_dev.csv", DATA / "nhanes_ukb_outcomes.json"
 METHODS = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation", "p0_euclidean",
@@ -62,12 +64,15 @@ def test_phenoage_is_scored_where_crp_falls_below_the_completeness_threshold(fit
         people = rows.loc[(rows["sex"] == sex) & (rows["method"] == "raw_euclidean")
                           & (rows["mode"] == "calibrated"), "eid"]
         crp = baseline.loc[people, "crp"].notna()
+        measured = baseline.loc[people, list(MARKERS)].notna().all(axis=1)
         pheno = rows.loc[(rows["sex"] == sex) & (rows["method"] == "phenoage"), "eid"]
-        # ...but PhenoAge scores exactly the cohort's people with a CRP (the other eight
-        # markers are complete here), and counts the others with the reason
-        assert set(pheno) == set(crp.index[crp])
-        assert report["unscored"][f"{sex}/phenoage"] == {
-            "n": int((~crp).sum()), "of": len(people), "reason": f"missing crp ({(~crp).sum()})"}
+        # ...but PhenoAge scores exactly the cohort's people with a CRP and the other eight
+        # markers as measured (the cohort fills missing markers; PhenoAge reads none filled),
+        # and counts the others with the reason
+        assert set(pheno) == set(measured.index[measured])
+        unscored = report["unscored"][f"{sex}/phenoage"]
+        assert (unscored["n"], unscored["of"]) == (int((~measured).sum()), len(people))
+        assert f"crp ({(~crp).sum()})" in unscored["reason"]
         assert 0.5 < crp.mean() < 0.85
 
 

@@ -197,7 +197,8 @@ def test_small_groups_are_suppressed():
     table = group_table(order, "female", "sphr_joint").set_index("group")
     for g in ("Lower Risk", "Higher Risk"):
         assert table.loc[g, "death"] == TOO_FEW
-    assert table.loc["Normal", "death"].endswith("%; HR 1 (reference)")
+    assert table.loc["Normal", "death"].endswith("); HR 1 (reference)")
+    assert "age-standardized" in table.loc["Normal", "death"]
     # neither group has enough: the verdict rests on everyone outside Normal, and says so
     assert table.loc["groups ordered?", "death"].endswith("(on outside Normal only)")
 

@@ -25,7 +25,7 @@ from sphr.cohorts.augment import augmentation_check, copula_sample, rejection_sa
 from sphr.cohorts.config import AUGMENTATIONS, TRIPLET_CLASSES, CohortConfig
 from sphr.cohorts.filtering import CompletenessFilter, constant_features
 from sphr.cohorts.folds import FOLD_PURPOSE, assign_folds
-from sphr.cohorts.normalize import QuantileNormalizer
+from sphr.cohorts.normalize import QuantileNormalizer, training_medians
 from sphr.cohorts.ranges import (
     ClinicalRange,
     assign_classes,
@@ -266,19 +266,17 @@ class _People:
     labels: np.ndarray
 
 
-def impute_training_medians(raw: np.ndarray, fit_rows: np.ndarray
-                            ) -> tuple[np.ndarray, np.ndarray]:
-    """(raw with every missing value filled, missing mask): each feature's median among the
-    ``fit_rows`` that have it, the rows this fit sees, so nothing of a held-out person enters
-    another's value (docs/METHODS.md, "Missing markers"). The same rule as ``sphr score``'s
-    training medians: a filled value sits at the centre of the normalized scale."""
+def impute_training_medians(raw: np.ndarray, normalizer: QuantileNormalizer) -> np.ndarray:
+    """``raw`` with every missing value filled by the feature's training median as
+    ``normalizer`` holds it (fitted on the fit's training rows' measured values): exactly the
+    value ``sphr score`` fills in (:func:`sphr.risk.impute.training_medians`), the centre of
+    the normalized scale, so a person gets the same score from the main run and from
+    ``sphr score``; nothing of a held-out person enters another's value (docs/METHODS.md,
+    "Missing markers")."""
     missing = np.isnan(raw)
     if not missing.any():
-        return raw, missing
-    with np.errstate(all="ignore"):
-        med = np.nanmedian(raw[fit_rows], axis=0)
-    med = np.where(np.isfinite(med), med, np.nanmedian(raw, axis=0))
-    return np.where(missing, med[None, :], raw), missing
+        return raw
+    return np.where(missing, training_medians(normalizer)[None, :], raw)
 
 
 def _assemble(people: _People, sex: str, features: list[str], config: CohortConfig,
@@ -289,16 +287,14 @@ def _assemble(people: _People, sex: str, features: list[str], config: CohortConf
     ranges = config.clinical_ranges()
     train_idx, calib_idx, test_idx = split
     labels, ages, age_group, eids = people.labels, people.ages, people.age_group, people.eids
-    raw, missing = impute_training_medians(people.raw, train_idx)
-    frame = pd.DataFrame(raw, columns=features)
-    raw, features, constant = _drop_constant(frame, raw, features, train_idx, sex)
-    keep = [j for j, f in enumerate(frame.columns) if f in features]
-    missing = missing[:, keep]
-    # fitted on the real training rows only: augmented rows must not shape the quantiles
-    observed = np.where(missing, np.nan, raw)
-    normalizer = QuantileNormalizer(config.n_quantiles).fit(observed[train_idx],
-                                                            features=features,
+    frame = pd.DataFrame(people.raw, columns=features)
+    raw, features, constant = _drop_constant(frame, people.raw, features, train_idx, sex)
+    missing = np.isnan(raw)
+    # fitted on the real training rows' measured values only: augmented rows must not shape
+    # the quantiles, nor filled values (a point mass at the median)
+    normalizer = QuantileNormalizer(config.n_quantiles).fit(raw[train_idx], features=features,
                                                             observed_only=True)
+    raw = impute_training_medians(raw, normalizer)
     aug_raw, aug_labels, aug_report = _augment(raw, labels, train_idx, features, sex, ranges,
                                                config, np.random.default_rng(seeds[1]),
                                                complete=~missing.any(axis=1))

@@ -198,3 +198,11 @@ class MarkerScaler(TransformerMixin, BaseEstimator):
     @classmethod
     def load(cls, path: str | Path) -> MarkerScaler:
         return cls.from_dict(read_json(path))
+
+
+def training_medians(norm: QuantileNormalizer) -> np.ndarray:
+    """Raw-unit training median per feature (the quantile grid at 0.5, which normalizes to
+    0): the one value a missing marker is filled with, by the cohort step inside each fit
+    and by ``sphr score`` (:mod:`sphr.risk.impute`)."""
+    return np.array([np.interp(0.5, norm.references_, norm.quantiles_[:, j])
+                     for j in range(norm.quantiles_.shape[1])])

@@ -17,13 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sphr.cohorts.normalize import QuantileNormalizer
-
-
-def training_medians(norm: QuantileNormalizer) -> np.ndarray:
-    """Raw-unit training median per feature (the quantile grid at 0.5)."""
-    return np.array([np.interp(0.5, norm.references_, norm.quantiles_[:, j])
-                     for j in range(norm.quantiles_.shape[1])])
+from sphr.cohorts.normalize import QuantileNormalizer, training_medians
 
 
 def impute_median(frame: pd.DataFrame, norm: QuantileNormalizer
