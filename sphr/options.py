@@ -130,8 +130,8 @@ def _generated(tp: Any) -> tuple[dict[str, Any], Callable[[Any], Any] | None]:
     """argparse keywords for a field of type ``tp``, and how to read the parsed value back."""
     tp = _plain_type(tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is bool:
-        return {"action": "store_true"}, None
+    if tp is bool:  # --x and --no-x: a setting on by default can be turned off
+        return {"action": argparse.BooleanOptionalAction}, None
     if tp in (int, float, str):
         return {"type": tp}, None
     if origin in (tuple, list) and args and args[0] is str and (len(args) == 1

@@ -122,3 +122,33 @@ def test_fold_folders_are_written(ingest_dir, tmp_path):
         assert set(test["eid"]) == set(folds.loc[folds["fold"] == k, "eid"])
         report = json.loads((fold_dir(d, k) / "cohort_report.json").read_text())
         assert report["fold"] == {"fold": k, "folds": 3}
+
+
+def test_the_stage_commands_cross_fit_as_the_main_command_does(ingest_dir, tmp_path):
+    """`sphr cohorts` (folds by default), `sphr train`, `sphr baselines`, `sphr risk`: the
+    train and baselines commands fit the fold models beside the single split's, so the risk
+    stage cross-fits from the stage commands as from the main command."""
+    import shutil
+
+    from sphr.cli import main
+
+    run = tmp_path / "run"
+    shutil.copytree(ingest_dir, run / "ingest")
+    assert main(["cohorts", str(run / "ingest" / "baseline.parquet"), "--out",
+                 str(run / "cohorts"), "--folds", "2", "--triplets", "500"]) == 0
+    cohort = run / "cohorts" / "female"
+    assert main(["train", str(cohort), "--epochs", "2", "--device", "cpu"]) == 0
+    assert sorted(p.name for p in (run / "train" / "female" / "folds").iterdir()) == \
+        ["fold0", "fold1"]
+    assert main(["baselines", str(cohort), "--out", str(run / "baselines" / "female"),
+                 "--representations", "raw,deep_patient", "--dp-epochs", "2",
+                 "--device", "cpu"]) == 0
+    assert (run / "baselines" / "folds" / "female" / "fold1" / "deep_patient").is_dir()
+    assert main(["risk", str(run), "--sexes", "female", "--methods",
+                 "raw_euclidean,deep_patient,sphr", "--bootstrap", "20",
+                 "--n-bootstrap-linked", "20", "--device", "cpu"]) == 0
+    report = json.loads((run / "risk" / "female" / "risk_report.json").read_text())
+    assert report["design"]["validation"] == "cross-fit"
+    rows = pd.read_parquet(run / "risk" / "female" / "risk_groups.parquet")
+    assert {"raw_euclidean", "deep_patient", "sphr"} <= set(rows["method"])
+    assert rows["fold"].notna().all()

@@ -55,4 +55,27 @@ def _run(args: argparse.Namespace) -> int:
                                use_augmented=args.use_augmented)
         times = {k: v["fit_s"] for k, v in report["representations"].items()}
         print(json.dumps({"cohort": str(cohort_dir), "out": str(out), "fit_s": times}))
+        _fit_folds(cohort_dir, out, args, params)
     return 0
+
+
+def _fit_folds(cohort_dir, out, args: argparse.Namespace, params: dict) -> None:
+    """The cross-fit's representations (DeepPatient), as the main command's
+    ``baselines/fold_representations`` fits them, where the cohort folder has folds and OUT
+    is RUN/baselines/<sex> (`sphr risk` reads them from RUN/baselines/folds/<sex>/)."""
+    from pathlib import Path
+
+    from sphr.baselines.pipeline import FOLD_REPRESENTATIONS, fit_fold_baselines
+    from sphr.layout import baselines_dir, fold_count
+
+    cohort_dir = Path(cohort_dir)
+    run, sex = cohort_dir.parent.parent, cohort_dir.name
+    names = [n for n in FOLD_REPRESENTATIONS if n in args.representations]
+    if not (names and fold_count(cohort_dir) and cohort_dir.parent.name == "cohorts"
+            and Path(out).resolve() == baselines_dir(run, sex).resolve()):
+        return
+    folds = run / "baselines" / "folds" / sex
+    fit_fold_baselines(cohort_dir, folds, seed=args.seed, device=args.device, params=params,
+                       names=names)
+    print(f"{sex}: {', '.join(names)} of the cross-fit's {fold_count(cohort_dir)} folds; "
+          f"wrote {folds}/")

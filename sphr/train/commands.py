@@ -38,6 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="this machine's fastest native settings: bf16 where the hardware has "
                    "it, torch.compile where it can build kernels (see benchmarks/train.py)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
+    p.add_argument("--no-folds", action="store_true",
+                   help="leave out the cross-fit's fold models, which are otherwise trained "
+                   "after the model (into RUN/train/<sex>/folds/) when the cohort folder has "
+                   "folds and --out is not given: `sphr risk` reads them")
     p.add_argument("--out", type=Path, default=None,
                    help="output folder (default: RUN/train/<sex>/<loss>, or with --losses "
                    "RUN/train/<sex>/comparison, beside RUN/cohorts/<sex>)")
@@ -89,7 +93,24 @@ def _run(args: argparse.Namespace) -> int:
           f"in {t['train_s']:.1f} s ({t['s_per_epoch']:.3f} s/epoch), "
           f"{report['n_triplets']} triplets, final loss {report['final_loss']:.4g}")
     print(f"wrote {out}/")
+    _train_folds(args, config)
     return 0
+
+
+def _train_folds(args: argparse.Namespace, config) -> None:
+    """The cross-fit's SPHR models, as the main command's ``train/fold_models`` trains them,
+    where the cohort folder has folds and the model went to its default place."""
+    from sphr.layout import fold_count
+    from sphr.train.run import train_folds
+
+    folds = fold_count(args.cohort_dir)
+    if args.no_folds or args.out is not None or args.loss != "nplb" or not folds:
+        return
+    run, sex = Path(args.cohort_dir).parent.parent, Path(args.cohort_dir).name
+    out = run / "train" / sex / "folds"
+    reports = train_folds(args.cohort_dir, out, config)
+    print(f"{sex}: {len(reports)} fold models of the cross-fit in "
+          f"{sum(r['timings']['train_s'] for r in reports):.1f} s; wrote {out}/")
 
 
 def _run_comparison(args: argparse.Namespace) -> int:

@@ -137,8 +137,10 @@ def group_sentences(absolute_rows: pd.DataFrame, rows: pd.DataFrame, outcomes: p
             age = (f", that of a typical {who} of {p.risk_age:.0f}"
                    + (" (outside the fitted ages: clipped)" if p.risk_age_outside else "")
                    if np.isfinite(p.risk_age) else "")
+            # an interval that rounds to the point itself says nothing: left out
             interval = (f" ({_pct(p.risk_10y_low)[:-1]}-{_pct(p.risk_10y_high)})"
-                        if np.isfinite(p.risk_10y_low) else "")
+                        if np.isfinite(p.risk_10y_low)
+                        and _pct(p.risk_10y_low) != _pct(p.risk_10y_high) else "")
             seen = (f"Observed in the group: {_pct(obs)} ({_pct(lo)[:-1]}-{_pct(hi)})"
                     if d["event"].any() else f"Observed in the group: no {what} by 10 years")
             out.append(f"{sex.capitalize()}, {g} ({len(d)} held-out people, groups of "

@@ -110,11 +110,9 @@ def _absolute_block(absolute: tuple | None, rows: pd.DataFrame, summary: dict[st
                         outcomes)
     curves = pd.concat([net_benefit(s["time"], s["event"], s["risk_10y"], HORIZON).assign(sex=sex)
                         for sex, s in test.groupby("sex", sort=True)], ignore_index=True)
-    # the example obeys the suppression rule: a group of at least GROUP_MIN_N people
+    # the sentences obey the suppression rule: a group of at least GROUP_MIN_N people
     sentences = [s for s in group_sentences(ship, rows, outcomes, outcome)
                  if int(re.search(r"\((\d+) held-out", s).group(1)) >= GROUP_MIN_N]
-    example = next((s for s in sentences if "Higher Risk" in s), sentences[0] if sentences
-                   else None)
     label = LABELS.get(method, method)
     return {
         "outcome": outcome.replace("_", " "), "label": label,
@@ -128,8 +126,9 @@ def _absolute_block(absolute: tuple | None, rows: pd.DataFrame, summary: dict[st
                   f"training partition: a risk in percent needs a model of the outcome."),
         "risk_age": ("The risk-equivalent age is the age at which a person of the same sex "
                      "with the markers of the healthy reference (the training bona fide "
-                     "healthy's medians) has the same predicted 10-year risk. "
-                     + (example or "")),
+                     "healthy's medians) has the same predicted 10-year risk. Per sex and "
+                     "group:" if sentences else ""),
+        "risk_age_lines": sentences,
     }
 
 

@@ -231,8 +231,12 @@ def reading_line(gain: pd.DataFrame, sex: str) -> str | None:
     parts = []
     for outcome in outcome_order(g["outcome"]):
         sub = g.loc[(g["outcome"] == outcome)].dropna(subset=["dc"])
+        if sub.empty:  # no distance had enough events for this outcome: say nothing of it
+            continue
         up = [plain_name(m) for m in sub.loc[sub["dc_low"] > 0, "method"]]
         parts.append(f"{outcome.replace('_', ' ')}: "
                      + (", ".join(up) if up else f"none of {len(sub)}"))
+    if not parts:
+        return None
     return f"{_who(sex).capitalize()}, distances adding to age beyond chance: " \
         + "; ".join(parts) + "."
