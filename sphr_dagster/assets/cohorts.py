@@ -25,6 +25,14 @@ def _spec(name: str, description: str) -> dg.AssetSpec:
                         partitions_def=sex_partitions, deps=[["ingest", "baseline"]])
 
 
+#: what a check's "Execution failed" means: Dagster 1.13 has no "skipped" for a check whose
+#: step failed before it could run (a planned check of a failed run resolves to
+#: EXECUTION_FAILED), so the description says it; a check that ran and found a problem
+#: shows "Failed"
+NOT_RUN = ("'Execution failed' here means the cohort step stopped before the check could run "
+           "(its error says why); only 'Failed' means the check ran and found a problem.")
+
+
 @dg.multi_asset(
     specs=[
         _spec("cohort_splits", "Stratified 70/30 train/test split of complete cases with "
@@ -35,10 +43,11 @@ def _spec(name: str, description: str) -> dg.AssetSpec:
     ],
     check_specs=[
         dg.AssetCheckSpec("bfh_share_plausible", asset=["cohorts", "cohort_splits"], blocking=True,
-                          description=f"BFH share of the cohort within {BFH_SHARE_BOUNDS}"),
+                          description=f"BFH share of the cohort within {BFH_SHARE_BOUNDS}. "
+                          + NOT_RUN),
         dg.AssetCheckSpec("no_test_participant_in_training", asset=["cohorts", "cohort_splits"],
                           blocking=True, description="Train and test share no participant; "
-                          "augmented rows are in training only."),
+                          "augmented rows are in training only. " + NOT_RUN),
     ],
     partitions_def=sex_partitions,
     ins={"baseline": dg.AssetIn(["ingest", "baseline"], input_manager_key="parquet_io")},

@@ -122,8 +122,10 @@ def _absolute_block(absolute: tuple | None, rows: pd.DataFrame, summary: dict[st
         "which": (f"The groups come from {method_name(groups_from or '?')}: a distance from "
                   f"healthy people of the same sex and age, so they say how far from healthy a "
                   f"person is for their age, not how likely an event is. The absolute risk "
-                  f"comes from {label}, a Cox model fitted to {outcome.replace('_', ' ')} on the "
-                  f"training partition: a risk in percent needs a model of the outcome."),
+                  f"comes from {label}, a Cox model fitted to {outcome.replace('_', ' ')} on "
+                  + ("the other folds for each person's fold" if fr.crossfitted(rows)
+                     else "the training partition")
+                  + ": a risk in percent needs a model of the outcome."),
         "risk_age": ("The risk-equivalent age is the age at which a person of the same sex "
                      "with the markers of the healthy reference (the training bona fide "
                      "healthy's medians) has the same predicted 10-year risk. Per sex and "

@@ -50,9 +50,11 @@ def km_plot(frame: pd.DataFrame, method: str, outcome: str, horizon: float = 10.
 
     f = frame.loc[(frame["method"] == method) & (frame["outcome"] == outcome)]
     sexes = sorted(f["sex"].unique())
+    # the at-risk rows sit 0.42 + 0.13 k axes heights below the axes (about 1.15 in for the
+    # third group): the bottom margin holds all of them (it cut Higher Risk's row off)
     rows_h = 0.15 * (len(GROUPS) + 1)
-    fig, axes = new_figure(FULL_WIDTH, 2.3 + rows_h, ncols=max(1, len(sexes)), squeeze=False,
-                           left=0.95, right=0.15, top=0.3, bottom=0.45 + rows_h, wspace=1.15)
+    fig, axes = new_figure(FULL_WIDTH, 2.45 + rows_h, ncols=max(1, len(sexes)), squeeze=False,
+                           left=0.95, right=0.15, top=0.3, bottom=0.6 + rows_h, wspace=1.15)
     what = outcome.replace("_", " ")
     for ax, sex in zip(axes[0], sexes, strict=False):
         style_axes(ax)
