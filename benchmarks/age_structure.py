@@ -51,9 +51,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtri
-from scipy.stats import rankdata, spearmanr
 from scipy.stats import t as student_t
+
+from sphr import stats
+from sphr.stats import rank_normal
 
 SEXES = ("female", "male")
 CLASSES = {"bfh": 2, "unhealthy": 0, "everyone": None}
@@ -64,12 +65,7 @@ Z95 = 1.959964
 # --------------------------------------------------------------------------- pure figures
 def normal_scores(x: np.ndarray) -> np.ndarray:
     """Rank-based normal scores Phi^-1((rank - 0.5) / n), ties at their mid-rank; NaN kept."""
-    x = np.asarray(x, float)
-    out = np.full(x.shape, np.nan)
-    ok = ~np.isnan(x)
-    if ok.any():
-        out[ok] = ndtri((rankdata(x[ok]) - 0.5) / ok.sum())
-    return out
+    return rank_normal(x, plotting="hazen")
 
 
 def slope_ci(y: np.ndarray, age: np.ndarray, per: float = 10.0) -> dict[str, float]:
@@ -96,7 +92,7 @@ def spearman_ci(y: np.ndarray, age: np.ndarray) -> dict[str, float]:
     n = int(ok.sum())
     if n < 5:
         return {"r": np.nan, "lo": np.nan, "hi": np.nan, "n": n}
-    r = float(spearmanr(y[ok], age[ok])[0])
+    r = stats.spearman(y[ok], age[ok])
     z, se = np.arctanh(np.clip(r, -0.9999, 0.9999)), np.sqrt(1.06 / (n - 3))
     return {"r": r, "lo": float(np.tanh(z - Z95 * se)), "hi": float(np.tanh(z + Z95 * se)), "n": n}
 
@@ -150,11 +146,8 @@ def alignment(z: np.ndarray, age: np.ndarray, label: np.ndarray, cls: int | None
 
 
 def auroc(score: np.ndarray, positive: np.ndarray) -> float:
-    """AUROC of ``score`` for ``positive`` (Mann-Whitney, ties at mid-rank)."""
-    positive = np.asarray(positive, bool)
-    r = rankdata(score)
-    n1, n0 = positive.sum(), (~positive).sum()
-    return float((r[positive].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+    """AUROC of ``score`` for ``positive`` (:func:`sphr.stats.auroc`)."""
+    return stats.auroc(positive, score)
 
 
 # --------------------------------------------------------------------------- tables

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 from sklearn.linear_model import RidgeCV
 from sklearn.model_selection import cross_val_predict
+
+from sphr.stats import spearman
 
 HAZARDS = ("hazard_diabetes", "hazard_cardiovascular", "hazard_death")
 META = ("eid", "label", "augmented", "age_years", "age_group", "sex")
@@ -27,7 +28,7 @@ META = ("eid", "label", "augmented", "age_years", "age_group", "sex")
 
 def readout(X: np.ndarray, y: np.ndarray) -> float:
     pred = cross_val_predict(RidgeCV(alphas=np.logspace(-3, 3, 13)), X, y, cv=5)
-    return float(spearmanr(pred, y)[0])
+    return spearman(pred, y)
 
 
 def analyse(run: Path) -> dict:
@@ -40,8 +41,8 @@ def analyse(run: Path) -> dict:
         for method, g in sub.groupby("method"):
             t = truth.loc[g["eid"]]
             res["spearman"][method] = {h.removeprefix("hazard_"): round(float(
-                spearmanr(g["score"], np.log(t[h]))[0]), 3) for h in HAZARDS}
-            res["spearman"][method]["age"] = round(float(spearmanr(g["score"], t["age"])[0]), 3)
+                spearman(g["score"], np.log(t[h]))), 3) for h in HAZARDS}
+            res["spearman"][method]["age"] = round(spearman(g["score"], t["age"]), 3)
         sphr = pd.read_parquet(run / "train" / sex / "nplb" / "embeddings_test.parquet")
         raw = pd.read_parquet(run / "cohorts" / sex / "test.parquet")
         res["diabetes_hazard_readout"] = {}

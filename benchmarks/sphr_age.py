@@ -55,7 +55,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
+
+from sphr.stats import spearman
 
 HAZARDS = ("hazard_diabetes", "hazard_cardiovascular", "hazard_death")
 SEXES = ("female", "male")
@@ -67,7 +68,7 @@ VARIANTS = {"as_run": [], "age_constant": [], "no_augmentation": ["--bfh-fold", 
 
 
 def rho(a: np.ndarray, b: np.ndarray) -> float:
-    return round(float(spearmanr(a, b)[0]), 3)
+    return round(spearman(a, b), 3)
 
 
 def associations(d: np.ndarray, age: np.ndarray, hazards: dict[str, np.ndarray],

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from sphr.stats import spearman
 from sphr.survival import (
     c_index_weighted,
     cox_efron,
@@ -141,17 +142,6 @@ def crossfit_predictors(time: np.ndarray, event: np.ndarray, age: np.ndarray,
     if cache is not None:
         cache[key] = lp_age
     return lp_age, lp_both, fold
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rho of the finite pairs; NaN with fewer than 3 or a constant side."""
-    from scipy.stats import spearmanr
-
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    ok = np.isfinite(x) & np.isfinite(y)
-    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
-        return float("nan")
-    return float(spearmanr(x[ok], y[ok]).statistic)
 
 
 def _hr_per_sd(t: np.ndarray, e: np.ndarray, age: np.ndarray, s: np.ndarray

@@ -60,14 +60,22 @@ def test_a_bad_export_stops_with_one_line_and_leaves_nothing(case, expected, tmp
     assert not run.exists()
 
 
-def test_custom_age_groups_stop_naming_both_stages(tmp_path, monkeypatch, capsys):
+def test_custom_age_groups_pass_and_reach_the_risk_stage(tmp_path, ingest_dir):
+    """`[cohorts] age_groups` of one's own: the pre-flight lets them through, and the risk
+    stage of a partitioned run (each sex's cohort report only, as the Dagster assets write
+    it) fits its references on them, not on the default groups."""
+    from sphr.cohorts import CohortConfig, run_cohorts
+    from sphr.risk.fit import age_groups
+
     config = tmp_path / "run.toml"
     config.write_text("[cohorts]\nage_groups = [[40, 50], [51, 60], [61, 73]]\n")
-    code, _, err = _run(["run", "--config", str(config), "--export", str(DEV),
-                         "--run-dir", str(tmp_path / "run")], monkeypatch, capsys)
-    assert code == 2
-    assert f"{config}: `[cohorts] age_groups`" in err and "`[risk]`" in err
-    assert not (tmp_path / "run").exists()
+    preflight(resolve(config, export=str(DEV)))
+    groups = ((40, 50), (51, 60), (61, 73))
+    run = tmp_path / "run"
+    run_cohorts(ingest_dir / "baseline.parquet", run / "cohorts",
+                CohortConfig(n_triplets=200, folds=0, age_groups=groups))
+    (run / "cohorts" / "cohort_report.json").unlink()
+    assert age_groups(run) == groups
 
 
 def test_markers_in_other_units_name_both_sexes(tmp_path):

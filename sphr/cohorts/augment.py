@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from sphr.errors import InputError
+from sphr.stats import rank_normal, spearman_matrix
 
 #: rounds before giving up, at least; more where a feature's acceptance rate is low (but
 #: above MIN_ACCEPTANCE), as many as its draws need
@@ -107,8 +108,6 @@ def copula_sample(X: np.ndarray, n_new: int, low: np.ndarray, high: np.ndarray,
     shrinks LDL-ApoB from 0.89 to 0.58, which is the very loss this method exists to
     avoid. ``shrinkage`` (0-1, towards the diagonal) overrides the rule.
     """
-    from scipy.special import ndtri
-    from scipy.stats import rankdata
     from sklearn.covariance import LedoitWolf
 
     X = np.asarray(X, dtype=np.float64)
@@ -118,7 +117,7 @@ def copula_sample(X: np.ndarray, n_new: int, low: np.ndarray, high: np.ndarray,
         raise InputError(f"cannot augment {label}: it has {n} member(s), need 3 for a copula")
     low = np.where(np.isfinite(low), low, -np.inf)
     high = np.where(np.isfinite(high), high, np.inf)
-    scores = ndtri(rankdata(X, axis=0) / (n + 1))  # mid-ranks: ties share one score
+    scores = rank_normal(X, axis=0)  # rank / (n + 1), mid-ranks: ties share one score
     spread = scores.std(axis=0)
     scores = np.where(spread > 0, scores / np.where(spread > 0, spread, 1), 0.0)
     if shrinkage is None and n < 2 * d:
@@ -168,12 +167,9 @@ def augmentation_check(real: np.ndarray, augmented: np.ndarray, features: list[s
     """Do augmented rows look like real ones? Spearman correlations of named pairs, the
     largest correlation difference over all pairs, and each feature's most common value share
     (point masses), real vs augmented."""
-    from scipy.stats import spearmanr
-
     if len(augmented) < 3 or len(real) < 3:
         return {}
-    r_real = np.atleast_2d(spearmanr(real).statistic)
-    r_aug = np.atleast_2d(spearmanr(augmented).statistic)
+    r_real, r_aug = spearman_matrix(real), spearman_matrix(augmented)
     diff = np.nan_to_num(np.abs(r_real - r_aug))
     out: dict = {"max_abs_correlation_difference": round(float(diff.max()), 4),
                  "mean_abs_correlation_difference": round(float(

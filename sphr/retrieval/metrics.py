@@ -179,12 +179,10 @@ def class_averaged(values: np.ndarray, labels: np.ndarray) -> float:
 
 def roc_auc(pos_scores: np.ndarray, neg_scores: np.ndarray) -> float:
     """P(score_pos > score_neg) + 0.5 P(tie): the ROC AUC (Mann-Whitney), exact."""
-    pos, neg = np.asarray(pos_scores, float), np.asarray(neg_scores, float)
-    if len(pos) == 0 or len(neg) == 0:
-        return math.nan
-    allv = np.concatenate([pos, neg])
-    ranks = pd.Series(allv).rank(method="average").to_numpy()
-    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+    from sphr.stats import auroc
+
+    pos, neg = np.asarray(pos_scores, float).ravel(), np.asarray(neg_scores, float).ravel()
+    return auroc(np.r_[np.ones(pos.size, bool), np.zeros(neg.size, bool)], np.r_[pos, neg])
 
 
 def sample_auc_pairs(labels: np.ndarray,

@@ -35,6 +35,7 @@ import pandas as pd
 from sphr.risk.config import RiskConfig
 from sphr.risk.intervals import HIGHER_RISK, NORMAL
 from sphr.risk.validation import CONDITIONS, _new_any, holm
+from sphr.stats import auroc, auroc_rows
 from sphr.survival import c_index, c_index_weighted, resample_counts
 
 OUTCOMES: tuple[str, ...] = ("any", *CONDITIONS)
@@ -45,30 +46,6 @@ COLUMNS: tuple[str, ...] = (
     "auroc_minus_raw", "diff_low", "diff_high", "p_diff", "p_diff_holm",
     "rr_higher_vs_normal", "rr_low", "rr_high", "n_higher", "n_normal", "boot_used")
 
-
-def auroc_rows(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """AUROC of each row of ``scores`` (B, n) for labels ``y`` (B, n) (Mann-Whitney, mid-ranks);
-    NaN where a row has one class only.
-
-    For the bootstrap: one ``rankdata`` over all B resamples instead of B calls to
-    ``sklearn.metrics.roc_auc_score`` (which gives the same value per row; the point
-    estimates use it, see :func:`auroc`)."""
-    from scipy.stats import rankdata
-
-    scores, y = np.atleast_2d(scores), np.atleast_2d(y).astype(bool)
-    ranks = rankdata(scores, axis=1)
-    n1 = y.sum(axis=1)
-    n0 = y.shape[1] - n1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        auc = ((ranks * y).sum(axis=1) - n1 * (n1 + 1) / 2) / (n1 * n0)
-    return np.where((n1 > 0) & (n0 > 0), auc, np.nan)
-
-
-def auroc(y: np.ndarray, score: np.ndarray) -> float:
-    """Plain AUROC of one score (``sklearn.metrics.roc_auc_score``)."""
-    from sklearn.metrics import roc_auc_score
-
-    return float(roc_auc_score(np.asarray(y, bool), np.asarray(score, float)))
 
 
 def risk_ratio(k_h: int, n_h: int, k_n: int, n_n: int) -> tuple[float, float, float]:

@@ -144,24 +144,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
 )
 
 
-def _age_groups(settings: RunSettings) -> str | None:
-    from sphr.cohorts.age import group_names
-    from sphr.cohorts.config import DEFAULT_AGE_GROUPS
-
-    groups = tuple(tuple(g) for g in settings.config("cohorts").age_groups)
-    if groups == DEFAULT_AGE_GROUPS:
-        return None
-    # the per-sex cohort assets write no cohort-wide report, so the risk stage of a run fits
-    # its references on the default groups and stops on the cohorts' own (sphr.risk.fit)
-    return (f"{settings.config_file or 'the settings'}: `[cohorts] age_groups` = "
-            f"{[list(g) for g in groups]} differ from the risk stage's "
-            f"age groups ({', '.join(group_names(DEFAULT_AGE_GROUPS))}), which `[risk]` has no "
-            "setting to change: the risk stage would stop on them after every other stage ran; "
-            "keep `[cohorts] age_groups` at its default")
-
-
-#: settings that must agree with each other: each returns the problem, or None
-AGREEMENTS: tuple[Callable[[RunSettings], str | None], ...] = (_age_groups,)
+AGREEMENTS: tuple[Callable[[RunSettings], str | None], ...] = ()
 
 
 @contextmanager

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import expit
-from scipy.stats import rankdata
 
+from sphr.stats import auroc
 from sphr.synth.params import AGE_CENTRE
 
 DEFINITIONS: dict[str, str] = {
@@ -166,22 +166,12 @@ def unhealthy_probability(logits: dict[str, np.ndarray]) -> np.ndarray:
     return p["diabetes"] + (1 - p["diabetes"]) * (1 - none_else)
 
 
-def auroc(score: np.ndarray, label: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney, ties counted half); NaN without both classes."""
-    label = np.asarray(label, bool)
-    n1, n0 = int(label.sum()), int((~label).sum())
-    if n1 == 0 or n0 == 0:
-        return float("nan")
-    ranks = rankdata(score)
-    return float((ranks[label].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
-
-
 def ceilings(risk: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
              male: np.ndarray) -> dict[str, dict[str, float]]:
     """``risk``: name -> (true risk, realised event, who counts); AUROC overall and by sex."""
     out = {}
     for name, (score, event, who) in risk.items():
-        out[name] = {group: round(auroc(score[who & sel], event[who & sel]), 4)
+        out[name] = {group: round(auroc(event[who & sel], score[who & sel]), 4)
                      for group, sel in (("all", np.ones_like(male)), ("female", ~male),
                                         ("male", male))}
     return out
