@@ -41,11 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: dependencies whose INFO lines say nothing about the run
+QUIET_LOGGERS: tuple[str, ...] = ("numexpr", "numexpr.utils")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
+    # a dependency's start-up notes ("NumExpr defaulting to 2 threads") are not the run's
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     if args.quiet:
         import os
 
