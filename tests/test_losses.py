@@ -125,6 +125,11 @@ def test_npair_unnormalized_dot_product_with_l2_penalty():
 
 
 def test_pml_losses_take_class_labels():
+    """Each PML loss takes class labels and backpropagates. What the labels change, as
+    measured: the batch's triplets reach pytorch-metric-learning as its ``indices_tuple``
+    (pml_batch), which fixes the pairs of lifted structure and InfoNCE, so their value is
+    the same with or without labels; N-Pair reads the labels it is given (the training
+    objective gives it none, ``uses_labels = False``: per-triplet pseudo-labels)."""
     a, p, n = (t.float() for t in _batch(9, b=30))
     la = torch.arange(30) % 3
     labels = (la, la, (la + 1) % 3)
@@ -134,6 +139,8 @@ def test_pml_losses_take_class_labels():
         v.backward()
         assert a.grad is not None
         a.grad = None
+        same = bool(torch.isclose(build_loss(name)(a, p, n).detach(), v.detach()))
+        assert same == (name != "npair"), name
 
 
 @settings(max_examples=25, deadline=None)

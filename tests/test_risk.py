@@ -45,8 +45,19 @@ def test_degenerate_intervals_take_min_max():
 @settings(max_examples=100, deadline=None)
 @given(st.lists(finite, min_size=1, max_size=50), finite, finite, finite, finite)
 def test_every_distance_gets_exactly_one_group(s, a, b, c, d):
-    groups = assign_groups(np.array(s), make_intervals((a, b), (c, d)))
+    """Eq. A.5 person by person: in N is Normal, in LR but not N is Lower Risk, outside both
+    Higher Risk (after the repairs, N lies inside LR)."""
+    iv = make_intervals((a, b), (c, d))
+    groups = assign_groups(np.array(s), iv)
     assert len(groups) == len(s) and set(groups) <= set(GROUPS)
+    assert iv.lower_low <= iv.normal_low <= iv.normal_high <= iv.lower_high
+    for value, group in zip(s, groups, strict=True):
+        if iv.normal_low <= value <= iv.normal_high:
+            assert group == NORMAL
+        elif iv.lower_low <= value <= iv.lower_high:
+            assert group == LOWER_RISK
+        else:
+            assert group == HIGHER_RISK
 
 
 def test_nan_distance_is_rejected():
@@ -441,9 +452,8 @@ def test_the_fit_of_a_sex_returns_what_it_fitted(run_dir):
 
 
 def test_a_saved_method_entry_states_its_kind_else_its_keys_imply_it():
-    from sphr.risk.model.methods import DISTANCE, KINDS, PHENOAGE, SUPERVISED, method_kind
+    from sphr.risk.model.methods import DISTANCE, PHENOAGE, SUPERVISED, method_kind
 
-    assert KINDS == (DISTANCE, PHENOAGE, SUPERVISED)
     # as written since entries state it: the statement wins over the keys
     assert method_kind({"kind": "supervised", "modes": {}, "space": {}}) == SUPERVISED
     assert method_kind({"kind": "distance", "modes": {}, "input": "quantile"}) == DISTANCE

@@ -236,10 +236,20 @@ def test_sphr_embedding_save_load_round_trip_in_todays_format(data, tmp_path):
         loaded.transform(X[:, :5])
 
 
-def test_sphr_embedding_is_a_representation():
+def test_sphr_embedding_keeps_the_representation_contract(data, tmp_path):
+    """What every representation promises (sphr.representation): a row's embedding does not
+    depend on who else is in the batch, and the shared loader reads what save wrote."""
     from sphr.representation import Representation
 
-    assert issubclass(SPHREmbedding, Representation)
+    X, T, y = data
+    est = SPHREmbedding(cfg(epochs=2, seed=1)).fit(X, labels=y, triplets=T)
+    assert isinstance(est, Representation)
+    full = est.transform(X)
+    perm = np.random.default_rng(0).permutation(len(X))
+    np.testing.assert_allclose(est.transform(X[perm]), full[perm], atol=1e-5)
+    np.testing.assert_allclose(est.transform(X[:7]), full[:7], atol=1e-5)
+    est.save(tmp_path / "model.pt")
+    np.testing.assert_array_equal(SPHREmbedding.load(tmp_path, device="cpu").transform(X), full)
 
 
 def test_run_train_writes_the_stage_files(cohorts_dir, tmp_path):
