@@ -116,6 +116,18 @@ def test_the_model_folder_keeps_the_training_population_not_its_rows(run_dir):
             read_json(run_dir / "risk" / "model" / sex / "features.json"))
         one = next(iter(feats.values()))
         assert set(one) == {"n", "mean", "sd", "percentiles"} and len(one["percentiles"]) == 101
+        # the summary of the real training rows' measured values, and nothing of a row
+        raw = pd.read_parquet(run_dir / "cohorts" / sex / "train_raw.parquet")
+        real = raw.loc[~raw["augmented"]]
+        for name, entry in feats.items():
+            values = real[name].to_numpy(float)
+            values = values[np.isfinite(values)]
+            assert entry["n"] == values.size
+            np.testing.assert_allclose(entry["percentiles"],
+                                       np.percentile(values, np.linspace(0, 100, 101)))
+            assert entry["mean"] == pytest.approx(values.mean())
+        text = (run_dir / "risk" / "model" / sex / "population.json").read_text()
+        assert "eid" not in text and len(text) < 200 * 101 * len(feats)
 
 
 def test_score_without_reanchor_is_unchanged_and_reports_drift(run_dir, ukb_export, tmp_path,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -124,6 +123,7 @@ def test_sensor_requests_one_refresh_per_new_file(tmp_path):
     assert len(requests) == 1 and requests[0].partition_key is None
     assert all(r.run_config["resources"]["data_source"]["config"]["export_path"]
                .endswith("ukb_a.csv") for r in requests)
+    first_key = requests[0].run_key
 
     again, _ = _sensor_requests(folder, cursor)
     assert again == []  # unchanged file: nothing
@@ -141,8 +141,12 @@ def test_sensor_requests_one_refresh_per_new_file(tmp_path):
     assert requests == []
     (folder / "ukb_a.csv").write_text("eid,31-0.0\n1,0\n3,1\n")  # changed content
     _age(folder / "ukb_a.csv", SETTLE_SECONDS + 1)
-    requests, _ = _sensor_requests(folder, cursor3)
-    assert len(requests) == 1 and json.loads(_)
+    requests, cursor4 = _sensor_requests(folder, cursor3)
+    # one refresh of ukb_a.csv's new version: another run key than its first version's
+    assert [r.run_config["resources"]["data_source"]["config"]["export_path"]
+            .rsplit("/", 1)[-1] for r in requests] == ["ukb_a.csv"]
+    assert requests[0].run_key != first_key and cursor4 != cursor3
+    assert _sensor_requests(folder, cursor4)[0] == []  # and that version only once
 
 
 def test_sensor_without_folder_skips(tmp_path):
