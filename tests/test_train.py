@@ -576,11 +576,22 @@ def test_dropout_masks_keep_the_configured_share(data):
     assert all(torch.equal(a, b) for a, b in zip(masks, again, strict=True))
 
 
-def test_bf16_cpu_training_and_fast_settings(data):
+def test_bf16_cpu_training_and_fast_settings(data, monkeypatch):
+    import shutil
+
+    from sphr import device
     from sphr.device import fast_settings
 
-    fast = fast_settings("cpu")
-    assert fast["precision"] in {"fp32", "bf16"} and isinstance(fast["compile"], bool)
+    # the choice follows the machine: bf16 only with native bf16 matmuls, compile only with
+    # a C++ compiler for inductor's kernels
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/g++")
+    assert fast_settings("cpu") == {"precision": "bf16", "compile": True}
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert fast_settings("cpu") == {"precision": "fp32", "compile": False}
+    assert not device.cpu_compiler_found()
+    monkeypatch.undo()
     X, T, y = data
     res = train_sphr(X, T, cfg(precision="bf16", epochs=3), labels=y)
     ref = train_sphr(X, T, cfg(epochs=3), labels=y)
