@@ -17,8 +17,9 @@ from sphr_dagster.runner import materialize_partitions, materialize_selection
 SMALL = """
 [cohorts]
 n_triplets = 3000
-# two folds: the cross-fit runs, at the least cost
+# two folds: the cross-fit runs, at the least cost (complete cases: half the people)
 folds = 2
+impute = false
 [train]
 epochs = 2
 batch_size = 512

@@ -38,7 +38,8 @@ def _run(argv: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize(("case", "expected"), [
     ("missing", "no such export file"),
-    ("small", "male: 43 evaluation training participants per split, the evaluation's kNN "
+    # 44 with imputation (43 complete cases): the cohort step's own count
+    ("small", "male: 44 evaluation training participants per split, the evaluation's kNN "
               "needs 50"),
     ("no_21003", "field 21003-0.0, row 0: required field 21003"),
     ("no_glucose", "field 30740-0.0, row 0: P0 marker 30740 (glucose) missing: bona fide "

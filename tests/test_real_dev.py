@@ -45,7 +45,7 @@ def fitted(tmp_path_factory):
     run = root / "run"
     run_ingest(train_csv, run / "ingest", outcome_config=load_outcome_config(OUTCOMES))
     run_cohorts(run / "ingest" / "baseline.parquet", run / "cohorts",
-                CohortConfig(n_triplets=1_000, seed=0))
+                CohortConfig(n_triplets=1_000, seed=0, folds=2))
     run_risk(run, run / "risk", RiskConfig(methods=METHODS, distance_space="marker",
                                            n_bootstrap=20, n_bootstrap_linked=20))
     return run, held_csv

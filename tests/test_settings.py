@@ -260,6 +260,9 @@ SMALL = """
 jobs = 1
 [cohorts]
 n_triplets = 3000
+# the settings path is what is tested here, not the cross-fit (tests/test_pipeline.py)
+folds = 0
+impute = false
 [train]
 epochs = 2
 batch_size = 512
