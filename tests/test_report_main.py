@@ -357,3 +357,28 @@ def test_the_synthetic_banner_follows_the_runs_own_record(tmp_path, settings, so
     if settings is not None:
         (tmp_path / "run_settings.json").write_text(json.dumps(settings))
     assert cohort_facts({"run": str(tmp_path)})["synthetic"] is synthetic
+
+
+def test_page_one_splits_the_healthy_no_bound_saw_with_intervals():
+    """The "healthy people in it" column: each group's share of the held-out bona fide
+    healthy with its Wilson interval beside the 95 / 4 / 1% a calibrated bound gives; the
+    reference count is who the bounds rest on (in a cross-fit, every BFH out of fold)."""
+    from sphr.risk.report import frames as fr
+    from sphr.risk.report.main import _with_healthy
+    from sphr.risk.validation import wilson
+
+    groups = ["Normal"] * 190 + ["Lower Risk"] * 8 + ["Higher Risk"] * 2
+    rows = pd.DataFrame({"sex": "female", "eid": np.arange(210), "method": "m",
+                         "mode": "calibrated", "partition": "test", "fold": 0,
+                         "label": [2] * 200 + [0] * 10,
+                         "group": groups + ["Higher Risk"] * 10})
+    check = fr.healthy_check(rows, "m")["female"]
+    assert (check["reference"], check["n"]) == (200, 200)  # the unhealthy are not counted
+    lo, hi = wilson(8, 200)
+    assert check["shares"]["Lower Risk"] == pytest.approx((0.04, float(lo), float(hi)))
+    table = _with_healthy(pd.DataFrame({"group": ["Normal", "Lower Risk", "Higher Risk",
+                                                  "groups ordered?"]}), check)
+    cells = table["healthy people in it"].tolist()
+    assert cells[0].startswith("95.0% (") and cells[0].endswith("; expected 95%)")
+    assert cells[2].startswith("1.0% (") and cells[2].endswith("; expected 1%)")
+    assert cells[3] == "n = 200"

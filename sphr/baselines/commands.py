@@ -66,7 +66,7 @@ def _fit_folds(cohort_dir, out, args: argparse.Namespace, params: dict) -> None:
     from pathlib import Path
 
     from sphr.baselines.pipeline import FOLD_REPRESENTATIONS, fit_fold_baselines
-    from sphr.layout import baselines_dir, fold_count
+    from sphr.layout import baselines_dir, fold_baselines_dir, fold_count
 
     cohort_dir = Path(cohort_dir)
     run, sex = cohort_dir.parent.parent, cohort_dir.name
@@ -74,7 +74,7 @@ def _fit_folds(cohort_dir, out, args: argparse.Namespace, params: dict) -> None:
     if not (names and fold_count(cohort_dir) and cohort_dir.parent.name == "cohorts"
             and Path(out).resolve() == baselines_dir(run, sex).resolve()):
         return
-    folds = run / "baselines" / "folds" / sex
+    folds = fold_baselines_dir(run, sex, 0).parent
     fit_fold_baselines(cohort_dir, folds, seed=args.seed, device=args.device, params=params,
                        names=names)
     print(f"{sex}: {', '.join(names)} of the cross-fit's {fold_count(cohort_dir)} folds; "

@@ -269,7 +269,7 @@ class _People:
 def impute_training_medians(raw: np.ndarray, normalizer: QuantileNormalizer) -> np.ndarray:
     """``raw`` with every missing value filled by the feature's training median as
     ``normalizer`` holds it (fitted on the fit's training rows' measured values): exactly the
-    value ``sphr score`` fills in (:func:`sphr.risk.impute.training_medians`), the centre of
+    value ``sphr score`` fills in (:func:`sphr.cohorts.normalize.training_medians`), the centre of
     the normalized scale, so a person gets the same score from the main run and from
     ``sphr score``; nothing of a held-out person enters another's value (docs/METHODS.md,
     "Missing markers")."""

@@ -100,14 +100,14 @@ def _run(args: argparse.Namespace) -> int:
 def _train_folds(args: argparse.Namespace, config) -> None:
     """The cross-fit's SPHR models, as the main command's ``train/fold_models`` trains them,
     where the cohort folder has folds and the model went to its default place."""
-    from sphr.layout import fold_count
+    from sphr.layout import fold_count, fold_train_dir
     from sphr.train.run import train_folds
 
     folds = fold_count(args.cohort_dir)
     if args.no_folds or args.out is not None or args.loss != "nplb" or not folds:
         return
     run, sex = Path(args.cohort_dir).parent.parent, Path(args.cohort_dir).name
-    out = run / "train" / sex / "folds"
+    out = fold_train_dir(run, sex, 0).parent
     reports = train_folds(args.cohort_dir, out, config)
     print(f"{sex}: {len(reports)} fold models of the cross-fit in "
           f"{sum(r['timings']['train_s'] for r in reports):.1f} s; wrote {out}/")

@@ -165,21 +165,24 @@ def reference_mask(rows: pd.DataFrame) -> np.ndarray:
 
 
 def healthy_check(rows: pd.DataFrame, method: str) -> dict[str, dict[str, Any]]:
-    """Per sex, how ``method``'s calibrated groups split healthy people no bound saw: in a
-    cross-fit every bona fide healthy person (each read against centiles fitted without
-    their fold), in the single split the test partition's; ``reference``: the healthy people
-    the bounds rest on. A bound holds when about 95% / 4% / 1% of them fall in Normal /
-    Lower / Higher Risk."""
+    """Per sex, how ``method``'s calibrated groups split the healthy people no bound saw:
+    the bona fide healthy of the ``test`` partition, which in a cross-fit is every one of
+    them (each read against centiles fitted without their fold). ``reference``: the healthy
+    people the bounds rest on; ``shares``: group -> (share, Wilson 95% interval). A bound
+    holds when about 95% / 4% / 1% of them fall in Normal / Lower / Higher Risk."""
+    from sphr.risk.validation import wilson
+
     mine = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")]
     out: dict[str, dict[str, Any]] = {}
     for sex, sub in mine.groupby("sex", sort=True):
-        bfh = (sub["label"] == 2).to_numpy()
-        new = sub.loc[bfh & (sub["fold"].notna().to_numpy() if crossfitted(sub)
-                             else (sub["partition"] == "test").to_numpy())]
+        new = sub.loc[(sub["label"] == 2) & (sub["partition"] == "test"), "group"]
         n = len(new)
-        out[str(sex)] = {"reference": int(reference_mask(sub).sum()), "n": n,
-                         "shares": {g: float((new["group"] == g).mean()) if n else np.nan
-                                    for g in GROUPS}}
+        shares = {}
+        for g in GROUPS:
+            k = int((new == g).sum())
+            lo, hi = wilson(k, n)
+            shares[g] = (k / n if n else np.nan, float(lo), float(hi))
+        out[str(sex)] = {"reference": int(reference_mask(sub).sum()), "n": n, "shares": shares}
     return out
 
 

@@ -141,11 +141,16 @@ EXPECTED_HEALTHY = {NORMAL: NORMAL_LEVEL, LOWER_RISK: LOWER_LEVEL - NORMAL_LEVEL
 
 def _with_healthy(t: pd.DataFrame, check: dict[str, Any] | None) -> pd.DataFrame:
     """The group table with the column "healthy people in it": each group's share of the
-    healthy people no bound saw, beside the share it holds when the bounds hold."""
+    healthy people no bound saw (Wilson 95% interval), beside the share it holds when the
+    bounds hold."""
     if check is None or not check["n"]:
         return t
-    cells = [f"{100 * check['shares'][g]:.1f}% (expected {100 * EXPECTED_HEALTHY[g]:g}%)"
-             if g in EXPECTED_HEALTHY else f"n = {check['n']:,}" for g in t["group"]]
+    def cell(group: str) -> str:
+        share, lo, hi = check["shares"][group]
+        return (f"{100 * share:.1f}% ({100 * lo:.1f}-{100 * hi:.1f}; expected "
+                f"{100 * EXPECTED_HEALTHY[group]:g}%)")
+
+    cells = [cell(g) if g in EXPECTED_HEALTHY else f"n = {check['n']:,}" for g in t["group"]]
     return t.assign(**{"healthy people in it": cells})
 
 
@@ -161,7 +166,8 @@ def _group_tables(order: pd.DataFrame, rows: pd.DataFrame, method: str | None,
         check = checks.get(sex)
         rest = (f"The bounds rest on {check['reference']:,} bona fide healthy "
                 f"{vd.SEX_NAMES.get(sex, sex)}; the last column splits the {check['n']:,} "
-                "healthy people no bound saw." if check and check["n"] else None)
+                "healthy people no bound saw (Wilson 95% interval)." if check and check["n"]
+                else None)
         out.append((vd.SEX_NAMES.get(sex, sex).capitalize(),
                     table(_with_healthy(t, check), nowrap=False), rest))
     return out
