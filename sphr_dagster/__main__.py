@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING
 
 from sphr.errors import ConfigError
 from sphr.profiles import PROFILES
-from sphr.settings import EXPORT_PROFILE, RunOptions, RunSettings, resolve, write_run_settings
+from sphr.settings import (
+    EXPORT_PROFILE,
+    FIT_ENGINES,
+    RunOptions,
+    RunSettings,
+    resolve,
+    write_run_settings,
+)
 from sphr_dagster.failures import EXIT_BAD_INPUT, FAILED_FILE, LOG_DIR, exit_code
 from sphr_dagster.home import PROJECT_ROOT, ensure_dagster_home
 
@@ -43,6 +50,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     return resolve(args.config, world=args.world, profile=args.profile, export=args.export,
                    outcomes=args.outcomes, ranges=args.ranges, run_dir=args.run_dir,
                    device=args.device, jobs=getattr(args, "jobs", None),
+                   engine=args.engine, fit_cpus=args.fit_cpus, fit_gpus=args.fit_gpus,
                    losses=args.losses, retrieval=args.retrieval,
                    log_level=getattr(args, "log_level", None))
 
@@ -250,6 +258,16 @@ def _settings_options(p: argparse.ArgumentParser) -> None:
                    help=f"default: {EXPORT_PROFILE} with --export, demo without")
     p.add_argument("--run-dir", default=None, metavar="DIR", help=f"default: {d.run_dir}")
     p.add_argument("--device", default=None, help=f"auto, cpu or cuda (default: {d.device})")
+    p.add_argument("--engine", default=None, choices=FIT_ENGINES,
+                   help="where the training fits run: local processes, a Ray cluster "
+                   "(RAY_ADDRESS), a SLURM cluster (SLURM_CONF) or Kubernetes pods "
+                   f"(docs/SCALE_OUT.md; default {d.engine})")
+    p.add_argument("--fit-cpus", type=float, default=None, metavar="N",
+                   help="CPUs each fit asks of the engine, its torch threads (default: one on "
+                   "a cluster, a local fit the run's own)")
+    p.add_argument("--fit-gpus", type=float, default=None, metavar="N",
+                   help="GPUs each fit asks of the engine; a fraction on Ray (0.2: five fits "
+                   "share one GPU)")
     p.add_argument("--world", default=None, choices=("linear", "nonlinear"),
                    help="the synthetic cohort's world (docs/SYNTH.md; [synth] world)")
     p.add_argument("--losses", default=None, action=argparse.BooleanOptionalAction,

@@ -131,11 +131,13 @@ def _set(**fields: object) -> dict[str, object]:
 
 def default_resources(run_dir: str | None = None, *, export: str | None = None,
                       device: str | None = None, synth: Mapping[str, Any] | None = None,
-                      environment: bool = True) -> dict:
+                      environment: bool = True, engine: str | None = None,
+                      fit_cpus: float | None = None, fit_gpus: float | None = None) -> dict:
     """The resources with these values. ``environment``: a value not given is read from the
     ``SPHR_*`` variable (the UI's deployment-time configuration, through ``dg.EnvVar``, see
     :func:`env_var`); without it, a value not given is the class default (no export: the
     synthetic cohort), so a run is exactly what it was given."""
+    from sphr_dagster.fits import FitEngine
     from sphr_dagster.io_manager import ParquetIOManager
 
     def env(name: str, integer: bool = False) -> Any:
@@ -153,16 +155,20 @@ def default_resources(run_dir: str | None = None, *, export: str | None = None,
         "storage": RunStorage(**_set(root=root)),
         "compute": Compute(**_set(device=device or env("SPHR_DEVICE"))),
         "parquet_io": ParquetIOManager(**_set(root=root)),
-        # the training step's launcher (assets/training.py); swap in dagster_k8s.PipesK8sClient
-        # for a GPU node (README, Dagster section)
-        "pipes_client": dg.PipesSubprocessClient(),
+        # where the training steps' fits run (sphr_dagster.fits: local, ray, slurm, k8s)
+        "fit_engine": FitEngine(**_set(
+            engine=engine or env("SPHR_FIT_ENGINE"),
+            cpus_per_fit=fit_cpus, gpus_per_fit=fit_gpus,
+            ray_address=env("SPHR_RAY_ADDRESS"), slurm_partition=env("SPHR_SLURM_PARTITION"))),
     }
 
 
 def run_resources(settings: RunSettings) -> dict:
     """The resources of a run of ``python -m sphr_dagster run``: its settings, no environment."""
     return default_resources(settings.run_dir, export=settings.export, device=settings.device,
-                             synth=settings.stages["synth"], environment=False)
+                             synth=settings.stages["synth"], environment=False,
+                             engine=settings.engine, fit_cpus=settings.fit_cpus,
+                             fit_gpus=settings.fit_gpus)
 
 
 def resource_config(settings: RunSettings) -> dict[str, Any]:
@@ -171,4 +177,7 @@ def resource_config(settings: RunSettings) -> dict[str, Any]:
     return {"data_source": {"config": {"export_path": settings.export, **synth}},
             "storage": {"config": {"root": settings.run_dir}},
             "parquet_io": {"config": {"root": settings.run_dir}},
-            "compute": {"config": {"device": settings.device}}}
+            "compute": {"config": {"device": settings.device}},
+            "fit_engine": {"config": {"engine": settings.engine,
+                                      "cpus_per_fit": settings.fit_cpus,
+                                      "gpus_per_fit": settings.fit_gpus}}}

@@ -49,9 +49,10 @@ def test_kubernetes_gpu_location_validates():
 
     if importlib.util.find_spec("dagster_k8s") is None:
         pytest.skip("dagster-k8s is not installed (optional: pip install dagster-k8s==0.29.27)")
-    from sphr_dagster.k8s import defs
+    from sphr_dagster.k8s import defs, gpu_training_client
 
-    client = defs.resources["pipes_client"]
+    assert defs.resources["fit_engine"].engine == "k8s"
+    client = gpu_training_client()
     limits = client.pod_spec()["containers"][0]["resources"]["limits"]
     assert limits == {"nvidia.com/gpu": "1"}
     exe = Path(sys.executable).with_name("dagster")

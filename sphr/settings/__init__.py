@@ -50,6 +50,7 @@ from sphr.settings.run import (
 from sphr.settings.stages import (
     COMMAND_TABLES,
     EXPORT_PROFILE,
+    FIT_ENGINES,
     RUN_TABLE,
     STAGES,
     RunOptions,
@@ -69,8 +70,30 @@ _LAZY: dict[str, tuple[str, ...]] = {
 }
 __getattr__ = lazy_exports(__name__, _LAZY)
 
-__all__ = ["COMMAND_TABLES", "EXPORT_PROFILE", "RUN_SETTINGS_FILE", "RUN_TABLE", "STAGES",
-           "ComparisonSettings", "IngestSettings", "RunOptions", "RunSettings", "check_table",
-           "check_value", "command_table", "field_docs", "library_config", "plain",
-           "read_settings_file", "resolve", "runtime_fields", "stage_class", "stage_defaults",
-           "stage_docs", "stage_types", "type_name", "write_run_settings"]
+__all__ = [
+    "COMMAND_TABLES",
+    "EXPORT_PROFILE",
+    "FIT_ENGINES",
+    "RUN_SETTINGS_FILE",
+    "RUN_TABLE",
+    "STAGES",
+    "ComparisonSettings",
+    "IngestSettings",
+    "RunOptions",
+    "RunSettings",
+    "check_table",
+    "check_value",
+    "command_table",
+    "field_docs",
+    "library_config",
+    "plain",
+    "read_settings_file",
+    "resolve",
+    "runtime_fields",
+    "stage_class",
+    "stage_defaults",
+    "stage_docs",
+    "stage_types",
+    "type_name",
+    "write_run_settings",
+]

@@ -19,6 +19,7 @@ from sphr.profiles import DEFAULT_PROFILE, PROFILES
 from sphr.settings.stages import (
     COMMAND_TABLES,
     EXPORT_PROFILE,
+    FIT_ENGINES,
     RUN_TABLE,
     STAGES,
     RunOptions,
@@ -122,6 +123,9 @@ class RunSettings:
     jobs: int
     log_level: str
     stages: dict[str, dict[str, Any]]
+    engine: str = "local"
+    fit_cpus: float = 0.0
+    fit_gpus: float = 0.0
 
     def config(self, stage: str, **runtime: Any) -> Any:
         """The stage's library dataclass (``device=`` and the other run fields as given)."""
@@ -144,7 +148,8 @@ class RunSettings:
         return {"profile": self.profile, "export": self.export, "outcomes": self.outcomes,
                 "ranges": self.ranges, "config_file": self.config_file,
                 "losses": self.losses, "retrieval": self.retrieval, "device": self.device,
-                "run_dir": self.run_dir, "jobs": self.jobs,
+                "run_dir": self.run_dir, "jobs": self.jobs, "engine": self.engine,
+                "fit_cpus": self.fit_cpus, "fit_gpus": self.fit_gpus,
                 "stages": {k: plain(v) for k, v in self.stages.items()},
                 "written": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                 "command": list(command or [])}
@@ -166,6 +171,11 @@ def _run_options(file_run: Mapping[str, Any], folder: Path | None,
         opts["profile"] = EXPORT_PROFILE if opts["export"] else DEFAULT_PROFILE
     if opts["profile"] not in PROFILES:
         raise ConfigError(f"unknown profile {opts['profile']!r}: choose from {', '.join(PROFILES)}")
+    if opts["engine"] not in FIT_ENGINES:
+        raise ConfigError(f"engine {opts['engine']!r}: choose from {', '.join(FIT_ENGINES)}")
+    for key in ("fit_cpus", "fit_gpus"):
+        if float(opts[key]) < 0:
+            raise ConfigError(f"{key} {opts[key]}: a number of CPUs / GPUs, 0 or more")
     for key in ("losses", "retrieval"):  # the paper's synthetic comparisons: not for an export
         if opts[key] is None:
             opts[key] = not opts["export"]
@@ -219,7 +229,8 @@ def resolve(config_file: str | Path | None = None, *, world: str | None = None,
         ranges=opts["ranges"], config_file=str(Path(config_file).resolve()) if config_file
         else None, losses=bool(opts["losses"]), retrieval=bool(opts["retrieval"]),
         device=opts["device"], run_dir=opts["run_dir"], jobs=opts["jobs"],
-        log_level=opts["log_level"], stages=stages)
+        log_level=opts["log_level"], stages=stages, engine=opts["engine"],
+        fit_cpus=float(opts["fit_cpus"]), fit_gpus=float(opts["fit_gpus"]))
     _check(settings, source)
     return settings
 

@@ -29,6 +29,10 @@ from sphr.settings.values import _types, check_table
 EXPORT_PROFILE = "demo"
 
 
+#: where a run's training fits can run (``[run] engine``; sphr_dagster.fits launches them)
+FIT_ENGINES = ("local", "ray", "slurm", "k8s")
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """``[run]``: the command's own options (``python -m sphr_dagster run --help``)."""
@@ -46,6 +50,12 @@ class RunOptions:
     device: str = "auto"
     #: how many of the per-sex runs and the retrieval comparison run at the same time
     jobs: int = 3
+    #: where the training fits run: local, ray (RAY_ADDRESS), slurm (SLURM_CONF) or k8s
+    engine: str = "local"
+    #: CPUs each fit asks of the engine (its torch threads); 0: one on a cluster, locally all
+    fit_cpus: float = 0.0
+    #: GPUs each fit asks of the engine: a fraction on Ray (0.2: five fits share one)
+    fit_gpus: float = 0.0
     #: the 7-loss comparison; default: on without an export, off with one
     losses: bool | None = None
     #: the image-retrieval comparison; default: on without an export, off with one

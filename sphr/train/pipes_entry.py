@@ -9,9 +9,16 @@ pod on a Kubernetes GPU node (``PipesK8sClient``). The settings come as one
 (``TrainConfig.from_dict``). By hand, ``--config`` gives TrainConfig fields as a JSON
 object (e.g. the ``config`` of a ``train_report.json``); fields left out take the default
 profile's values, as ``sphr train``'s do.
-The loss curve and training metrics go back to Dagster as materialization metadata of
-``train/sphr_model`` (:func:`sphr.train.run.model_metadata`). Without a Pipes context
-(run by hand) it just trains.
+``--fold K`` trains fold K's model of the cross-fit (``COHORT_DIR/folds/foldK`` into
+``OUT_DIR/foldK``), the unit a fit engine (``sphr_dagster.fits``: a local process, a Ray job,
+a SLURM job, a pod) schedules; ``--folds`` trains all of them in turn. A fold already fitted
+with the same config and data is kept (:func:`sphr.train.run.completed_fit`).
+
+What a fit reports goes back to Dagster as one custom Pipes message, ``{"fit": NAME,
+"metadata": ...}`` (the loss curve and training metrics, :func:`sphr.train.run.model_metadata`),
+which the asset turns into its materialization's metadata: several fits of one step report
+without claiming the step's asset. Without a Pipes context (run by hand) it just trains.
+``SPHR_FIT_THREADS`` sets its torch threads (an engine's CPUs per fit).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 #: the Pipes extra that carries the TrainConfig (``TrainConfig.to_dict()``)
@@ -36,7 +44,7 @@ def fold_metadata(reports: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from sphr.train.config import TrainConfig
-    from sphr.train.run import model_metadata, run_train, train_folds
+    from sphr.train.run import model_metadata, run_train, train_fold, train_folds
 
     parser = argparse.ArgumentParser(prog="python -m sphr.train.pipes_entry")
     parser.add_argument("cohort_dir", type=Path)
@@ -45,28 +53,45 @@ def main(argv: list[str] | None = None) -> int:
                         help="run by hand: TrainConfig fields as a JSON object (the default "
                         "profile's for the rest); under Dagster the Pipes extra "
                         f"{CONFIG_EXTRA!r} carries the whole TrainConfig")
-    parser.add_argument("--asset-key", default="train/sphr_model")
-    parser.add_argument("--folds", action="store_true",
-                        help="train the cross-fit's fold models: each COHORT_DIR/folds/fold<k> "
-                        "into OUT_DIR/fold<k> (sphr.train.run.train_folds)")
+    parser.add_argument("--fit", default="sphr_model",
+                        help="the fit's name in what it reports (e.g. female/fold2)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--folds", action="store_true",
+                       help="train the cross-fit's fold models: each COHORT_DIR/folds/fold<k> "
+                       "into OUT_DIR/fold<k> (sphr.train.run.train_folds)")
+    group.add_argument("--fold", type=int, default=None,
+                       help="train fold K's model only (sphr.train.run.train_fold)")
     args = parser.parse_args(argv)
-    train = train_folds if args.folds else run_train
+    started = time.time()  # when the engine got the fit going (its start delay's end)
+    if os.environ.get("SPHR_FIT_THREADS", "").isdigit():
+        from sphr.device import configure_threads
+
+        configure_threads(int(os.environ["SPHR_FIT_THREADS"]))
+
+    def train(settings: TrainConfig) -> dict:
+        if args.folds:
+            return fold_metadata(train_folds(args.cohort_dir, args.out_dir, settings))
+        if args.fold is not None:
+            train_fold(args.cohort_dir, args.out_dir, args.fold, settings)
+            return model_metadata(args.out_dir / f"fold{args.fold}")
+        run_train(args.cohort_dir, args.out_dir, settings)
+        return model_metadata(args.out_dir)
+
     if "DAGSTER_PIPES_CONTEXT" not in os.environ:  # run by hand, not launched by Dagster
         from sphr.profiles import DEFAULT_PROFILE
 
         given = json.loads(args.config) if args.config else {}
-        train(args.cohort_dir, args.out_dir, TrainConfig.profile(DEFAULT_PROFILE, **given))
+        train(TrainConfig.profile(DEFAULT_PROFILE, **given))
         return 0
     from dagster_pipes import open_dagster_pipes
 
     with open_dagster_pipes() as pipes:
         # the asset's TrainConfig, read back as the asset wrote it: every field is given
         settings = TrainConfig.from_dict(pipes.extras[CONFIG_EXTRA])
-        pipes.log.info(f"training {args.cohort_dir} -> {args.out_dir} ({settings})")
-        reports = train(args.cohort_dir, args.out_dir, settings)
-        pipes.report_asset_materialization(
-            asset_key=args.asset_key,
-            metadata=fold_metadata(reports) if args.folds else model_metadata(args.out_dir))
+        pipes.log.info(f"fit {args.fit}: {args.cohort_dir} -> {args.out_dir} ({settings})")
+        meta = train(settings)
+        pipes.report_custom_message({"fit": args.fit,
+                                     "metadata": {**meta, "fit_started_at": started}})
     return 0
 
 

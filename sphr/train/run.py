@@ -184,14 +184,66 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
     return report
 
 
+def completed_fit(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig
+                  ) -> dict[str, Any] | None:
+    """The report of a fit already in ``out_dir`` for this cohort and config, else None.
+
+    A fit's folder is written at once (``staged_outputs``), so a report there means the whole
+    fit is; it counts only when its config and its data (:func:`data_key`: matrix, labels,
+    triplets) are this fit's. A failed run re-run this way trains only the fits it lost, and
+    the outputs are the ones an uninterrupted run writes: a fit is seeded and deterministic on
+    one device and thread count."""
+    import json
+
+    from sphr.artifacts import load_cohort
+
+    report_path = Path(out_dir) / "train_report.json"
+    if not report_path.is_file():
+        return None
+    report = json.loads(report_path.read_text())
+    # compared as JSON: the report holds the config as written (tuples read back as lists)
+    if json.dumps(report.get("config"), sort_keys=True) != json.dumps(
+            json.loads(json.dumps(config.to_dict())), sort_keys=True):
+        return None
+    cohort = load_cohort(cohort_dir)
+    X = cohort.matrix("train")
+    key = data_key(X, cohort.train["label"].to_numpy(np.int64),
+                   read_triplets(cohort.directory / "triplets.npz", len(X)))
+    return report if report.get("data") == key else None
+
+
+def fold_fits(cohort_dir: str | Path, out_dir: str | Path) -> list[tuple[int, Path, Path]]:
+    """The cross-fit's fits of one cohort folder: ``(fold, fold cohort, fold model folder)``
+    for each ``folds/fold<k>`` (fitted on the other folds) into ``out_dir/fold<k>``."""
+    from sphr.layout import fold_count, fold_dir
+
+    cohort_dir, out_dir = Path(cohort_dir), Path(out_dir)
+    return [(k, fold_dir(cohort_dir, k), out_dir / f"fold{k}")
+            for k in range(fold_count(cohort_dir))]
+
+
+def train_fold(cohort_dir: str | Path, out_dir: str | Path, fold: int,
+               config: TrainConfig | None = None) -> dict[str, Any]:
+    """Fold ``fold``'s SPHR model of the cross-fit (one of :func:`train_folds`' fits, the unit
+    an engine schedules): the one in place when :func:`completed_fit` says it is this fit."""
+    config = config or TrainConfig.profile(DEFAULT_PROFILE)
+    fits = {k: (c, o) for k, c, o in fold_fits(cohort_dir, out_dir)}
+    if fold not in fits:
+        raise ValueError(f"{cohort_dir}: no fold {fold} (it holds folds {sorted(fits)})")
+    cohort, out = fits[fold]
+    done = completed_fit(cohort, out, config)
+    if done is not None:
+        log.info("fold %d: the model in %s is this fit's (same config and data), kept", fold, out)
+        return done
+    return run_train(cohort, out, config)
+
+
 def train_folds(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None
                 ) -> list[dict[str, Any]]:
     """The cross-fit's SPHR models: :func:`run_train` on each fold cohort of ``cohort_dir``
     (``folds/fold<k>``, fitted on the other folds) into ``out_dir/fold<k>``, with the same
     settings as the model of the single split; a fold's held-out people never reach its fit
-    because its cohort folder does not hold them in training."""
-    from sphr.layout import fold_count
-
-    cohort_dir, out_dir = Path(cohort_dir), Path(out_dir)
-    return [run_train(cohort_dir / "folds" / f"fold{k}", out_dir / f"fold{k}", config)
-            for k in range(fold_count(cohort_dir))]
+    because its cohort folder does not hold them in training. Folds already fitted
+    (:func:`completed_fit`) are kept."""
+    return [train_fold(cohort_dir, out_dir, k, config)
+            for k, _, _ in fold_fits(cohort_dir, out_dir)]

@@ -9,6 +9,7 @@ from sphr.profiles import DEFAULT_PROFILE, PROFILES
 from sphr.settings import RunSettings, stage_defaults, stage_docs
 from sphr_dagster import metadata as md
 from sphr_dagster.config import PROFILE_TAG, from_settings, library_config, stage_config
+from sphr_dagster.fits import Fit, FitEngine, fit_log_dir
 from sphr_dagster.partitions import sex_partitions
 from sphr_dagster.resources import Compute, RunStorage
 
@@ -20,8 +21,9 @@ TrainingConfig = stage_config(
     "library's ``sphr.train.config.TrainConfig`` (the device is the compute resource's); "
     "defaults: the default profile's.", drop=_COMPARISON_KEYS, module=__name__, extra={
         "launcher": (str, "pipes", "pipes: `python -m sphr.train.pipes_entry` launched by the "
-                     "pipes_client resource (a subprocess by default; PipesK8sClient for a GPU "
-                     "node, README); in_process: sphr.train.run_train in the step's own process")})
+                     "fit_engine resource (a local subprocess by default; a Ray job, a SLURM "
+                     "job or a Kubernetes pod, docs/SCALE_OUT.md); in_process: "
+                     "sphr.train.run_train in the step's own process")})
 
 
 def profile_label(context: dg.AssetExecutionContext) -> str:
@@ -46,10 +48,7 @@ def profile_label(context: dg.AssetExecutionContext) -> str:
     partitions_def=sex_partitions,
 )
 def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
-                  storage: RunStorage, compute: Compute,
-                  pipes_client: dg.PipesSubprocessClient):
-    import sys
-
+                  storage: RunStorage, compute: Compute, fit_engine: FitEngine):
     from sphr.artifacts import read_embeddings
     from sphr.evaluate.plots import representation_scatter
     from sphr.train import run_train
@@ -64,12 +63,9 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
     if config.launcher == "pipes":
         # the training side needs only sphr and dagster-pipes; it reports the model's
         # metadata (sphr.train.run.model_metadata) back as the materialization's
-        command = [sys.executable, "-m", "sphr.train.pipes_entry",
-                   str(layout.cohort_dir(storage.run, sex)), str(out)]
-        results = pipes_client.run(context=context, command=command,
-                                   extras={CONFIG_EXTRA: settings.to_dict()}).get_results()
-        model_meta = {k: v for r in results if r.asset_key == dg.AssetKey(["train", "sphr_model"])
-                      for k, v in (r.metadata or {}).items()}
+        fit = Fit(sex, ("--fit", sex, str(layout.cohort_dir(storage.run, sex)), str(out)),
+                  {CONFIG_EXTRA: settings.to_dict()}, str(fit_log_dir(storage.run)))
+        model_meta = fit_engine.run_fits(context, [fit])[sex]
     elif config.launcher == "in_process":
         run_train(layout.cohort_dir(storage.run, sex), out, settings)
         model_meta = md.from_pipes(model_metadata(out))
@@ -77,6 +73,8 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
         raise ValueError(f"launcher {config.launcher!r}: choose pipes or in_process")
     model_meta.update(profile=profile_label(context), loss=settings.loss,
                       launcher=config.launcher)
+    if config.launcher == "pipes":
+        model_meta["engine"] = fit_engine.engine
     meta, Z = read_embeddings(out / "embeddings_test.parquet")
     _, Z_train = read_embeddings(out / "embeddings_train.parquet")
     yield dg.MaterializeResult(asset_key=["train", "sphr_model"], metadata=model_meta)
@@ -99,29 +97,35 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
           "fold<k>/); the risk stage scores each fold's people with its own fold's model. "
           "None when the cohort has no folds ([cohorts] folds = 0).")
 def fold_models(context: dg.AssetExecutionContext, config: TrainingConfig, storage: RunStorage,
-                compute: Compute, pipes_client: dg.PipesSubprocessClient
-                ) -> dg.MaterializeResult:
-    import sys
-
-    from sphr.layout import fold_count
+                compute: Compute, fit_engine: FitEngine) -> dg.MaterializeResult:
+    from sphr.io import read_json
     from sphr.train.pipes_entry import CONFIG_EXTRA, fold_metadata
-    from sphr.train.run import train_folds
+    from sphr.train.run import completed_fit, fold_fits, train_folds
 
     sex = context.partition_key
     settings = library_config("train", config, device=compute.device)
     cohort = layout.cohort_dir(storage.run, sex)
     out = layout.fold_train_dir(storage.run, sex, 0).parent
-    if fold_count(cohort) == 0:
+    fits = fold_fits(cohort, out)
+    if not fits:
         return dg.MaterializeResult(metadata={"folds": 0, "note": "single split: no folds"})
+    engine = {"launcher": config.launcher}
     if config.launcher == "pipes":
-        command = [sys.executable, "-m", "sphr.train.pipes_entry", "--folds",
-                   "--asset-key", "train/fold_models", str(cohort), str(out)]
-        results = pipes_client.run(context=context, command=command,
-                                   extras={CONFIG_EXTRA: settings.to_dict()}).get_results()
-        meta = {k: v for r in results for k, v in (r.metadata or {}).items()}
+        # one fit per fold, the engine's unit; a fold already fitted (this config, this data:
+        # a re-execution after lost fits) is kept, so only the lost ones are launched
+        todo = [(k, o) for k, c, o in fits if completed_fit(c, o, settings) is None]
+        fit_engine.run_fits(context, [
+            Fit(f"{sex}/fold{k}", ("--fold", str(k), "--fit", f"{sex}/fold{k}", str(cohort),
+                                   str(out)), {CONFIG_EXTRA: settings.to_dict()},
+                str(fit_log_dir(storage.run))) for k, _ in todo])
+        engine.update(engine=fit_engine.engine, trained=", ".join(f"fold{k}" for k, _ in todo)
+                      or "none", kept=", ".join(f"fold{k}" for k, _, _ in fits
+                                                if k not in dict(todo)) or "none")
+        reports = [read_json(o / "train_report.json") for _, _, o in fits]
     else:
-        meta = md.from_pipes(fold_metadata(train_folds(cohort, out, settings)))
-    return dg.MaterializeResult(metadata={**meta, "path": md.path(out),
+        reports = train_folds(cohort, out, settings)
+    return dg.MaterializeResult(metadata={**md.from_pipes(fold_metadata(reports)), **engine,
+                                          "path": md.path(out),
                                           "profile": profile_label(context)})
 
 
