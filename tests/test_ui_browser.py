@@ -375,3 +375,32 @@ def test_ui_lists_assets_and_materializes_one_partition(dagster_ui):
         driver.save_screenshot(str(SHOTS / "dagster_partitions.png"))
     finally:
         driver.quit()
+
+
+def test_the_ui_command_stops_whole_on_ctrl_c(tmp_path):
+    """The README's UI command (``python -m sphr_dagster ui``): Ctrl-C (SIGINT to it, as a
+    terminal sends it) ends it and every process ``dagster dev`` started, within the stop
+    grace period, with exit code 0."""
+    from sphr_dagster.__main__ import UI_STOP_SECONDS
+
+    port = _free_port()
+    run = tmp_path / "run"
+    log = (tmp_path / "ui.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "sphr_dagster", "ui", "--run-dir", str(run),
+                             "--port", str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/server_info", 180)
+        t0 = time.time()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=UI_STOP_SECONDS + 10) == 0
+        assert time.time() - t0 < UI_STOP_SECONDS + 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    # nothing of it is left: no process names this run's history or listens on the port
+    time.sleep(1)
+    left = subprocess.run(["pgrep", "-f", "--", f"-p {port}"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", left.stdout
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
