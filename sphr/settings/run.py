@@ -141,6 +141,9 @@ class RunSettings:
                  f"config {self.config_file or 'none'}", f"losses {on(self.losses)}",
                  f"retrieval {on(self.retrieval)}", f"device {self.device}",
                  f"run dir {self.run_dir}"]
+        if self.engine != "local":  # where the fits run, when not here
+            parts.insert(-1, f"engine {self.engine} ({self.fit_cpus or 1:g} CPU, "
+                         f"{self.fit_gpus:g} GPU a fit)")
         return "settings: " + " | ".join(parts)
 
     def to_json(self, command: list[str] | None = None) -> dict[str, Any]:
