@@ -38,18 +38,19 @@ test: $(STAMP)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m pytest -q -n 2 --durations=15
 
-# The fit engines on real clusters (docs/SCALE_OUT.md): the ray extra, a one-node SLURM
-# cluster from Debian's packages (scripts/slurm_local.sh; root, apt), a local Ray cluster
-# (the tests start it). About 1 min of installs on a fresh machine and 6 min of tests.
-RAY_STAMP := $(VENV)/.installed-ray
-$(RAY_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet --no-compile -c $(LOCK) -e '.[dev,ray]'
-	touch $(RAY_STAMP)
+# The fit engines (docs/SCALE_OUT.md): the ray and k8s extras, a one-node SLURM cluster from
+# Debian's packages (scripts/slurm_local.sh; root, apt), a local Ray cluster (the tests start
+# it), the Kubernetes client against a fake API.
+CLUSTER_STAMP := $(VENV)/.installed-clusters
+$(CLUSTER_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-compile -c $(LOCK) -e '.[dev,ray,k8s]'
+	touch $(CLUSTER_STAMP)
 
-test-clusters: $(RAY_STAMP)
+test-clusters: $(CLUSTER_STAMP)
 	bash scripts/slurm_local.sh start > $(VENV)/slurm.env
 	export $$(tail -n 1 $(VENV)/slurm.env) && \
-		SPHR_CLUSTERS=ray,slurm $(BIN)/python -m pytest -q -rs tests/clusters; \
+		SPHR_CLUSTERS=ray,slurm $(BIN)/python -m pytest -q -rs tests/clusters \
+			tests/test_refresh_pipes.py::test_kubernetes_gpu_location_validates; \
 		status=$$?; bash scripts/slurm_local.sh stop >/dev/null; exit $$status
 
 test-fast: $(STAMP)
@@ -65,5 +66,5 @@ ui: $(STAMP)
 # uv's resolver, universal (markers for every platform), keeping today's pins where they fit
 lock: $(STAMP)
 	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
-	$(BIN)/python -m uv pip compile pyproject.toml --extra dev --extra ray --universal \
+	$(BIN)/python -m uv pip compile pyproject.toml --extra dev --extra ray --extra k8s --universal \
 		--python-version $(LOCK_PYTHON) --quiet -o $(LOCK) $(if $(UPGRADE),--upgrade,)

@@ -1,7 +1,7 @@
 """The same code location with the training step in a pod on a Kubernetes GPU node.
 
 Needs dagster-k8s 0.29.x, which the default install leaves out
-(``pip install dagster-k8s==0.29.27``). Load it instead of
+(``pip install -e '.[k8s]'``). Load it instead of
 ``sphr_dagster.definitions``: ``dagster dev -m sphr_dagster.k8s`` or
 ``dagster definitions validate -m sphr_dagster.k8s``.
 

@@ -1,6 +1,6 @@
 """The Pipes client that runs a fit in a pod on a Kubernetes GPU node (the ``k8s`` fit engine,
 ``sphr_dagster.fits``; the code location ``sphr_dagster.k8s`` uses it). Needs dagster-k8s
-0.29.x, which the default install leaves out (``pip install dagster-k8s==0.29.27``).
+0.29.x, which the default install leaves out (``pip install -e '.[k8s]'``).
 
 Settings (env): ``SPHR_TRAIN_IMAGE``, ``SPHR_K8S_NAMESPACE`` (default ``default``),
 ``SPHR_K8S_GPUS`` (1), ``SPHR_K8S_RUN_CLAIM`` (``sphr-runs``), ``SPHR_K8S_NODE_SELECTOR``

@@ -48,7 +48,7 @@ def test_kubernetes_gpu_location_validates():
     from pathlib import Path
 
     if importlib.util.find_spec("dagster_k8s") is None:
-        pytest.skip("dagster-k8s is not installed (optional: pip install dagster-k8s==0.29.27)")
+        pytest.skip("dagster-k8s is not installed (optional: pip install -e '.[k8s]')")
     from sphr_dagster.k8s import defs, gpu_training_client
 
     assert defs.resources["fit_engine"].engine == "k8s"
