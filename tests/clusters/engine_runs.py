@@ -101,7 +101,9 @@ JOB_ENV = "SPHR_TEST_FOLD_JOB"
 
 def fold_job() -> dg.JobDefinition:
     """train/fold_models as a job of its own, for Dagster's re-execution (which reloads the
-    job by reference: :func:`dagster.reconstructable`); run dir and engine from ``JOB_ENV``."""
+    job by reference: :func:`dagster.reconstructable`); run dir and engine from ``JOB_ENV``.
+    Dagster keeps a loaded job per reference for the process, so each engine's tests load it
+    through a reference of their own (:data:`FOLD_JOBS`)."""
     spec = json.loads(os.environ[JOB_ENV])
     resources = {**default_resources(spec["run"], environment=False),
                  "fit_engine": FitEngine(**spec["engine"])}
@@ -109,6 +111,18 @@ def fold_job() -> dg.JobDefinition:
         dg.define_asset_job("fold_fits", selection=dg.AssetSelection.assets(
             ["train", "fold_models"]), executor_def=dg.in_process_executor)])
     return defs.resolve_job_def("fold_fits")
+
+
+def ray_fold_job() -> dg.JobDefinition:
+    return fold_job()
+
+
+def slurm_fold_job() -> dg.JobDefinition:
+    return fold_job()
+
+
+#: the job reference of each engine's tests
+FOLD_JOBS = {"ray": ray_fold_job, "slurm": slurm_fold_job, "local": fold_job}
 
 
 def execute_folds(instance: dg.DagsterInstance, run: Path, cohorts: Path, engine: dict,
@@ -125,7 +139,7 @@ def execute_folds(instance: dg.DagsterInstance, run: Path, cohorts: Path, engine
     options = (dg.ReexecutionOptions.from_failure(from_failure_of, instance)
                if from_failure_of else None)
     with dg.execute_job(
-            dg.reconstructable(fold_job), instance, raise_on_error=False,
+            dg.reconstructable(FOLD_JOBS[engine["engine"]]), instance, raise_on_error=False,
             reexecution_options=options, tags={"dagster/partition": SEX},
             run_config=None if options else {"ops": {fold_models.op.name: {"config": {
                 "epochs": epochs, "batch_size": 256}}}}) as result:
