@@ -155,3 +155,16 @@ def reexecuted_fits(instance: dg.DagsterInstance) -> dict[str, str]:
                                              limit=1).records[0]
     meta = record.asset_materialization.metadata
     return {"trained": meta["trained"].value, "kept": meta["kept"].value}
+
+
+def rerun_trains_only_fold1(instance: dg.DagsterInstance, run_id: str, tmp_path: Path,
+                            cohorts: Path, engine: dict) -> None:
+    """After ``run_id`` lost fold1: Dagster's "re-execute from failure" of that run launches
+    the lost fit alone, and the run's files are then an uninterrupted run's."""
+    ok, _, text = execute_folds(instance, tmp_path / "run", cohorts, engine,
+                                from_failure_of=run_id)
+    assert ok, text
+    assert reexecuted_fits(instance) == {"trained": "fold1", "kept": "fold0, fold2"}
+    whole = materialize_folds(tmp_path / "whole", cohorts, FitEngine(**engine))
+    assert whole.success
+    assert same_outputs(fold_outputs(tmp_path / "run"), fold_outputs(tmp_path / "whole"))

@@ -17,7 +17,7 @@ from engine_runs import (
     fold_outputs,
     kill_fit_while_it_runs,
     materialize_folds,
-    reexecuted_fits,
+    rerun_trains_only_fold1,
     same_outputs,
 )
 
@@ -70,12 +70,4 @@ def test_a_cancelled_slurm_fit_is_named_and_the_rerun_trains_only_it(slurm_clust
         assert killer.killed and not ok
         assert f"1 of {FOLDS} fits lost on slurm: {SEX}/fold1" in text, text
         assert "CANCELLED" in text, text
-        # Dagster's "re-execute from failure" of that run: the lost fit alone is launched
-        ok, _, text = execute_folds(instance, tmp_path / "run", fold_cohorts, engine,
-                                    from_failure_of=run_id)
-        assert ok, text
-        assert reexecuted_fits(instance) == {"trained": "fold1", "kept": "fold0, fold2"}
-    # and the run's files are an uninterrupted run's
-    whole = materialize_folds(tmp_path / "whole", fold_cohorts, FitEngine(**engine))
-    assert whole.success
-    assert same_outputs(fold_outputs(tmp_path / "run"), fold_outputs(tmp_path / "whole"))
+        rerun_trains_only_fold1(instance, run_id, tmp_path, fold_cohorts, engine)
