@@ -4,7 +4,8 @@ Every fit the pipeline runs many of (each sex's SPHR model, the cross-fit's fold
 ``python -m sphr.train.pipes_entry ...`` on the shared run directory, launched through
 Dagster Pipes by the engine the ``fit_engine`` resource names:
 
-- ``local``: a subprocess of the step (``dg.PipesSubprocessClient``), as before;
+- ``local``: a subprocess of the step (``dg.PipesSubprocessClient``, its messages read to
+  the file's end: :mod:`sphr_dagster.pipes_files`);
 - ``ray``: a Ray job on a Ray cluster (``dagster_ray.PipesRayJobClient``, the job
   submission API; ``pip install -e '.[ray]'``), CPUs and fractional GPUs per fit;
 - ``slurm``: a batch job submitted with ``sbatch`` (:class:`sphr_dagster.slurm.PipesSlurmClient`);
@@ -37,6 +38,7 @@ import dagster as dg
 
 from sphr.settings.stages import FIT_ENGINES
 from sphr_dagster import metadata as md
+from sphr_dagster.pipes_files import DrainingTempFileMessageReader
 
 #: the engines a fit can run on (the ``fit_engine`` resource's ``engine``)
 ENGINES = FIT_ENGINES
@@ -141,7 +143,8 @@ class FitEngine(dg.ConfigurableResource):
     def _launch(self, context: dg.AssetExecutionContext, fit: Fit):
         command, env = self.command(fit), self.fit_env()
         if self.engine == "local":
-            return dg.PipesSubprocessClient(env=env).run(
+            return dg.PipesSubprocessClient(
+                env=env, message_reader=DrainingTempFileMessageReader()).run(
                 context=context, command=command, extras=dict(fit.extras))
         if self.engine == "ray":
             return self._ray(context, fit, command, env)

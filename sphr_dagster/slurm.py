@@ -7,7 +7,8 @@ and ``scancel`` on the machine Dagster runs on (a login node, or any host of the
 
 - the Pipes context travels in the job's environment (``sbatch --export=ALL``);
 - the fit writes its Pipes messages to a file in the run directory
-  (``dg.PipesFileMessageReader``), which the client reads while the job runs;
+  (:class:`sphr_dagster.pipes_files.DrainingFileMessageReader`), which the client reads
+  while the job runs and to its end after;
 - the job is polled with ``scontrol show job`` until it ends; a job that does not end
   COMPLETED fails the fit with its state, exit code and log; a Dagster interruption cancels
   the job (``scancel``).
@@ -29,6 +30,8 @@ from typing import Any
 import dagster as dg
 from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster._core.pipes.client import PipesClientCompletedInvocation
+
+from sphr_dagster.pipes_files import DrainingFileMessageReader
 
 #: SLURM job states after which a job never runs again
 FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
@@ -71,7 +74,7 @@ class PipesSlurmClient(dg.PipesClient):
         messages = logs / f"{tag}.pipes.jsonl"
         with dg.open_pipes_session(context=context, extras=extras,
                                    context_injector=dg.PipesEnvContextInjector(),
-                                   message_reader=dg.PipesFileMessageReader(str(messages))
+                                   message_reader=DrainingFileMessageReader(str(messages))
                                    ) as session:
             env = {**os.environ, **self.env, **session.get_bootstrap_env_vars()}
             log = logs / f"{tag}.out"

@@ -60,3 +60,49 @@ def test_the_engine_is_one_of_four():
         resolve(engine="spark")
     with pytest.raises(ConfigError, match="fit_gpus -1"):
         resolve(fit_gpus=-1)
+
+
+def test_lines_written_as_the_session_closes_are_read(tmp_path):
+    """The race Dagster's own tail leaves open (sphr_dagster.pipes_files): the writer's last
+    lines land between an empty read and the closed check. Here the check itself writes them,
+    so they are on disk only once the reader has seen "closed"; they must still be read, and
+    a line split across two writes is one line."""
+    from sphr_dagster.pipes_files import drained_lines
+
+    path = tmp_path / "messages.jsonl"
+    path.write_text('{"n": 1}\n{"n": ')
+    checks = []
+
+    def closed_now() -> bool:
+        if not checks:
+            with path.open("a") as writer:
+                writer.write('2}\n{"n": 3}\n')
+        checks.append(True)
+        return True
+
+    with path.open() as stream:
+        assert list(drained_lines(stream, closed_now)) == ['{"n": 1}\n', '{"n": 2}\n',
+                                                           '{"n": 3}\n']
+
+
+def test_the_local_engine_reads_every_fit_message_through_dagster(tmp_path):
+    """The draining reader is what the local engine's Pipes session reads with: a process
+    that reports a custom message and exits at once is heard, five times over."""
+    import sys
+
+    from sphr_dagster.pipes_files import DrainingTempFileMessageReader
+
+    script = tmp_path / "report.py"
+    script.write_text("from dagster_pipes import open_dagster_pipes\n"
+                      "with open_dagster_pipes() as pipes:\n"
+                      "    pipes.report_custom_message({'fit': pipes.extras['n']})\n")
+
+    @dg.asset
+    def reports(context) -> dg.MaterializeResult:
+        client = dg.PipesSubprocessClient(message_reader=DrainingTempFileMessageReader())
+        heard = [client.run(context=context, command=[sys.executable, str(script)],
+                            extras={"n": n}).get_custom_messages() for n in range(5)]
+        assert heard == [({"fit": n},) for n in range(5)]
+        return dg.MaterializeResult()
+
+    assert dg.materialize([reports]).success

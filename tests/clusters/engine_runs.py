@@ -86,13 +86,19 @@ def kill_fit_while_it_runs(fit: str, kill: callable, *, started: callable,
     return thread
 
 
-def fit_process_running(fit: str) -> bool:
-    found = subprocess.run(["pgrep", "-f", "--", f"--fit {fit} "], capture_output=True)
+def fit_pattern(fit: str, run: Path) -> str:
+    """The command line of ``fit`` writing under ``run`` (pgrep's -f, extended regex): this
+    test's process only, not the same fit of a run elsewhere on the machine."""
+    return f"--fit {fit} .*" + str(run).replace(".", r"\.")
+
+
+def fit_process_running(fit: str, run: Path) -> bool:
+    found = subprocess.run(["pgrep", "-f", "--", fit_pattern(fit, run)], capture_output=True)
     return found.returncode == 0
 
 
-def kill_fit_process(fit: str) -> None:
-    subprocess.run(["pkill", "-9", "-f", "--", f"--fit {fit} "], check=False)
+def kill_fit_process(fit: str, run: Path) -> None:
+    subprocess.run(["pkill", "-9", "-f", "--", fit_pattern(fit, run)], check=False)
 
 
 #: what :func:`fold_job` reads: the run directory and the engine's fields (JSON)

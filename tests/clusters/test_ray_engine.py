@@ -48,10 +48,11 @@ def test_a_killed_ray_fit_is_named_and_the_rerun_trains_only_it(ray_cluster, fol
                                                                  tmp_path):
     engine = {"engine": "ray", "cpus_per_fit": 1, "ray_address": ray_cluster, "poll_s": 0.5}
     lost = f"{SEX}/fold1"
-    killer = kill_fit_while_it_runs(lost, lambda: kill_fit_process(lost),
-                                    started=lambda: fit_process_running(lost))
+    run = tmp_path / "run"
+    killer = kill_fit_while_it_runs(lost, lambda: kill_fit_process(lost, run),
+                                    started=lambda: fit_process_running(lost, run))
     with dg.instance_for_test() as instance:
-        ok, run_id, text = execute_folds(instance, tmp_path / "run", fold_cohorts, engine)
+        ok, run_id, text = execute_folds(instance, run, fold_cohorts, engine)
         killer.join(timeout=5)
         assert killer.killed and not ok
         assert f"1 of {FOLDS} fits lost on ray: {lost}" in text, text
