@@ -4,8 +4,9 @@ Every fit the pipeline runs many of (each sex's SPHR model, the cross-fit's fold
 ``python -m sphr.train.pipes_entry ...`` on the shared run directory, launched through
 Dagster Pipes by the engine the ``fit_engine`` resource names:
 
-- ``local``: a subprocess of the step (``dg.PipesSubprocessClient``, its messages read to
-  the file's end: :mod:`sphr_dagster.pipes_files`);
+- ``local``: in the step's own process (the default: no interpreter to start per fit), or
+  with ``local_process="subprocess"`` a process per fit (``dg.PipesSubprocessClient``, its
+  messages read to the file's end: :mod:`sphr_dagster.pipes_files`);
 - ``ray``: a Ray job on a Ray cluster (``dagster_ray.PipesRayJobClient``, the job
   submission API; ``pip install -e '.[ray]'``), CPUs and fractional GPUs per fit;
 - ``slurm``: a batch job submitted with ``sbatch`` (:class:`sphr_dagster.slurm.PipesSlurmClient`);
@@ -44,6 +45,8 @@ from sphr_dagster.pipes_files import DrainingTempFileMessageReader
 ENGINES = FIT_ENGINES
 #: the engines that schedule fits on a cluster (one CPU per fit unless asked otherwise)
 CLUSTERS = ("ray", "slurm", "k8s")
+#: where the local engine trains a fit: the step's process, or one of its own
+LOCAL_PROCESSES = ("step", "subprocess")
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,10 @@ class FitEngine(dg.ConfigurableResource):
     gpus_per_fit: float = 0.0
     #: local engine: how many of a step's fits run at once (a cluster decides for itself)
     max_parallel: int = 1
+    #: local engine: ``step`` trains in the step's own process (no interpreter and imports to
+    #: start per fit: seconds each), ``subprocess`` in a process of its own per fit through
+    #: Pipes, as a cluster's fits run (its memory freed when it ends)
+    local_process: str = "step"
     #: the Ray cluster's dashboard address (http://host:8265); empty: RAY_ADDRESS, else local
     ray_address: str = ""
     #: the SLURM partition; empty: the cluster's default
@@ -85,6 +92,12 @@ class FitEngine(dg.ConfigurableResource):
     python: str = ""
     #: seconds between a cluster's status polls
     poll_s: float = 1.0
+
+    def where(self) -> dict[str, str]:
+        """Where the fits ran, for a materialization's metadata."""
+        if self.engine == "local":
+            return {"engine": "local", "process": self.local_process}
+        return {"engine": self.engine}
 
     def command(self, fit: Fit) -> list[str]:
         return [self.python or sys.executable, "-m", "sphr.train.pipes_entry", *fit.args]
@@ -105,20 +118,29 @@ class FitEngine(dg.ConfigurableResource):
         if self.engine not in ENGINES:
             raise dg.Failure(f"fit_engine: engine {self.engine!r}; choose from "
                              f"{', '.join(ENGINES)}")
+        if self.local_process not in LOCAL_PROCESSES:
+            raise dg.Failure(f"fit_engine: local_process {self.local_process!r}; choose from "
+                             f"{', '.join(LOCAL_PROCESSES)}")
         if not fits:
             return {}
         workers = len(fits) if self.engine in CLUSTERS else max(1, self.max_parallel)
         context.log.info(f"{len(fits)} fit(s) on {self.engine}: "
                          + ", ".join(f.name for f in fits))
-        with ThreadPoolExecutor(min(workers, len(fits))) as pool:
-            futures = {f.name: pool.submit(self.run_fit, context, f) for f in fits}
-            done, lost = {}, {}
-            for name, future in futures.items():
-                try:
-                    done[name] = future.result()
-                except Exception as exc:
-                    lost[name] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}" \
-                        if str(exc).strip() else type(exc).__name__
+        def outcome(fit: Fit) -> tuple[str, dict[str, Any] | None, str | None]:
+            try:
+                return fit.name, self.run_fit(context, fit), None
+            except Exception as exc:  # lost; an interruption (BaseException) goes on up
+                text = str(exc).strip()
+                return fit.name, None, (f"{type(exc).__name__}: {text.splitlines()[0]}"
+                                        if text else type(exc).__name__)
+
+        if min(workers, len(fits)) == 1:  # in this thread: an interruption stops the fit
+            outcomes = [outcome(f) for f in fits]
+        else:
+            with ThreadPoolExecutor(min(workers, len(fits))) as pool:
+                outcomes = list(pool.map(outcome, fits))
+        done = {name: meta for name, meta, why in outcomes if why is None}
+        lost = {name: why for name, _, why in outcomes if why is not None}
         if lost:
             raise LostFits(
                 description=f"{len(lost)} of {len(fits)} fits lost on {self.engine}: "
@@ -133,12 +155,38 @@ class FitEngine(dg.ConfigurableResource):
         """One fit through Dagster Pipes on the engine; the metadata it reported, with when
         it was submitted and when it started (``fit_submitted_at``, ``fit_started_at``)."""
         submitted = time.time()
+        if self.engine == "local" and self.local_process == "step":
+            return {**md.from_pipes(self._in_step(context, fit)), "fit_submitted_at": submitted,
+                    "fit_started_at": submitted}
         invocation = self._launch(context, fit)
         for message in invocation.get_custom_messages():
             if isinstance(message, dict) and message.get("fit") == fit.name:
                 return {**md.from_pipes(message.get("metadata") or {}),
                         "fit_submitted_at": submitted}
         raise RuntimeError(f"fit {fit.name} finished without reporting (no Pipes message)")
+
+    def _in_step(self, context: dg.AssetExecutionContext, fit: Fit) -> dict[str, Any]:
+        """The fit in this process: the entry point's own body (``pipes_entry.run_fit``) on
+        its arguments and TrainConfig, with the threads a fit process would get."""
+        import torch
+
+        from sphr.train.config import TrainConfig
+        from sphr.train.pipes_entry import CONFIG_EXTRA, parser, run_fit
+
+        args = parser().parse_args(list(fit.args))
+        settings = TrainConfig.from_dict(fit.extras[CONFIG_EXTRA])
+        context.log.info(f"fit {fit.name}: {args.cohort_dir} -> {args.out_dir} (in the step)")
+        threads, omp = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
+        try:
+            # the trainer takes its threads from OMP_NUM_THREADS, as a fit process does
+            os.environ.update({k: v for k, v in self.fit_env().items() if k != "SPHR_PROGRESS"})
+            return run_fit(args, settings)
+        finally:
+            torch.set_num_threads(threads)
+            if omp is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = omp
 
     def _launch(self, context: dg.AssetExecutionContext, fit: Fit):
         command, env = self.command(fit), self.fit_env()

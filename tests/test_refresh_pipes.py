@@ -18,9 +18,12 @@ def test_pipes_entry_never_imports_dagster():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.parametrize("launcher", ["pipes"])
-def test_training_through_pipes_reports_loss_curve(tmp_path, cohorts_dir, launcher):
+@pytest.mark.parametrize("process", ["subprocess", "step"])
+def test_training_through_pipes_reports_loss_curve(tmp_path, cohorts_dir, process):
+    """A fit in a process of its own reports through Pipes what a fit in the step's process
+    returns: the same metadata either way."""
     from sphr_dagster.assets.training import sphr_training
+    from sphr_dagster.fits import FitEngine
 
     run = tmp_path / "run"
     (run / "cohorts").mkdir(parents=True)
@@ -28,14 +31,16 @@ def test_training_through_pipes_reports_loss_curve(tmp_path, cohorts_dir, launch
     result = dg.materialize(
         [*ASSETS, *CHECKS], selection=dg.AssetSelection.assets(["train", "sphr_model"],
                                                              ["train", "embeddings"]),
-        partition_key="female", resources=default_resources(str(run), environment=False),
+        partition_key="female", resources={
+            **default_resources(str(run), environment=False),
+            "fit_engine": FitEngine(local_process=process)},
         run_config={"ops": {sphr_training.op.name: {"config": {
-            "epochs": 2, "batch_size": 512, "launcher": launcher}}}})
+            "epochs": 2, "batch_size": 512}}}})
     assert result.success
     meta = next(e.materialization.metadata for e in result.get_asset_materialization_events()
                 if e.asset_key == dg.AssetKey(["train", "sphr_model"]))
-    assert meta["launcher"].value == "pipes"
-    assert len(meta["loss_curve_values"].value) == 2  # reported by the Pipes side
+    assert (meta["engine"].value, meta["process"].value) == ("local", process)
+    assert len(meta["loss_curve_values"].value) == 2  # reported by the fit
     assert meta["n_triplets"].value > 0 and "loss_curve" in meta
     assert (run / "train" / "female" / "nplb" / "model.pt").is_file()
 

@@ -163,6 +163,17 @@ def test_a_real_export_gets_the_export_profile_and_no_comparisons(tmp_path):
     assert (from_file.profile, from_file.losses) == (EXPORT_PROFILE, False)
 
 
+def test_the_demo_cross_fits_complete_cases_in_two_folds_and_an_export_everyone_in_five(
+        tmp_path):
+    """The demo's protocol (sphr.cohorts.config.DEMO_PROTOCOL) and an export's defaults; a
+    settings file's own [cohorts] values win over either."""
+    export = tmp_path / "ukb.csv"
+    cohorts = [resolve(**kw).stages["cohorts"] for kw in ({}, {"export": str(export)})]
+    assert [(c["folds"], c["impute"]) for c in cohorts] == [(2, False), (5, True)]
+    own = resolve(_toml(tmp_path, "[cohorts]\nfolds = 0\n")).stages["cohorts"]
+    assert (own["folds"], own["impute"]) == (0, False)
+
+
 def test_outcomes_and_ranges_reach_ingest_and_cohorts_config(tmp_path):
     from sphr_dagster.assets import cohorts, ingest
     from sphr_dagster.run_config import run_config

@@ -206,10 +206,10 @@ def resolve(config_file: str | Path | None = None, *, world: str | None = None,
             values[key] = _over(values[key], value, types_[key], f"{source}: [{stage}] {key}")
     if world is not None:
         stages["synth"]["world"] = world
-    if not opts["export"]:  # the synthetic demo: the paper's protocol unless the file says
-        from sphr.cohorts.config import PAPER_PROTOCOL
+    if not opts["export"]:  # the synthetic demo: its own protocol unless the file says
+        from sphr.cohorts.config import DEMO_PROTOCOL
 
-        for key, value in PAPER_PROTOCOL.items():
+        for key, value in DEMO_PROTOCOL.items():
             if key not in tables.get("cohorts", {}):
                 stages["cohorts"][key] = value
     if opts["outcomes"]:

@@ -29,6 +29,10 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sphr.train.config import TrainConfig
 
 #: the Pipes extra that carries the TrainConfig (``TrainConfig.to_dict()``)
 CONFIG_EXTRA = "train_config"
@@ -42,46 +46,53 @@ def fold_metadata(reports: list[dict]) -> dict:
             "n_train_rows": ", ".join(str(r["n_train_rows"]) for r in reports)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from sphr.train.config import TrainConfig
-    from sphr.train.run import model_metadata, run_train, train_fold, train_folds
-
-    parser = argparse.ArgumentParser(prog="python -m sphr.train.pipes_entry")
-    parser.add_argument("cohort_dir", type=Path)
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--config", default=None,
-                        help="run by hand: TrainConfig fields as a JSON object (the default "
-                        "profile's for the rest); under Dagster the Pipes extra "
-                        f"{CONFIG_EXTRA!r} carries the whole TrainConfig")
-    parser.add_argument("--fit", default="sphr_model",
-                        help="the fit's name in what it reports (e.g. female/fold2)")
-    group = parser.add_mutually_exclusive_group()
+def parser() -> argparse.ArgumentParser:
+    parse = argparse.ArgumentParser(prog="python -m sphr.train.pipes_entry")
+    parse.add_argument("cohort_dir", type=Path)
+    parse.add_argument("out_dir", type=Path)
+    parse.add_argument("--config", default=None,
+                       help="run by hand: TrainConfig fields as a JSON object (the default "
+                       "profile's for the rest); under Dagster the Pipes extra "
+                       f"{CONFIG_EXTRA!r} carries the whole TrainConfig")
+    parse.add_argument("--fit", default="sphr_model",
+                       help="the fit's name in what it reports (e.g. female/fold2)")
+    group = parse.add_mutually_exclusive_group()
     group.add_argument("--folds", action="store_true",
                        help="train the cross-fit's fold models: each COHORT_DIR/folds/fold<k> "
                        "into OUT_DIR/fold<k> (sphr.train.run.train_folds)")
     group.add_argument("--fold", type=int, default=None,
                        help="train fold K's model only (sphr.train.run.train_fold)")
-    args = parser.parse_args(argv)
+    return parse
+
+
+def run_fit(args: argparse.Namespace, settings: TrainConfig) -> dict:
+    """The fit the arguments name, trained; what it reports (its metadata). The one body of a
+    fit, in a process of its own (here) or in the step's (the local engine's default)."""
+    from sphr.train.run import model_metadata, run_train, train_fold, train_folds
+
+    if args.folds:
+        return fold_metadata(train_folds(args.cohort_dir, args.out_dir, settings))
+    if args.fold is not None:
+        train_fold(args.cohort_dir, args.out_dir, args.fold, settings)
+        return model_metadata(args.out_dir / f"fold{args.fold}")
+    run_train(args.cohort_dir, args.out_dir, settings)
+    return model_metadata(args.out_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from sphr.train.config import TrainConfig
+
+    args = parser().parse_args(argv)
     started = time.time()  # when the engine got the fit going (its start delay's end)
     if os.environ.get("SPHR_FIT_THREADS", "").isdigit():
         from sphr.device import configure_threads
 
         configure_threads(int(os.environ["SPHR_FIT_THREADS"]))
-
-    def train(settings: TrainConfig) -> dict:
-        if args.folds:
-            return fold_metadata(train_folds(args.cohort_dir, args.out_dir, settings))
-        if args.fold is not None:
-            train_fold(args.cohort_dir, args.out_dir, args.fold, settings)
-            return model_metadata(args.out_dir / f"fold{args.fold}")
-        run_train(args.cohort_dir, args.out_dir, settings)
-        return model_metadata(args.out_dir)
-
     if "DAGSTER_PIPES_CONTEXT" not in os.environ:  # run by hand, not launched by Dagster
         from sphr.profiles import DEFAULT_PROFILE
 
         given = json.loads(args.config) if args.config else {}
-        train(TrainConfig.profile(DEFAULT_PROFILE, **given))
+        run_fit(args, TrainConfig.profile(DEFAULT_PROFILE, **given))
         return 0
     from dagster_pipes import open_dagster_pipes
 
@@ -89,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         # the asset's TrainConfig, read back as the asset wrote it: every field is given
         settings = TrainConfig.from_dict(pipes.extras[CONFIG_EXTRA])
         pipes.log.info(f"fit {args.fit}: {args.cohort_dir} -> {args.out_dir} ({settings})")
-        meta = train(settings)
+        meta = run_fit(args, settings)
         pipes.report_custom_message({"fit": args.fit,
                                      "metadata": {**meta, "fit_started_at": started}})
     return 0

@@ -19,11 +19,8 @@ _COMPARISON_KEYS = ("comparison_losses",)
 TrainingConfig = stage_config(
     "train", "TrainingConfig", "Run configuration of SPHR training: every field of the "
     "library's ``sphr.train.config.TrainConfig`` (the device is the compute resource's); "
-    "defaults: the default profile's.", drop=_COMPARISON_KEYS, module=__name__, extra={
-        "launcher": (str, "pipes", "pipes: `python -m sphr.train.pipes_entry` launched by the "
-                     "fit_engine resource (a local subprocess by default; a Ray job, a SLURM "
-                     "job or a Kubernetes pod, docs/SCALE_OUT.md); in_process: "
-                     "sphr.train.run_train in the step's own process")})
+    "defaults: the default profile's. Where the fits run is the fit_engine resource's "
+    "(docs/SCALE_OUT.md).", drop=_COMPARISON_KEYS, module=__name__)
 
 
 def profile_label(context: dg.AssetExecutionContext) -> str:
@@ -51,30 +48,20 @@ def sphr_training(context: dg.AssetExecutionContext, config: TrainingConfig,
                   storage: RunStorage, compute: Compute, fit_engine: FitEngine):
     from sphr.artifacts import read_embeddings
     from sphr.evaluate.plots import representation_scatter
-    from sphr.train import run_train
     from sphr.train.pipes_entry import CONFIG_EXTRA
-    from sphr.train.run import model_metadata
 
     sex = context.partition_key
     # the one TrainConfig of this step, from the Config and the compute resource's device;
     # it travels to the trainer as itself (to_dict / from_dict across Pipes)
     settings = library_config("train", config, device=compute.device)
     out = layout.train_dir(storage.run, sex, settings.loss)
-    if config.launcher == "pipes":
-        # the training side needs only sphr and dagster-pipes; it reports the model's
-        # metadata (sphr.train.run.model_metadata) back as the materialization's
-        fit = Fit(sex, ("--fit", sex, str(layout.cohort_dir(storage.run, sex)), str(out)),
-                  {CONFIG_EXTRA: settings.to_dict()}, str(fit_log_dir(storage.run)))
-        model_meta = fit_engine.run_fits(context, [fit])[sex]
-    elif config.launcher == "in_process":
-        run_train(layout.cohort_dir(storage.run, sex), out, settings)
-        model_meta = md.from_pipes(model_metadata(out))
-    else:
-        raise ValueError(f"launcher {config.launcher!r}: choose pipes or in_process")
+    # the fit through the engine (the step's process, a subprocess, a cluster's job); it
+    # reports the model's metadata (sphr.train.run.model_metadata) as the materialization's
+    fit = Fit(sex, ("--fit", sex, str(layout.cohort_dir(storage.run, sex)), str(out)),
+              {CONFIG_EXTRA: settings.to_dict()}, str(fit_log_dir(storage.run)))
+    model_meta = fit_engine.run_fits(context, [fit])[sex]
     model_meta.update(profile=profile_label(context), loss=settings.loss,
-                      launcher=config.launcher)
-    if config.launcher == "pipes":
-        model_meta["engine"] = fit_engine.engine
+                      **fit_engine.where())
     meta, Z = read_embeddings(out / "embeddings_test.parquet")
     _, Z_train = read_embeddings(out / "embeddings_train.parquet")
     yield dg.MaterializeResult(asset_key=["train", "sphr_model"], metadata=model_meta)
@@ -100,7 +87,7 @@ def fold_models(context: dg.AssetExecutionContext, config: TrainingConfig, stora
                 compute: Compute, fit_engine: FitEngine) -> dg.MaterializeResult:
     from sphr.io import read_json
     from sphr.train.pipes_entry import CONFIG_EXTRA, fold_metadata
-    from sphr.train.run import completed_fit, fold_fits, train_folds
+    from sphr.train.run import completed_fit, fold_fits
 
     sex = context.partition_key
     settings = library_config("train", config, device=compute.device)
@@ -109,21 +96,17 @@ def fold_models(context: dg.AssetExecutionContext, config: TrainingConfig, stora
     fits = fold_fits(cohort, out)
     if not fits:
         return dg.MaterializeResult(metadata={"folds": 0, "note": "single split: no folds"})
-    engine = {"launcher": config.launcher}
-    if config.launcher == "pipes":
-        # one fit per fold, the engine's unit; a fold already fitted (this config, this data:
-        # a re-execution after lost fits) is kept, so only the lost ones are launched
-        todo = [(k, o) for k, c, o in fits if completed_fit(c, o, settings) is None]
-        fit_engine.run_fits(context, [
-            Fit(f"{sex}/fold{k}", ("--fold", str(k), "--fit", f"{sex}/fold{k}", str(cohort),
-                                   str(out)), {CONFIG_EXTRA: settings.to_dict()},
-                str(fit_log_dir(storage.run))) for k, _ in todo])
-        engine.update(engine=fit_engine.engine, trained=", ".join(f"fold{k}" for k, _ in todo)
-                      or "none", kept=", ".join(f"fold{k}" for k, _, _ in fits
-                                                if k not in dict(todo)) or "none")
-        reports = [read_json(o / "train_report.json") for _, _, o in fits]
-    else:
-        reports = train_folds(cohort, out, settings)
+    # one fit per fold, the engine's unit; a fold already fitted (this config, this data:
+    # a re-execution after lost fits) is kept, so only the lost ones are launched
+    todo = [(k, o) for k, c, o in fits if completed_fit(c, o, settings) is None]
+    fit_engine.run_fits(context, [
+        Fit(f"{sex}/fold{k}", ("--fold", str(k), "--fit", f"{sex}/fold{k}", str(cohort),
+                               str(out)), {CONFIG_EXTRA: settings.to_dict()},
+            str(fit_log_dir(storage.run))) for k, _ in todo])
+    engine = {**fit_engine.where(), "trained": ", ".join(f"fold{k}" for k, _ in todo) or "none",
+              "kept": ", ".join(f"fold{k}" for k, _, _ in fits if k not in dict(todo))
+              or "none"}
+    reports = [read_json(o / "train_report.json") for _, _, o in fits]
     return dg.MaterializeResult(metadata={**md.from_pipes(fold_metadata(reports)), **engine,
                                           "path": md.path(out),
                                           "profile": profile_label(context)})
