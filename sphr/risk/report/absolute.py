@@ -89,7 +89,7 @@ def calibration_plot(metrics: pd.DataFrame, deciles: pd.DataFrame, method: str, 
         ax.set_ylim(0, top)
         ax.set_xlabel(f"predicted {HORIZON:g}-year risk (%), mean per tenth of it")
         ax.set_ylabel("observed (Kaplan-Meier, %)")
-        ax.set_title(f"{sex}: {outcome.replace('_', ' ')}, held-out test partition", pad=3)
+        ax.set_title(f"{sex}: {outcome.replace('_', ' ')}, held-out people", pad=3)
         ax.legend(loc="lower right", fontsize=6.3, handlelength=1.0, labelspacing=0.6,
                   frameon=True, framealpha=0.9, edgecolor="none")
     return figure(fig, f"calibration of the {HORIZON:g}-year risk of {outcome}")
@@ -143,7 +143,7 @@ def group_sentences(absolute_rows: pd.DataFrame, rows: pd.DataFrame, outcomes: p
                         and _pct(p.risk_10y_low) != _pct(p.risk_10y_high) else "")
             seen = (f"Observed in the group: {_pct(obs)} ({_pct(lo)[:-1]}-{_pct(hi)})"
                     if d["event"].any() else f"Observed in the group: no {what} by 10 years")
-            out.append(f"{sex.capitalize()}, {g} ({len(d)} held-out people, groups of "
+            out.append(f"{sex.capitalize()}, {g} ({len(d):,} held-out people, groups of "
                        f"{DISPLAY.get(method, method)}): the middle person's 10-year risk of "
                        f"{what} is {_pct(p.risk_10y)}{interval}{age}. {seen}.")
     return out
