@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import dagster as dg
+import pandas as pd
 import pytest
 
 from sphr_dagster.definitions import ASSETS, CHECKS
@@ -43,6 +44,38 @@ def test_training_through_pipes_reports_loss_curve(tmp_path, cohorts_dir, proces
     assert len(meta["loss_curve_values"].value) == 2  # reported by the fit
     assert meta["n_triplets"].value > 0 and "loss_curve" in meta
     assert (run / "train" / "female" / "nplb" / "model.pt").is_file()
+
+
+@pytest.mark.slow
+def test_the_loss_comparison_is_one_fit_through_the_engine(tmp_path, cohorts_dir):
+    """The loss comparison's stack runs through the fit engine as the SPHR models do: in a
+    process of its own it trains the same models as in the step's process (same seed, same
+    thread count), and its report comes back through Pipes as the asset's metadata."""
+    from sphr_dagster.assets.training import loss_comparison
+    from sphr_dagster.fits import FitEngine
+
+    embeddings = {}
+    for process in ("subprocess", "step"):
+        run = tmp_path / process
+        (run / "cohorts").mkdir(parents=True)
+        (run / "cohorts" / "female").symlink_to(cohorts_dir / "female")
+        result = dg.materialize(
+            [*ASSETS, *CHECKS], selection=dg.AssetSelection.assets(["train", "loss_comparison"]),
+            partition_key="female", resources={
+                **default_resources(str(run), environment=False),
+                "fit_engine": FitEngine(local_process=process, cpus_per_fit=1)},
+            run_config={"ops": {loss_comparison.op.name: {"config": {
+                "epochs": 1, "batch_size": 512, "losses": ["triplet", "nplb"]}}}})
+        assert result.success
+        meta = result.get_asset_materialization_events()[0].materialization.metadata
+        assert (meta["engine"].value, meta["process"].value) == ("local", process)
+        assert meta["trained"].value == "triplet, nplb"
+        assert meta["comparison_report"].value["losses"] == ["triplet", "nplb"]
+        out = run / "train" / "female" / "comparison"
+        embeddings[process] = {loss: pd.read_parquet(out / loss / "embeddings_test.parquet")
+                               for loss in ("triplet", "nplb")}
+    for loss, frame in embeddings["step"].items():
+        pd.testing.assert_frame_equal(frame, embeddings["subprocess"][loss])
 
 
 def test_kubernetes_gpu_location_validates():

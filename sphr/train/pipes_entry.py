@@ -9,7 +9,9 @@ pod on a Kubernetes GPU node (``PipesK8sClient``). The settings come as one
 (``TrainConfig.from_dict``). By hand, ``--config`` gives TrainConfig fields as a JSON
 object (e.g. the ``config`` of a ``train_report.json``); fields left out take the default
 profile's values, as ``sphr train``'s do.
-``--fold K`` trains fold K's model of the cross-fit (``COHORT_DIR/folds/foldK`` into
+``--comparison LOSSES`` trains the loss comparison's stack (one model per loss) into
+``OUT_DIR``, as ``sphr train --losses`` does. ``--fold K`` trains fold K's model of the
+cross-fit (``COHORT_DIR/folds/foldK`` into
 ``OUT_DIR/foldK``), the unit a fit engine (``sphr_dagster.fits``: a local process, a Ray job,
 a SLURM job, a pod) schedules; ``--folds`` trains all of them in turn. A fold already fitted
 with the same config and data is kept (:func:`sphr.train.run.completed_fit`).
@@ -62,6 +64,12 @@ def parser() -> argparse.ArgumentParser:
                        "into OUT_DIR/fold<k> (sphr.train.run.train_folds)")
     group.add_argument("--fold", type=int, default=None,
                        help="train fold K's model only (sphr.train.run.train_fold)")
+    group.add_argument("--comparison", default=None, metavar="LOSSES",
+                       help="train the loss comparison: one model per loss (comma-separated) "
+                       "into OUT_DIR/<loss>, as one stack (sphr.train.comparison)")
+    parse.add_argument("--profile", default=None,
+                       help="with --comparison: the profile the report names (the settings are "
+                       "the TrainConfig's)")
     return parse
 
 
@@ -70,6 +78,12 @@ def run_fit(args: argparse.Namespace, settings: TrainConfig) -> dict:
     fit, in a process of its own (here) or in the step's (the local engine's default)."""
     from sphr.train.run import model_metadata, run_train, train_fold, train_folds
 
+    if args.comparison:
+        from sphr.profiles import DEFAULT_PROFILE
+        from sphr.train.comparison import train_loss_comparison
+
+        return train_loss_comparison(args.cohort_dir, args.out_dir, args.comparison.split(","),
+                                     profile=args.profile or DEFAULT_PROFILE, config=settings)
     if args.folds:
         return fold_metadata(train_folds(args.cohort_dir, args.out_dir, settings))
     if args.fold is not None:

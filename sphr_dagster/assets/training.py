@@ -128,22 +128,28 @@ LossComparisonConfig = stage_config(
           "train/<sex>/comparison/<loss>/. NPLB is copied from train/sphr_model when its config "
           "and data match. The evaluation reads them.")
 def loss_comparison(context: dg.AssetExecutionContext, config: LossComparisonConfig,
-                    storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
-    from sphr.train.comparison import train_loss_comparison
+                    storage: RunStorage, compute: Compute,
+                    fit_engine: FitEngine) -> dg.MaterializeResult:
+    from sphr.train.pipes_entry import CONFIG_EXTRA
 
     sex = context.partition_key
     settings = library_config("train", config, device=compute.device)
     profile = profile_label(context)
     out = layout.comparison_dir(storage.run, sex)
-    # the TrainConfig itself: every loss trains with it (the profile only names it)
-    report = train_loss_comparison(layout.cohort_dir(storage.run, sex), out, config.losses,
-                                   profile=profile, config=settings)
+    # one fit through the engine, as the SPHR models are: the stack is the comparison's unit
+    # (its losses share one training loop); the TrainConfig itself travels, every loss
+    # trains with it, and the profile only names it
+    name = f"{sex}/comparison"
+    report = fit_engine.run_fits(context, [Fit(
+        name, ("--comparison", ",".join(config.losses), "--profile", profile, "--fit", name,
+               str(layout.cohort_dir(storage.run, sex)), str(out)),
+        {CONFIG_EXTRA: settings.to_dict()}, str(fit_log_dir(storage.run)))])[name]
     return dg.MaterializeResult(metadata={
         "path": md.path(out), "losses": ", ".join(config.losses), "profile": profile,
         "trained": ", ".join(report["trained"]) or "none",
         "reused": ", ".join(report["reused"] + report["from_training_stage"]) or "none",
         "train_s": report.get("train_s", 0.0),
-        "comparison_report": dg.MetadataValue.json(report),
+        "comparison_report": dg.MetadataValue.json(report), **fit_engine.where(),
     })
 
 
