@@ -232,6 +232,9 @@ def ui(args: argparse.Namespace) -> int:
     def _on_term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
+    # SIGINT too: a shell starts a background command with SIGINT ignored, and Python then
+    # leaves it ignored, so `kill -INT` (or a parent's Ctrl-C) would not stop the UI
+    signal.signal(signal.SIGINT, _on_term)
     signal.signal(signal.SIGTERM, _on_term)
     try:
         return process.wait()
