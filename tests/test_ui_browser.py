@@ -397,8 +397,11 @@ def test_the_ui_command_stops_whole_on_ctrl_c(tmp_path):
     port = _free_port()
     run = tmp_path / "run"
     log = (tmp_path / "ui.log").open("w")
+    # started with SIGINT ignored, as a shell starts a background command (and as a suite run
+    # in the background starts this one): the command must still stop on it
     proc = subprocess.Popen([sys.executable, "-m", "sphr_dagster", "ui", "--run-dir", str(run),
-                             "--port", str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+                             "--port", str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         _wait_http(f"http://127.0.0.1:{port}/server_info", 180)
         t0 = time.time()
