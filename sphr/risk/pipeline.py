@@ -98,7 +98,7 @@ def centile_row(centiles: dict[str, Any], group: str) -> dict[str, Any]:
             "bound_method": f"healthy-reference centiles ({model.tail}, {model.form_used_})"}
 
 
-def validation_population(rows: pd.DataFrame, validate_on: str = "test") -> pd.DataFrame:
+def validation_population(rows: pd.DataFrame) -> pd.DataFrame:
     """Apparently healthy participants (classes 1 and 2) of the test partition: nobody a fit
     (representation, covariance, reference, threshold) has seen."""
     return rows.loc[rows["label"].isin((1, 2)) & (rows["partition"] == "test")]
@@ -145,7 +145,7 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
         if followup_path.exists():
             followup = pd.read_parquet(followup_path)
             followup = followup.loc[followup["sex"] == SEX_CODE[sex]]
-            pop = validation_population(rows, config.validate_on)
+            pop = validation_population(rows)
             write_parquet(validation_table(pop, followup), stage / "validation.parquet")
             write_parquet(time_correlation(pop, followup), stage / "time_correlation.parquet")
             write_parquet(discrimination_table(pop, followup, config),
@@ -280,7 +280,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
             write_parquet(validation, stage / "validation.parquet")
             write_parquet(correlation, stage / "time_correlation.parquet")
             write_parquet(discrimination, stage / "discrimination.parquet")
-            write_text(validation_markdown(validation, correlation, config),
+            write_text(validation_markdown(validation, correlation),
                        stage / "validation.md")
         for name, table in linked.items():
             write_parquet(table, stage / f"linked_{name}.parquet")
@@ -298,7 +298,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
                    "methods": sorted(rows["method"].unique().tolist()),
                    "modes": sorted(rows["mode"].unique().tolist()),
                    "skipped": spec["skipped"], "unscored": spec["unscored"],
-                   "validate_on": "test", "sphr": model.sphr_,
+                   "sphr": model.sphr_,
                    "validation": validation is not None, "linked_outcomes": bool(linked),
                    "min_group_size": spec["config"]["min_group_size"],
                    "standardization": spec["config"]["standardization"],
@@ -381,8 +381,7 @@ def discrimination_table(pop: pd.DataFrame, followup: pd.DataFrame, config: Risk
                           n_bootstrap=config.n_bootstrap, seed=config.seed)
 
 
-def validation_markdown(validation: pd.DataFrame, correlation: pd.DataFrame,
-                        config: RiskConfig) -> str:
+def validation_markdown(validation: pd.DataFrame, correlation: pd.DataFrame) -> str:
     from sphr.risk.paper import paper_cell
 
     wide = wide_table(validation)
@@ -390,8 +389,8 @@ def validation_markdown(validation: pd.DataFrame, correlation: pd.DataFrame,
         " / ".join(paper_cell(r.sex, r.method, r.measure, g) or "-" for g in
                    ("Normal", "Lower Risk", "Higher Risk"))
         for r in wide.itertuples()]
-    lines = [f"# Risk-group validation (population: apparently healthy, {config.validate_on} "
-             "partition, with a repeat visit)", "",
+    lines = ["# Risk-group validation (population: apparently healthy, test partition, with a "
+             "repeat visit)", "",
              "Cells: share % (count/denominator) [Wilson 95% CI]. Paper: Table 4 (women), "
              "Table A7 (men); '-' = not published.", "", wide.to_markdown(index=False), "",
              "## Higher Risk vs Normal (one-sided Fisher exact test, HR rate > N rate)", "",

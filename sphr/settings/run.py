@@ -25,7 +25,7 @@ from sphr.settings.stages import (
     RunOptions,
     command_class,
     library_config,
-    runtime_fields,
+    not_keys,
     stage_defaults,
     stage_types,
 )
@@ -60,7 +60,7 @@ def read_settings_file(path: str | Path) -> dict[str, dict[str, Any]]:
         elif name in COMMAND_TABLES:
             check_table(table, _types(command_class(name)), f"{path}: [{name}]")
         else:
-            check_table(table, stage_types(name), f"{path}: [{name}]", runtime_fields(name))
+            check_table(table, stage_types(name), f"{path}: [{name}]", not_keys(name))
         out[name] = dict(table)
     return out
 
