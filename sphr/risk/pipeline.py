@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sphr import __version__
 from sphr.cohorts.age import group_names
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
@@ -27,6 +28,7 @@ from sphr.risk.config import RiskConfig
 from sphr.risk.fit import fit_run
 from sphr.risk.intervals import NORMAL
 from sphr.risk.model import RiskModel
+from sphr.risk.model.persistence import check_written_by
 from sphr.risk.supervised import evaluated_on
 from sphr.risk.validation import (
     higher_vs_normal,
@@ -38,6 +40,24 @@ from sphr.risk.validation import (
 )
 
 log = logging.getLogger(__name__)
+
+#: the layout of a risk stage folder (RUN/risk and each RUN/risk/<sex>), written into its
+#: risk_report.json as ``layout`` with the sphr that wrote it: raised with every change of
+#: what the folder holds, so a folder of another layout is refused when it is read back
+#: (1: the first stamped; the linked yardstick tables beyond_age and group_ordering written)
+RISK_LAYOUT = 1
+#: the stamp every risk_report.json of the stage starts with
+STAMP = {"layout": RISK_LAYOUT, "sphr_version": __version__}
+
+
+def read_sex_folder(directory: Path) -> dict[str, Any]:
+    """The risk_report.json of a per-sex folder, once its layout is this sphr's (else one
+    :class:`InputError` naming the folder's version: :func:`check_written_by`)."""
+    path = Path(directory) / "risk_report.json"
+    report = read_json(path)
+    check_written_by(report, "layout", RISK_LAYOUT, path, "re-run the risk stage (sphr risk "
+                     "RUN_DIR)")
+    return report
 
 
 def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
@@ -154,7 +174,7 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
             log.warning("no %s: validation skipped", followup_path)
         for name, table in linked_tables(run, rows, config).items():
             write_parquet(table, stage / f"linked_{name}.parquet")
-        summary = {"run": str(run), "out": str(out), "sexes": [sex], "rows": len(rows),
+        summary = {**STAMP, "run": str(run), "out": str(out), "sexes": [sex], "rows": len(rows),
                    "skipped": skipped, "unscored": unscored, "design": design,
                    "validation": followup_path.exists()}
         write_json(summary, stage / "risk_report.json")
@@ -250,6 +270,8 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
     if missing or not sex_dirs:
         raise InputError("no per-sex risk results to merge (run the per-sex risk step)",
                          file=missing[0] if missing else out)
+    # an older folder is refused before anything of it is read (nothing is recomputed for it)
+    reports = {Path(d).name: read_sex_folder(Path(d)) for d in sex_dirs}
 
     def concat(name: str) -> pd.DataFrame | None:
         parts = [pd.read_parquet(Path(d) / name) for d in sex_dirs if (Path(d) / name).exists()]
@@ -291,8 +313,8 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
         for name, table in zip(("metrics", "deciles"), absolute_eval[1:], strict=True):
             if table is not None:
                 write_parquet(table, stage / f"absolute_{name}.parquet")
-        summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
-                   **_design(run, sex_dirs),
+        summary = {**STAMP, "run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
+                   **_design(run, reports),
                    "absolute_method": config.absolute_method,
                    "absolute_recalibrate": config.absolute_recalibrate,
                    "methods": sorted(rows["method"].unique().tolist()),
@@ -319,11 +341,10 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
     return summary
 
 
-def _design(run: Path, sex_dirs: list[Path]) -> dict[str, Any]:
+def _design(run: Path, reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Each sex's design (cross-fit or single split, the reference's size) and why people of
     the export are in no cohort, for the merged summary."""
-    return {"design": {Path(d).name: read_json(Path(d) / "risk_report.json").get("design")
-                       for d in sex_dirs},
+    return {"design": {sex: report["design"] for sex, report in reports.items()},
             "cohort_left_out": _left_out(run)}
 
 
