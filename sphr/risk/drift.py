@@ -31,8 +31,7 @@ import pandas as pd
 from scipy.stats import ks_2samp
 
 from sphr.labels import SEX_CODE
-from sphr.risk.model import OUT_OF_RANGE_SHARE, RiskModel, find_model_dir
-from sphr.risk.model.persistence import read_spec
+from sphr.risk.model import OUT_OF_RANGE_SHARE, RiskModel, find_model_dir, read_spec
 from sphr.risk.population import POPULATION_FILE, PopulationSummary
 
 #: |SMD| at or above which a feature has drifted / moved moderately

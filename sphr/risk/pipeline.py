@@ -27,8 +27,7 @@ from sphr.risk.calibration import AgeStandardizer
 from sphr.risk.config import RiskConfig
 from sphr.risk.fit import fit_run
 from sphr.risk.intervals import NORMAL
-from sphr.risk.model import RiskModel
-from sphr.risk.model.persistence import check_written_by
+from sphr.risk.model import RiskModel, check_written_by
 from sphr.risk.supervised import evaluated_on
 from sphr.risk.validation import (
     higher_vs_normal,
@@ -50,14 +49,22 @@ RISK_LAYOUT = 1
 STAMP = {"layout": RISK_LAYOUT, "sphr_version": __version__}
 
 
-def read_sex_folder(directory: Path) -> dict[str, Any]:
-    """The risk_report.json of a per-sex folder, once its layout is this sphr's (else one
-    :class:`InputError` naming the folder's version: :func:`check_written_by`)."""
-    path = Path(directory) / "risk_report.json"
-    report = read_json(path)
-    check_written_by(report, "layout", RISK_LAYOUT, path, "re-run the risk stage (sphr risk "
-                     "RUN_DIR)")
-    return report
+def read_sex_folders(sex_dirs: list[Path], out: Path) -> dict[str, dict[str, Any]]:
+    """Sex -> the risk_report.json of its per-sex folder, once every folder holds its results
+    and is of this sphr's layout (else one :class:`InputError` naming the folder and the
+    layout that wrote it: :func:`check_written_by`), before anything else of them is read:
+    nothing is recomputed for an older folder."""
+    missing = [d for d in sex_dirs if not (Path(d) / "risk_groups.parquet").exists()]
+    if missing or not sex_dirs:
+        raise InputError("no per-sex risk results to merge (run the per-sex risk step)",
+                         file=missing[0] if missing else out)
+    reports = {}
+    for directory in map(Path, sex_dirs):
+        path = directory / "risk_report.json"
+        reports[directory.name] = read_json(path)
+        check_written_by(reports[directory.name], "layout", RISK_LAYOUT, path,
+                         "re-run the risk stage (sphr risk RUN_DIR)")
+    return reports
 
 
 def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
@@ -266,12 +273,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
 
     run, out = Path(run), Path(out)
     config = config or RiskConfig()
-    missing = [d for d in sex_dirs if not (Path(d) / "risk_groups.parquet").exists()]
-    if missing or not sex_dirs:
-        raise InputError("no per-sex risk results to merge (run the per-sex risk step)",
-                         file=missing[0] if missing else out)
-    # an older folder is refused before anything of it is read (nothing is recomputed for it)
-    reports = {Path(d).name: read_sex_folder(Path(d)) for d in sex_dirs}
+    reports = read_sex_folders(sex_dirs, out)
 
     def concat(name: str) -> pd.DataFrame | None:
         parts = [pd.read_parquet(Path(d) / name) for d in sex_dirs if (Path(d) / name).exists()]
