@@ -111,11 +111,23 @@ def test_bad_outcomes_and_ranges_files_are_errors(tmp_path):
     with pytest.raises(ConfigError, match="not a date"):
         resolve(outcomes=str(tmp_path / "o.json"))
     (tmp_path / "o.json").write_text('{"censor": {}}')
-    with pytest.raises(ConfigError, match="unknown keys"):
+    with pytest.raises(ConfigError, match=r"o\.json \(docs/OUTCOMES\.md\): no key 'censor'"):
         resolve(outcomes=str(tmp_path / "o.json"))
     (tmp_path / "r.json").write_text('{"glucos": {"high": 6.0}}')
     with pytest.raises(ConfigError, match="no clinical range for 'glucos'"):
         resolve(ranges=str(tmp_path / "r.json"))
+
+
+def test_a_range_overrides_keys_are_checked_for_each_sex_too():
+    """A key of a sex's range override that is no range field is an error naming the marker
+    and the sex (it was a TypeError from dataclasses.replace), as for the common keys."""
+    from sphr.cohorts.ranges import with_overrides
+
+    with pytest.raises(ConfigError, match="range override for 'hdl' female: no key 'lo'"):
+        with_overrides({"hdl": {"female": {"lo": 1.2}}})
+    with pytest.raises(ConfigError, match="range override for 'hdl': no key 'hihg'"):
+        with_overrides({"hdl": {"hihg": 1.2}})
+    assert with_overrides({"hdl": {"female": {"low": 1.2}}})
 
 
 def test_the_documented_example_is_valid(tmp_path):
