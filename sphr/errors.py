@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 
@@ -43,3 +44,16 @@ class InputError(SphrError):
 
 class ConfigError(SphrError):
     """A setting that cannot work (unknown option, impossible bound)."""
+
+
+def check_keys(given: Iterable[str], known: Iterable[str], where: str,
+               why_not: Mapping[str, str] | None = None) -> None:
+    """A :class:`ConfigError` naming the first key of ``given`` that is not in ``known``, and
+    the known ones: a setting is never dropped unread (the one check of every settings table
+    and saved config). ``why_not``: key -> why it is no key here ("was removed: ...", "is set
+    for the whole run ..."), said in place of "no key"."""
+    known = list(known)
+    for key in given:
+        if key not in known:
+            why = f"{key} {why_not[key]}" if why_not and key in why_not else f"no key {key!r}"
+            raise ConfigError(f"{where}: {why}; valid keys: {', '.join(known)}")

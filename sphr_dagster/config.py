@@ -76,6 +76,10 @@ def _model(name: str, doc: str, types_: Mapping[str, Any], defaults: Mapping[str
                                  **fields)
 
 
+#: each generated Config class -> its ``extra`` fields: the asset's own, not its stage's keys
+_ASSET_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def stage_config(stage: str, name: str, doc: str, *, drop: Sequence[str] = (),
                  extra: Mapping[str, tuple[Any, Any, str]] | None = None,
                  module: str = __name__) -> type[dg.Config]:
@@ -86,7 +90,9 @@ def stage_config(stage: str, name: str, doc: str, *, drop: Sequence[str] = (),
     docs = lib.stage_docs(stage)
     for key, (tp, default, description) in (extra or {}).items():
         types_[key], defaults[key], docs[key] = tp, default, description
-    return _model(name, doc, types_, defaults, docs, module)
+    config = _model(name, doc, types_, defaults, docs, module)
+    _ASSET_FIELDS[config] = tuple(extra or ())
+    return config
 
 
 def stage_values(config: dg.Config) -> dict[str, Any]:
@@ -102,5 +108,9 @@ def from_settings(cls: type[dg.Config], values: Mapping[str, Any], **extra: Any)
 
 def library_config(stage: str, config: dg.Config, **runtime: Any) -> Any:
     """The stage's library dataclass from an asset's Config and the run's fields
-    (``device=``, ``sexes=``): the library checks the values as it checks a file's."""
-    return lib.library_config(stage, stage_values(config), **runtime)
+    (``device=``, ``sexes=``): the library checks the values as it checks a file's. The
+    Config's own fields (``stage_config``'s ``extra``) are the asset's to read, not the
+    library's; every other key goes to the library, which refuses one it does not know."""
+    own = _ASSET_FIELDS.get(type(config), ())
+    return lib.library_config(stage, {k: v for k, v in stage_values(config).items()
+                                      if k not in own}, **runtime)

@@ -172,6 +172,29 @@ def test_evaluate_options_build_the_librarys_config():
                    nn=dataclasses.replace(NN_EHR_CONFIG, epochs=7))
 
 
+def test_p_is_described_as_nplbs_power_not_a_norm():
+    """TrainConfig.p is the exponent of NPLB's regularizer (sphr.losses.nplb_per_triplet), and
+    its doc (the CLI help and the launchpad's description) says so."""
+    from sphr_dagster.assets.training import TrainingConfig
+
+    doc = field_docs(TrainConfig)["p"]
+    assert doc.startswith("NPLB's power") and "(d(p,n) - d(a,n))^p" in doc
+    assert "p-norm of the distances" not in doc
+    assert TrainingConfig.model_fields["p"].description == doc
+    help_ = {a.dest: a.help for a in _command("train")._actions}
+    assert help_["p"].startswith(plain_doc(doc)[:40])
+
+
+def test_risk_has_no_validate_on():
+    """validate_on had one legal value and was ignored: no field, no option, no launchpad field."""
+    from sphr_dagster.assets.risk import RiskSettings
+
+    assert "validate_on" not in {f.name for f in dataclasses.fields(RiskConfig)}
+    assert "validate_on" not in RiskSettings.model_fields
+    with pytest.raises(SystemExit):
+        _parse("risk", "run", "--validate-on", "test")
+
+
 def test_risk_options_build_the_librarys_config():
     from sphr.risk.commands import config_from_args
 

@@ -326,7 +326,7 @@ def test_overrides_change_codes_sources_and_dates(tmp_path):
     ({"outcomes": {"cancer": {"sources": ["gp"]}}}, "unknown source"),
     ({"censoring": {"gp": "2020-01-01"}}, "unknown source"),
     ({"censoring": {"hospital": "31/10/2022"}}, "not a date"),
-    ({"outcome": {}}, "unknown keys"),
+    ({"outcome": {}}, "outcome override: no key 'outcome'"),
 ])
 def test_bad_overrides(override, message):
     with pytest.raises(ConfigError, match=message):

@@ -340,12 +340,12 @@ def test_an_unknown_centre_names_file_field_and_row(tmp_path):
     ({"censoring": {"gp": "2022-01-01"}}, "unknown source"),
     ({"censoring": {"hospital": {"wales": "28/02/2018"}}}, "not a date"),
     ({"outcomes": {"cancer": {"icd9": ["14-208"]}}}, "not an ICD-9 code"),
-    ({"outcomes": {"cancer": {"icd9_exclud": ["173"]}}}, "unknown keys"),
+    ({"outcomes": {"cancer": {"icd9_exclud": ["173"]}}}, "outcome 'cancer': no key 'icd9_exclud'"),
     ({"outcomes": {"cvd2": {"codes": [], "sources": ["hospital"],
                             "algorithmic": ["heart_attack"]}}}, "unknown algorithmic"),
     ({"outcomes": {"cancer": {"sources": ["primary_care"]}}}, "unknown source"),
     ({"first_occurrence_fields": {"J44.9": 131492}}, "3-character"),
-    ({"first_occurence_fields": {}}, "unknown keys"),
+    ({"first_occurence_fields": {}}, "no key 'first_occurence_fields'"),
 ])
 def test_bad_release_files_name_the_file_and_key(tmp_path, override, message):
     path = tmp_path / "release.json"

@@ -18,6 +18,8 @@ from sphr.report import find_chromium, pdf_pages
 HAS_CHROMIUM = find_chromium() is not None
 needs_chromium = pytest.mark.skipif(not HAS_CHROMIUM, reason="no chromium on PATH")
 METHODS = ("raw_euclidean", "sphr_joint", "phenoage")
+#: what a risk stage's summary states of its bounds (the report reads it, never guesses it)
+BOUNDS = {"standardization": "training_groups", "tail_bound": "lognormal"}
 Z_NORMAL, Z_LOWER = 1.0, 1.8
 
 
@@ -88,12 +90,12 @@ def report(tmp_path_factory, inputs):
                                 "normal_low": np.nan, "lower_low": np.nan}
                                for s in ("female", "male") for m in METHODS])
     summary = {"run": str(out), "sexes": ["female", "male"], "methods": list(METHODS),
-               "skipped": {}, "min_group_size": 10, "synthetic": True}
+               "skipped": {}, "min_group_size": 10, "synthetic": True, **BOUNDS}
     with printing_pdfs():
         write_report(out / "report.html", rows=rows, thresholds=thresholds, validation=None,
                      correlation=None, summary=summary,
                      absolute=(None, inputs["outcomes"], None, None), linked=inputs["linked"],
-                     n_bootstrap=30, pdf=HAS_CHROMIUM)
+                     pdf=HAS_CHROMIUM)
     return out
 
 
@@ -272,9 +274,9 @@ def test_main_report_fits_the_page_in_a_real_browser(report):
 def _context(inputs, linked):
     from sphr.risk.report.main import main_context
 
-    summary = {"run": "/nonexistent", "sexes": ["female", "male"], "skipped": {}}
+    summary = {"run": "/nonexistent", "sexes": ["female", "male"], "skipped": {}, **BOUNDS}
     return main_context(inputs["rows"], summary, ["female", "male"],
-                        (None, inputs["outcomes"], None, None), linked, n_bootstrap=30)
+                        (None, inputs["outcomes"], None, None), linked)
 
 
 def test_the_main_pages_read_the_stage_yardstick_not_a_recomputation(inputs, monkeypatch):
@@ -300,12 +302,18 @@ def test_the_main_pages_read_the_stage_yardstick_not_a_recomputation(inputs, mon
     assert got.loc[("male", "raw_euclidean", "death"), "dc"] == 0.321
 
 
-def test_a_run_folder_without_the_stage_yardstick_gets_it_computed_the_stage_way(inputs):
-    from sphr.risk.report.frames import ordering
+def test_without_the_stage_yardstick_the_report_shows_no_ordering_and_computes_none(
+        inputs, monkeypatch):
+    """Linked outcomes but no yardstick tables (a stage without linked records wrote none;
+    an older run folder is refused by merge_risk): no group ordering, nothing recomputed."""
+    import sphr.risk.beyond
 
+    def recomputed(*args, **kwargs):
+        raise AssertionError("the report recomputed what the risk stage writes")
+
+    monkeypatch.setattr(sphr.risk.beyond, "scored_tables", recomputed)
     ctx = _context(inputs, None)
-    want = ordering(inputs["linked"]["group_ordering"])
-    pd.testing.assert_frame_equal(ctx["frames"]["ordering"], want)
+    assert ctx["frames"]["ordering"].empty and ctx["frames"]["gain"].empty
 
 
 def test_ordered_by_point_estimates_within_chance_says_so():

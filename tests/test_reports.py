@@ -23,6 +23,8 @@ HAS_CHROMIUM = find_chromium() is not None
 needs_chromium = pytest.mark.skipif(not HAS_CHROMIUM, reason="no chromium on PATH")
 
 METHODS = ("raw_euclidean", "sphr", "phenoage")
+#: what a risk stage's summary states of its bounds (the report reads it, never guesses it)
+BOUNDS = {"standardization": "training_groups", "tail_bound": "lognormal"}
 AGE_GROUPS = ("36-45", "46-55", "56-65", "66-75")
 Z_NORMAL, Z_LOWER = 1.645, 2.33
 
@@ -108,7 +110,7 @@ def risk_report(tmp_path_factory, risk_inputs):
     out = tmp_path_factory.mktemp("risk")
     inp = dict(risk_inputs)
     summary = {"run": str(out), "sexes": ["female", "male"], "methods": list(METHODS),
-               "skipped": {}, "min_group_size": 10}
+               "skipped": {}, "min_group_size": 10, **BOUNDS}
     with printing_pdfs():
         write_report(out / "report.html", rows=inp["rows"], thresholds=inp["thresholds"],
                      validation=inp["validation"], correlation=inp["correlation"],
@@ -311,7 +313,7 @@ def test_linked_cumulative_incidence_becomes_the_central_figure(tmp_path, risk_i
                   "c_index_high": [0.73, 0.66, 0.72], "auroc_10y": [0.65, 0.6, 0.67],
                   "auroc_10y_low": [0.55, 0.5, 0.6], "auroc_10y_high": [0.75, 0.7, 0.74]})}
     summary = {"run": str(tmp_path), "sexes": ["female", "male"], "methods": list(METHODS),
-               "skipped": {}}
+               "skipped": {}, **BOUNDS}
     html = write_report(tmp_path / "report.html", rows=inp["rows"], thresholds=inp["thresholds"],
                         validation=None, correlation=None, summary=summary,
                         heldout=inp["heldout"], discrimination=inp["discrimination"],

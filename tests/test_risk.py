@@ -451,23 +451,10 @@ def test_the_fit_of_a_sex_returns_what_it_fitted(run_dir):
     pd.testing.assert_frame_equal(model.rows_, fitted.rows)
 
 
-def test_a_saved_method_entry_states_its_kind_else_its_keys_imply_it():
-    from sphr.risk.model.methods import DISTANCE, PHENOAGE, SUPERVISED, method_kind
-
-    # as written since entries state it: the statement wins over the keys
-    assert method_kind({"kind": "supervised", "modes": {}, "space": {}}) == SUPERVISED
-    assert method_kind({"kind": "distance", "modes": {}, "input": "quantile"}) == DISTANCE
-    # saved before: the old guess from the keys
-    assert method_kind({"modes": {}, "input": "marker", "space": {}}) == DISTANCE
-    assert method_kind({"modes": {}, "score": "x", "phenoage_line": [1.0, 0.5]}) == PHENOAGE
-    assert method_kind({"modes": {}, "uses_outcome": True, "supervised": {}}) == SUPERVISED
-
-
-def test_saved_methods_state_their_kind_and_a_model_saved_without_loads(risk_out, run_dir,
-                                                                         tmp_path):
-    """Every method entry of risk_model.json states its kind; the same model with the kinds
-    taken out (as saved before they were written) loads into the same methods and scores
-    everyone alike; an unknown kind is one clear error naming the entry."""
+def test_saved_methods_state_their_kind_and_an_entry_without_one_is_an_error(risk_out, tmp_path):
+    """Every method entry of risk_model.json states its kind, which says how it is read; an
+    entry without a known kind (none is guessed from its keys: a folder of an older layout is
+    refused before, tests/test_old_layouts.py) is one clear error naming the entry."""
     import shutil
 
     from sphr.io import read_json, write_json
@@ -477,26 +464,40 @@ def test_saved_methods_state_their_kind_and_a_model_saved_without_loads(risk_out
     kinds = {(sex, name): entry["kind"] for sex, s in spec["sexes"].items()
              for name, entry in s["methods"].items()}
     assert set(kinds.values()) <= set(KINDS) and {"distance", "phenoage"} <= set(kinds.values())
-    old = tmp_path / "old"
-    shutil.copytree(risk_out / "model", old)
-    for s in spec["sexes"].values():
-        for entry in s["methods"].values():
-            del entry["kind"]
-    write_json(spec, old / "risk_model.json")
     current = RiskModel.load(risk_out / "model", device="cpu")
-    before = RiskModel.load(old, device="cpu")
     for (sex, name), kind in kinds.items():
-        a, b = current.sexes_[sex].methods_[name], before.sexes_[sex].methods_[name]
-        assert type(a) is type(b) and a.kind == b.kind == kind
-        assert getattr(a, "about", None) == getattr(b, "about", None)
-    baseline = pd.read_parquet(run_dir / "ingest" / "baseline.parquet")
-    pd.testing.assert_frame_equal(before.score_cohort(baseline).rows,
-                                  current.score_cohort(baseline).rows)
-    spec["sexes"]["female"]["methods"]["raw_euclidean"]["kind"] = "quantum"
-    write_json(spec, old / "risk_model.json")
-    with pytest.raises(InputError, match="quantum") as err:
-        RiskModel.load(old, device="cpu")
-    assert err.value.field == "methods.raw_euclidean.kind"
+        assert current.sexes_[sex].methods_[name].kind == kind
+    damaged = tmp_path / "damaged"
+    shutil.copytree(risk_out / "model", damaged)
+    for kind in ("quantum", None):
+        entry = spec["sexes"]["female"]["methods"]["raw_euclidean"]
+        if kind is None:
+            del entry["kind"]
+        else:
+            entry["kind"] = kind
+        write_json(spec, damaged / "risk_model.json")
+        with pytest.raises(InputError, match="unknown kind") as err:
+            RiskModel.load(damaged, device="cpu")
+        assert err.value.field == "methods.raw_euclidean.kind"
+
+
+def test_a_saved_config_with_a_key_that_is_no_setting_is_an_error(risk_out, tmp_path):
+    """risk_model.json's config is read key for key: one that is no RiskConfig field (such as
+    the removed validate_on) is an error naming it, never dropped."""
+    import shutil
+
+    from sphr.errors import ConfigError
+    from sphr.io import read_json, write_json
+    from sphr.risk.model import RiskModel
+
+    damaged = tmp_path / "model"
+    shutil.copytree(risk_out / "model", damaged)
+    spec = read_json(damaged / "risk_model.json")
+    assert "validate_on" not in spec["config"]
+    spec["config"]["validate_on"] = "test"
+    write_json(spec, damaged / "risk_model.json")
+    with pytest.raises(ConfigError, match="config: no key 'validate_on'"):
+        RiskModel.load(damaged, device="cpu")
 
 
 @pytest.fixture(scope="module")

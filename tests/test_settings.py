@@ -34,6 +34,47 @@ def test_a_run_field_in_a_stage_table_says_where_it_goes(tmp_path):
         resolve(_toml(tmp_path, '[train]\ndevice = "cpu"\n'))
 
 
+def test_a_removed_key_says_it_was_removed(tmp_path):
+    """[risk] validate_on had one legal value and was ignored; a file that still sets it is
+    told it was removed, and why (not merely that the key is unknown)."""
+    path = _toml(tmp_path, '[risk]\nvalidate_on = "test"\n')
+    with pytest.raises(ConfigError) as err:
+        resolve(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: [risk]: validate_on was removed (")
+    assert "test partition" in message and "delete it" in message
+
+
+def test_the_library_config_of_a_stage_refuses_a_key_it_does_not_know():
+    """What a run or a Dagster Config hands the library is checked key for key: an unknown
+    key is an error naming it, never dropped; the extras' keys (the comparison's losses) are
+    keys of the table, not of TrainConfig, and pass."""
+    from sphr.settings import library_config, stage_defaults
+    from sphr.train.config import TrainConfig
+
+    values = stage_defaults("train")
+    assert "comparison_losses" in values
+    assert isinstance(library_config("train", values, device="cpu"), TrainConfig)
+    with pytest.raises(ConfigError, match=r"\[train\]: no key 'pnorm'"):
+        library_config("train", {**values, "pnorm": 2}, device="cpu")
+    with pytest.raises(ConfigError, match=r"\[risk\]: validate_on was removed"):
+        library_config("risk", {"validate_on": "test"})
+
+
+def test_the_dagster_configs_hand_the_library_their_stage_keys_only():
+    """An asset's own Config fields (the evaluation's and the comparison's losses) stay the
+    asset's; the library gets the stage's keys and builds its dataclass from them."""
+    from sphr.evaluate.config import EvalConfig
+    from sphr.train.config import TrainConfig
+    from sphr_dagster.assets.evaluation import EvaluationConfig
+    from sphr_dagster.assets.training import LossComparisonConfig, TrainingConfig
+    from sphr_dagster.config import library_config
+
+    assert isinstance(library_config("evaluate", EvaluationConfig(), device="cpu"), EvalConfig)
+    for config in (TrainingConfig(), LossComparisonConfig()):
+        assert isinstance(library_config("train", config, device="cpu"), TrainConfig)
+
+
 def test_unknown_table_is_an_error(tmp_path):
     path = _toml(tmp_path, "[cohort]\nseed = 3\n")
     with pytest.raises(ConfigError) as err:
@@ -70,11 +111,23 @@ def test_bad_outcomes_and_ranges_files_are_errors(tmp_path):
     with pytest.raises(ConfigError, match="not a date"):
         resolve(outcomes=str(tmp_path / "o.json"))
     (tmp_path / "o.json").write_text('{"censor": {}}')
-    with pytest.raises(ConfigError, match="unknown keys"):
+    with pytest.raises(ConfigError, match=r"o\.json \(docs/OUTCOMES\.md\): no key 'censor'"):
         resolve(outcomes=str(tmp_path / "o.json"))
     (tmp_path / "r.json").write_text('{"glucos": {"high": 6.0}}')
     with pytest.raises(ConfigError, match="no clinical range for 'glucos'"):
         resolve(ranges=str(tmp_path / "r.json"))
+
+
+def test_a_range_overrides_keys_are_checked_for_each_sex_too():
+    """A key of a sex's range override that is no range field is an error naming the marker
+    and the sex (it was a TypeError from dataclasses.replace), as for the common keys."""
+    from sphr.cohorts.ranges import with_overrides
+
+    with pytest.raises(ConfigError, match="range override for 'hdl' female: no key 'lo'"):
+        with_overrides({"hdl": {"female": {"lo": 1.2}}})
+    with pytest.raises(ConfigError, match="range override for 'hdl': no key 'hihg'"):
+        with_overrides({"hdl": {"hihg": 1.2}})
+    assert with_overrides({"hdl": {"female": {"low": 1.2}}})
 
 
 def test_the_documented_example_is_valid(tmp_path):

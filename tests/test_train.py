@@ -354,6 +354,14 @@ def test_pipes_settings_round_trip_as_the_dataclass():
     assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
 
 
+def test_a_config_read_back_with_a_key_that_is_no_field_is_an_error():
+    """TrainConfig.from_dict (a model file's, a checkpoint's, a fit's config) drops nothing:
+    a key that is no field is a ConfigError naming it and the valid ones."""
+    given = {**TrainConfig().to_dict(), "p_norm": 2}
+    with pytest.raises(ConfigError, match="TrainConfig: no key 'p_norm'; valid keys: loss, "):
+        TrainConfig.from_dict(given)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_gpu_bf16_and_stack(data):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sphr.errors import ConfigError
+from sphr.errors import ConfigError, check_keys
 
 if TYPE_CHECKING:  # only annotations: the CLI parser imports this module without pandas
     import pandas as pd
@@ -126,6 +126,10 @@ def ranges_from_records(records: list[dict]) -> tuple[ClinicalRange, ...]:
         raise ConfigError(f"not a list of clinical ranges: {exc}") from None
 
 
+#: the keys of one range an override may set
+_RANGE_KEYS: tuple[str, ...] = ("low", "high", "low_inclusive", "high_inclusive", "source")
+
+
 def with_overrides(overrides: dict | None,
                    ranges: tuple[ClinicalRange, ...] = P0_RANGES) -> tuple[ClinicalRange, ...]:
     """Apply ``{"glucose": {"low": 4.0, "high": 5.5}, "hdl": {"female": {"low": 1.2}}}``."""
@@ -139,9 +143,9 @@ def with_overrides(overrides: dict | None,
                               f"{', '.join(sorted(known))}")
         per_sex = {k: v for k, v in spec.items() if k in ("female", "male")}
         common = {k: v for k, v in spec.items() if k not in ("female", "male")}
-        bad = set(common) - {"low", "high", "low_inclusive", "high_inclusive", "source"}
-        if bad:
-            raise ConfigError(f"range override for {marker!r} has unknown keys {sorted(bad)}")
+        check_keys(common, (*_RANGE_KEYS, "female", "male"), f"range override for {marker!r}")
+        for sex, table in per_sex.items():
+            check_keys(table, _RANGE_KEYS, f"range override for {marker!r} {sex}")
         for i, r in enumerate(out):
             if r.marker != marker:
                 continue

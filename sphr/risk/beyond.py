@@ -90,8 +90,8 @@ def scored_tables(rows: pd.DataFrame, outcomes: pd.DataFrame, *, n_bootstrap: in
                   partition: str | None = None) -> dict[str, pd.DataFrame]:
     """:func:`beyond_age_tables` of ``risk_groups`` rows (mode calibrated; of ``partition``
     only when given) against their people's ``outcomes`` (an ``outcomes.parquet`` frame): how
-    ``sphr score``, the refresh and a report of an older run folder judge the groups the way
-    the risk stage does (a supervised comparator on its own outcome only)."""
+    the risk stage (its held-out people), ``sphr score`` and the refresh judge the groups the
+    same way (a supervised comparator on its own outcome only)."""
     from sphr.risk.supervised import evaluated_on
 
     pop = rows.loc[rows["mode"] == "calibrated"]

@@ -40,7 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     options = add_settings(p, RiskConfig, defaults=defaults, options={
         "methods": Option(note=f"this option: comma-separated, of {','.join(METHODS)}"),
         "modes": Option(note=f"this option: comma-separated, of {','.join(MODES)}"),
-        "validate_on": Option(kwargs={"choices": ("test",)}),
         "n_bootstrap": Option("--bootstrap"),
         "sexes": Option(note="this option: comma-separated"),
         "distance_space": Option(kwargs={"choices": DISTANCE_SPACES}),

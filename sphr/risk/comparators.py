@@ -27,7 +27,6 @@ import pandas as pd
 from sphr.cohorts.age import group_names
 from sphr.errors import InputError
 from sphr.risk.calibration import (
-    SAVED_BEFORE_TAIL_SETTING,
     TAIL_BOUND,
     AgeStandardizer,
     CalibratedBounds,
@@ -98,8 +97,7 @@ class ScoreModel:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScoreModel:
         model = cls(data["method"], tuple(tuple(g) for g in data["age_groups"]),
-                    standardization=data.get("standardization", "training_groups"),
-                    tail_bound=data.get("tail_bound", SAVED_BEFORE_TAIL_SETTING))
+                    standardization=data["standardization"], tail_bound=data["tail_bound"])
         model.standardizer = AgeStandardizer.from_dict(data["standardizer"],
                                                        group_names(model.age_groups))
         model.bounds = CalibratedBounds.from_dict(data["bounds"])

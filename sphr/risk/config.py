@@ -80,8 +80,6 @@ class RiskConfig:
     #: the interval modes, of :data:`sphr.risk.intervals.MODES`: ``calibrated`` (one-sided
     #: split-conformal bounds from the calibration partition) and ``paper`` (Eq. A.4)
     modes: tuple[str, ...] = MODES
-    #: validation population: ``test`` participants (no fit has seen them)
-    validate_on: str = "test"
     #: fewest real BFH members per age group before the reference borrows neighbouring ages
     min_group_size: int = 10
     #: fewest healthy people per age group for the score's age standardization (form
@@ -167,12 +165,15 @@ class RiskConfig:
                                      ("centile_tail", self.centile_tail, TAIL_METHODS)):
             if value not in allowed:
                 raise ConfigError(f"{name} {value!r}: choose from {', '.join(allowed)}")
-        if self.validate_on != "test":
-            # "all" validated SPHR on training rows it was trained to push away from BFH
-            raise ConfigError("validate_on must be test: every other partition was seen by a fit")
 
 
-
+#: keys ``[risk]`` no longer has, and why: a settings file that still sets one is told so
+REMOVED_SETTINGS: dict[str, str] = {
+    # its one legal value was test: "all" validated SPHR on training rows it was trained to
+    # push away from the BFH
+    "validate_on": "the risk groups are always validated on the test partition, the people "
+                   "no fit has seen",
+}
 
 #: the seed of the re-anchoring's anchor / calibration split unless told otherwise; its own,
 #: not RiskConfig's bootstrap seed

@@ -30,9 +30,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
 
-from sphr.cohorts.normalize import QuantileNormalizer
 from sphr.labels import SEX_CODE
-from sphr.risk.model import MODEL_FILE, OUT_OF_RANGE_SHARE, RiskModel, find_model_dir
+from sphr.risk.model import OUT_OF_RANGE_SHARE, RiskModel, find_model_dir, read_spec
 from sphr.risk.population import POPULATION_FILE, PopulationSummary
 
 #: |SMD| at or above which a feature has drifted / moved moderately
@@ -118,16 +117,9 @@ def populations(model: RiskModel | str | Path) -> dict[str, PopulationSummary]:
     ``model`` (RUN, RUN/risk or the model folder; read without loading the representations)."""
     if isinstance(model, RiskModel):
         return {sex: m.population_ for sex, m in model.sexes_.items()}
-    from sphr.io import read_json
-
     directory = find_model_dir(model)
-    out = {}
-    for sex in read_json(directory / MODEL_FILE)["sexes"]:
-        path = directory / sex / POPULATION_FILE
-        out[sex] = (PopulationSummary.load(path) if path.is_file() else
-                    PopulationSummary.from_normalizer(
-                        QuantileNormalizer.load(directory / sex / "normalizer.json")))
-    return out
+    return {sex: PopulationSummary.load(directory / sex / POPULATION_FILE)
+            for sex in read_spec(directory)["sexes"]}
 
 
 def drift_table(baseline: pd.DataFrame, model: RiskModel | str | Path) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sphr import __version__
 from sphr.cohorts.age import group_names
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
@@ -26,7 +27,7 @@ from sphr.risk.calibration import AgeStandardizer
 from sphr.risk.config import RiskConfig
 from sphr.risk.fit import fit_run
 from sphr.risk.intervals import NORMAL
-from sphr.risk.model import RiskModel
+from sphr.risk.model import RiskModel, check_written_by
 from sphr.risk.supervised import evaluated_on
 from sphr.risk.validation import (
     higher_vs_normal,
@@ -38,6 +39,32 @@ from sphr.risk.validation import (
 )
 
 log = logging.getLogger(__name__)
+
+#: the layout of a risk stage folder (RUN/risk and each RUN/risk/<sex>), written into its
+#: risk_report.json as ``layout`` with the sphr that wrote it: raised with every change of
+#: what the folder holds, so a folder of another layout is refused when it is read back
+#: (1: the first stamped; the linked yardstick tables beyond_age and group_ordering written)
+RISK_LAYOUT = 1
+#: the stamp every risk_report.json of the stage starts with
+STAMP = {"layout": RISK_LAYOUT, "sphr_version": __version__}
+
+
+def read_sex_folders(sex_dirs: list[Path], out: Path) -> dict[str, dict[str, Any]]:
+    """Sex -> the risk_report.json of its per-sex folder, once every folder holds its results
+    and is of this sphr's layout (else one :class:`InputError` naming the folder and the
+    layout that wrote it: :func:`check_written_by`), before anything else of them is read:
+    nothing is recomputed for an older folder."""
+    missing = [d for d in sex_dirs if not (Path(d) / "risk_groups.parquet").exists()]
+    if missing or not sex_dirs:
+        raise InputError("no per-sex risk results to merge (run the per-sex risk step)",
+                         file=missing[0] if missing else out)
+    reports = {}
+    for directory in map(Path, sex_dirs):
+        path = directory / "risk_report.json"
+        reports[directory.name] = read_json(path)
+        check_written_by(reports[directory.name], "layout", RISK_LAYOUT, path,
+                         "re-run the risk stage (sphr risk RUN_DIR)")
+    return reports
 
 
 def thresholds_table(spec: dict[str, Any]) -> pd.DataFrame:
@@ -98,7 +125,7 @@ def centile_row(centiles: dict[str, Any], group: str) -> dict[str, Any]:
             "bound_method": f"healthy-reference centiles ({model.tail}, {model.form_used_})"}
 
 
-def validation_population(rows: pd.DataFrame, validate_on: str = "test") -> pd.DataFrame:
+def validation_population(rows: pd.DataFrame) -> pd.DataFrame:
     """Apparently healthy participants (classes 1 and 2) of the test partition: nobody a fit
     (representation, covariance, reference, threshold) has seen."""
     return rows.loc[rows["label"].isin((1, 2)) & (rows["partition"] == "test")]
@@ -145,7 +172,7 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
         if followup_path.exists():
             followup = pd.read_parquet(followup_path)
             followup = followup.loc[followup["sex"] == SEX_CODE[sex]]
-            pop = validation_population(rows, config.validate_on)
+            pop = validation_population(rows)
             write_parquet(validation_table(pop, followup), stage / "validation.parquet")
             write_parquet(time_correlation(pop, followup), stage / "time_correlation.parquet")
             write_parquet(discrimination_table(pop, followup, config),
@@ -154,7 +181,7 @@ def risk_for_sex(run: str | Path, sex: str, out: str | Path, config: RiskConfig 
             log.warning("no %s: validation skipped", followup_path)
         for name, table in linked_tables(run, rows, config).items():
             write_parquet(table, stage / f"linked_{name}.parquet")
-        summary = {"run": str(run), "out": str(out), "sexes": [sex], "rows": len(rows),
+        summary = {**STAMP, "run": str(run), "out": str(out), "sexes": [sex], "rows": len(rows),
                    "skipped": skipped, "unscored": unscored, "design": design,
                    "validation": followup_path.exists()}
         write_json(summary, stage / "risk_report.json")
@@ -246,10 +273,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
 
     run, out = Path(run), Path(out)
     config = config or RiskConfig()
-    missing = [d for d in sex_dirs if not (Path(d) / "risk_groups.parquet").exists()]
-    if missing or not sex_dirs:
-        raise InputError("no per-sex risk results to merge (run the per-sex risk step)",
-                         file=missing[0] if missing else out)
+    reports = read_sex_folders(sex_dirs, out)
 
     def concat(name: str) -> pd.DataFrame | None:
         parts = [pd.read_parquet(Path(d) / name) for d in sex_dirs if (Path(d) / name).exists()]
@@ -280,7 +304,7 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
             write_parquet(validation, stage / "validation.parquet")
             write_parquet(correlation, stage / "time_correlation.parquet")
             write_parquet(discrimination, stage / "discrimination.parquet")
-            write_text(validation_markdown(validation, correlation, config),
+            write_text(validation_markdown(validation, correlation),
                        stage / "validation.md")
         for name, table in linked.items():
             write_parquet(table, stage / f"linked_{name}.parquet")
@@ -291,14 +315,14 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
         for name, table in zip(("metrics", "deciles"), absolute_eval[1:], strict=True):
             if table is not None:
                 write_parquet(table, stage / f"absolute_{name}.parquet")
-        summary = {"run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
-                   **_design(run, sex_dirs),
+        summary = {**STAMP, "run": str(run), "out": str(out), "sexes": sexes, "rows": len(rows),
+                   **_design(run, reports),
                    "absolute_method": config.absolute_method,
                    "absolute_recalibrate": config.absolute_recalibrate,
                    "methods": sorted(rows["method"].unique().tolist()),
                    "modes": sorted(rows["mode"].unique().tolist()),
                    "skipped": spec["skipped"], "unscored": spec["unscored"],
-                   "validate_on": "test", "sphr": model.sphr_,
+                   "sphr": model.sphr_,
                    "validation": validation is not None, "linked_outcomes": bool(linked),
                    "min_group_size": spec["config"]["min_group_size"],
                    "standardization": spec["config"]["standardization"],
@@ -319,11 +343,10 @@ def merge_risk(run: str | Path, sex_dirs: list[Path], out: str | Path,
     return summary
 
 
-def _design(run: Path, sex_dirs: list[Path]) -> dict[str, Any]:
+def _design(run: Path, reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Each sex's design (cross-fit or single split, the reference's size) and why people of
     the export are in no cohort, for the merged summary."""
-    return {"design": {Path(d).name: read_json(Path(d) / "risk_report.json").get("design")
-                       for d in sex_dirs},
+    return {"design": {sex: report["design"] for sex, report in reports.items()},
             "cohort_left_out": _left_out(run)}
 
 
@@ -381,8 +404,7 @@ def discrimination_table(pop: pd.DataFrame, followup: pd.DataFrame, config: Risk
                           n_bootstrap=config.n_bootstrap, seed=config.seed)
 
 
-def validation_markdown(validation: pd.DataFrame, correlation: pd.DataFrame,
-                        config: RiskConfig) -> str:
+def validation_markdown(validation: pd.DataFrame, correlation: pd.DataFrame) -> str:
     from sphr.risk.paper import paper_cell
 
     wide = wide_table(validation)
@@ -390,8 +412,8 @@ def validation_markdown(validation: pd.DataFrame, correlation: pd.DataFrame,
         " / ".join(paper_cell(r.sex, r.method, r.measure, g) or "-" for g in
                    ("Normal", "Lower Risk", "Higher Risk"))
         for r in wide.itertuples()]
-    lines = [f"# Risk-group validation (population: apparently healthy, {config.validate_on} "
-             "partition, with a repeat visit)", "",
+    lines = ["# Risk-group validation (population: apparently healthy, test partition, with a "
+             "repeat visit)", "",
              "Cells: share % (count/denominator) [Wilson 95% CI]. Paper: Table 4 (women), "
              "Table A7 (men); '-' = not published.", "", wide.to_markdown(index=False), "",
              "## Higher Risk vs Normal (one-sided Fisher exact test, HR rate > N rate)", "",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sphr.errors import ConfigError
+from sphr.errors import ConfigError, check_keys
 from sphr.profiles import DEFAULT_PROFILE, PROFILES
 from sphr.settings.stages import (
     COMMAND_TABLES,
@@ -25,7 +25,7 @@ from sphr.settings.stages import (
     RunOptions,
     command_class,
     library_config,
-    runtime_fields,
+    not_keys,
     stage_defaults,
     stage_types,
 )
@@ -60,7 +60,7 @@ def read_settings_file(path: str | Path) -> dict[str, dict[str, Any]]:
         elif name in COMMAND_TABLES:
             check_table(table, _types(command_class(name)), f"{path}: [{name}]")
         else:
-            check_table(table, stage_types(name), f"{path}: [{name}]", runtime_fields(name))
+            check_table(table, stage_types(name), f"{path}: [{name}]", not_keys(name))
         out[name] = dict(table)
     return out
 
@@ -215,11 +215,7 @@ def resolve(config_file: str | Path | None = None, *, world: str | None = None,
     if opts["outcomes"]:
         over = _json_file(opts["outcomes"], "outcomes")
         keys = ("outcomes", "censoring", "first_occurrence_fields")
-        bad = set(over) - set(keys)
-        if bad:
-            raise ConfigError(f"{opts['outcomes']}: unknown keys {sorted(bad)}; expected "
-                              "'outcomes', 'censoring' and/or 'first_occurrence_fields' "
-                              "(docs/OUTCOMES.md)")
+        check_keys(over, keys, f"{opts['outcomes']} (docs/OUTCOMES.md)")
         ingest = stages["ingest"]
         for key in keys:
             ingest[key] = check_value(_merge(ingest[key], over.get(key) or {}),

@@ -72,6 +72,9 @@ class _Stage:
     runtime: tuple[str, ...] = ()
     #: "module:Class" of keys beyond the dataclass
     extra: str | None = None
+    #: "module:NAME" of the stage's removed keys (key -> why), so a file that still sets one
+    #: is told it was removed, not only that it is unknown
+    removed: str | None = None
 
 
 STAGES: dict[str, _Stage] = {
@@ -83,7 +86,8 @@ STAGES: dict[str, _Stage] = {
                     extra="sphr.train.config:ComparisonSettings"),
     "baselines": _Stage("sphr.baselines.config:BaselinesConfig", runtime=("device",)),
     "evaluate": _Stage("sphr.evaluate.config:EvalConfig", runtime=("device",)),
-    "risk": _Stage("sphr.risk.config:RiskConfig", runtime=("device", "sexes")),
+    "risk": _Stage("sphr.risk.config:RiskConfig", runtime=("device", "sexes"),
+                   removed="sphr.risk.config:REMOVED_SETTINGS"),
     "retrieval": _Stage("sphr.retrieval.profiles:ComparisonConfig", runtime=("device",)),
 }
 RUN_TABLE = "run"
@@ -113,6 +117,17 @@ def runtime_fields(stage: str) -> tuple[str, ...]:
     marked = [f.name for f in dataclasses.fields(stage_class(stage))
               if f.metadata.get("set_by_run")]
     return tuple(dict.fromkeys((*STAGES[stage].runtime, *marked)))
+
+
+def not_keys(stage: str) -> dict[str, str]:
+    """Key -> why it is no key of ``[stage]``: the fields the run sets and the removed keys."""
+    spec = STAGES[stage]
+    why = {k: "is set for the whole run ([run] / the command line), not per stage"
+           for k in runtime_fields(stage)}
+    if spec.removed:
+        why.update({k: f"was removed ({reason}); delete it"
+                    for k, reason in _load(spec.removed).items()})
+    return why
 
 
 def stage_types(stage: str) -> dict[str, Any]:
@@ -154,11 +169,12 @@ def stage_docs(stage: str) -> dict[str, str]:
 
 def library_config(stage: str, values: Mapping[str, Any], **runtime: Any) -> Any:
     """The stage's dataclass from a table's (or a Dagster config's) values and the run's
-    ``runtime`` fields (``device=``, ``sexes=``); the dataclass checks what it checks."""
+    ``runtime`` fields (``device=``, ``sexes=``); the dataclass checks what it checks. Every
+    key of ``values`` is one of ``[stage]`` (:func:`stage_types`): the extras' keys (the loss
+    comparison's losses) are checked too and left to their own reader."""
     cls = stage_class(stage)
-    types_ = _types(cls)
-    checked = check_table({k: v for k, v in values.items() if k in types_},
-                          types_, f"[{stage}]")
-    return cls(**{**checked, **runtime})
+    checked = check_table(values, stage_types(stage), f"[{stage}]", not_keys(stage))
+    fields = _types(cls)
+    return cls(**{**{k: v for k, v in checked.items() if k in fields}, **runtime})
 
 

@@ -13,13 +13,12 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from sphr.errors import ConfigError
+from sphr.errors import ConfigError, check_keys
 
 
 def _types(cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name not in skip}
-
 
 
 def type_name(tp: Any) -> str:
@@ -87,18 +86,13 @@ def check_value(value: Any, tp: Any, where: str) -> Any:
 
 
 def check_table(table: Mapping[str, Any], types_: Mapping[str, Any], where: str,
-                runtime: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Every key of ``table`` checked against ``types_``; an unknown key names the valid ones."""
+                why_not: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Every key of ``table`` checked against ``types_``; an unknown key names the valid ones
+    (:func:`sphr.errors.check_keys`; ``why_not``: why a key is not one here)."""
     if not isinstance(table, Mapping):
         raise ConfigError(f"{where} must be a table, got {table!r}")
-    out = {}
-    for key, value in table.items():
-        if key not in types_:
-            why = (f"{key} is set for the whole run ([run] / the command line), not per stage"
-                   if key in runtime else f"no key {key!r}")
-            raise ConfigError(f"{where}: {why}; valid keys: {', '.join(types_)}")
-        out[key] = check_value(value, types_[key], f"{where} {key}")
-    return out
+    check_keys(table, types_, where, why_not)
+    return {key: check_value(value, types_[key], f"{where} {key}") for key, value in table.items()}
 
 
 def plain(value: Any) -> Any:

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from sphr.errors import ConfigError
+from sphr.errors import ConfigError, check_keys
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "tf32")
 #: ``cuda_graphs`` settings: ``auto`` captures the compiled step's epoch as CUDA graphs on a
@@ -74,7 +74,9 @@ class TrainConfig:
     lr_step: int = setting(IDENTITY, 50)
     #: the loss's margin
     margin: float = setting(PER_MODEL, 1.0)
-    #: the p-norm of the distances, for the losses that take one (NPLB)
+    #: NPLB's power: the exponent of its regularizer (d(p,n) - d(a,n))^p, an even integer
+    #: >= 2 (an odd one leaves the loss unbounded below; docs/METHODS.md, "Losses"); not a
+    #: p-norm, the distances are the loss's own. Only NPLB reads it
     p: int = setting(PER_MODEL, 2)
     #: seed of the weights, the batches, the dropout masks and the validation split (each
     #: its own SeedSequence stream of it, sphr.train.seeds)
@@ -168,8 +170,10 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        """The config :meth:`to_dict` wrote (a model file's, a checkpoint's, a fit's); a key
+        that is no field is a :class:`ConfigError` naming it, never dropped."""
+        check_keys(d, (f.name for f in dataclasses.fields(cls)), "TrainConfig")
+        return cls(**d)
 
 
 PROFILES: dict[str, dict[str, Any]] = {

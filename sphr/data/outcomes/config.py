@@ -14,7 +14,7 @@ from typing import Any
 from sphr.data.fields import ALGORITHMIC, FIRST_OCCURRENCE
 from sphr.data.outcomes.censoring import CENSORING, CensoringDate, censoring_override
 from sphr.data.outcomes.definitions import OUTCOMES, SOURCES, Outcome, check_spec
-from sphr.errors import ConfigError
+from sphr.errors import ConfigError, check_keys
 
 #: an outcome's keys in the override, and the coding of its code lists
 _CODE_KEYS: dict[str, str] = {"codes": "icd10", "exclude": "icd10", "icd9": "icd9",
@@ -25,10 +25,7 @@ _OVERRIDE_KEYS = ("outcomes", "censoring", "first_occurrence_fields")
 
 def _outcome_change(name: str, spec: dict) -> dict[str, Any]:
     """The fields an override of outcome ``name`` sets, checked."""
-    bad = set(spec) - _OUTCOME_KEYS
-    if bad:
-        raise ConfigError(f"outcome {name!r}: unknown keys {sorted(bad)}; known: "
-                          f"{sorted(_OUTCOME_KEYS)}")
+    check_keys(spec, sorted(_OUTCOME_KEYS), f"outcome {name!r}")
     change: dict[str, Any] = {}
     for key in (*_CODE_KEYS, "sources", "algorithmic"):
         if key not in spec:
@@ -110,10 +107,7 @@ class OutcomeConfig:
             return cls()
         if not isinstance(overrides, dict):
             raise ConfigError("the outcome override must be a JSON object")
-        unknown = set(overrides) - set(_OVERRIDE_KEYS)
-        if unknown:
-            raise ConfigError(f"outcome override has unknown keys {sorted(unknown)}; "
-                              f"expected {', '.join(repr(k) for k in _OVERRIDE_KEYS)}")
+        check_keys(overrides, _OVERRIDE_KEYS, "outcome override")
         table = {o.name: o for o in OUTCOMES}
         for name, spec in (overrides.get("outcomes") or {}).items():
             if spec is None:

@@ -65,11 +65,18 @@ from sphr.risk.model.frames import (
     predict_none,
 )
 from sphr.risk.model.methods import KINDS, DistanceMethod, ScoreMethod
-from sphr.risk.model.persistence import MARKER_SCALER, MODEL_FILE, MODEL_VERSION, find_model_dir
+from sphr.risk.model.persistence import (
+    MARKER_SCALER,
+    MODEL_FILE,
+    MODEL_VERSION,
+    check_written_by,
+    find_model_dir,
+    read_spec,
+)
 from sphr.risk.model.scoring import MAX_IMPUTED_SHARE
 from sphr.risk.model.units import OUT_OF_RANGE_SHARE, check_units
 
 __all__ = ["COLUMNS", "KINDS", "MARKER_SCALER", "MAX_IMPUTED_SHARE", "MODEL_FILE", "MODEL_VERSION",
            "OUT_OF_RANGE_SHARE", "PARTITIONS", "CohortInputs", "DistanceMethod", "RiskModel",
-           "ScoreMethod", "Scores", "SexModel", "check_units", "find_model_dir", "participants",
-           "predict_none"]
+           "ScoreMethod", "Scores", "SexModel", "check_units", "check_written_by",
+           "find_model_dir", "participants", "predict_none", "read_spec"]

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sphr import __version__
 from sphr.cohorts.age import DEFAULT_AGE_GROUPS
 from sphr.cohorts.normalize import MarkerScaler, QuantileNormalizer
 from sphr.errors import InputError
-from sphr.io import read_json, write_json
+from sphr.io import write_json
 from sphr.labels import SEX_CODE
 from sphr.risk.config import RiskConfig
 from sphr.risk.model.fitting import SexFit
@@ -30,6 +31,7 @@ from sphr.risk.model.persistence import (
     config_from,
     find_model_dir,
     read_sex,
+    read_spec,
     write_sex,
 )
 from sphr.risk.model.scoring import MAX_IMPUTED_SHARE, score_sex
@@ -112,9 +114,7 @@ class SexModel:
         parts = read_sex(directory, spec, device)
         model = cls(directory.name)
         model._reset(parts.features, parts.normalizer, parts.clinical_ranges)
-        model.marker_scaler_ = parts.marker_scaler
-        if parts.population is not None:
-            model.population_ = parts.population
+        model.marker_scaler_, model.population_ = parts.marker_scaler, parts.population
         model.methods_, model.absolute_ = parts.methods, parts.absolute
         model._saved = directory, spec
         return model
@@ -187,7 +187,7 @@ class RiskModel:
         directory.mkdir(parents=True, exist_ok=True)
         sexes = {sex: m.save(directory / sex) for sex, m in self.sexes_.items()}
         groups = [list(g) for g in self.age_group_bounds]
-        spec = {"version": self.version_, "age_groups": groups,
+        spec = {"version": self.version_, "sphr_version": __version__, "age_groups": groups,
                 "config": dataclasses.asdict(self.config or RiskConfig()), "sexes": sexes,
                 "skipped": self.skipped_, "unscored": self.unscored_,
                 "shipped_sphr": self.sphr_.get("shipped_sphr"),
@@ -199,15 +199,15 @@ class RiskModel:
         """The model saved in ``path`` (RUN, RUN/risk or the model folder); SPHR embeds on
         ``device`` (None: the device it was fitted with)."""
         directory = find_model_dir(path)
-        spec = read_json(directory / MODEL_FILE)
-        config = config_from(spec.get("config", {}))
+        spec = read_spec(directory)
+        config = config_from(spec["config"], directory / MODEL_FILE)
         model = cls(config, tuple(tuple(g) for g in spec["age_groups"]))
-        model._init_fitted(spec.get("version", MODEL_VERSION))
+        model._init_fitted(spec["version"])
         for sex, sex_spec in spec["sexes"].items():
             model.sexes_[sex] = SexModel.load(directory / sex, sex_spec, device or config.device)
-        model.skipped_ = dict(spec.get("skipped", {}))
-        model.unscored_ = dict(spec.get("unscored", {}))
-        model.sphr_ = {"shipped_sphr": spec.get("shipped_sphr"), **spec.get("sphr_refits", {})}
+        model.skipped_ = dict(spec["skipped"])
+        model.unscored_ = dict(spec["unscored"])
+        model.sphr_ = {"shipped_sphr": spec["shipped_sphr"], **spec["sphr_refits"]}
         model.path_ = directory
         return model
 

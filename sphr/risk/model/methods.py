@@ -6,9 +6,8 @@ standardizer and bounds) or a score given per person (:class:`ScoreMethod`: Phen
 on age or the supervised fold models, and the calibrated
 :class:`~sphr.risk.comparators.ScoreModel`).
 
-Each saved entry states its ``kind`` (:data:`KINDS`). Models saved before it did are read by
-the keys their entries have: ``phenoage_line`` or ``supervised`` means a score, anything else
-a distance (:func:`method_kind`).
+Each saved entry states its ``kind`` (:data:`KINDS`), which says how it is read (a model
+folder of an older layout is refused before: :func:`sphr.risk.model.persistence.read_spec`).
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ class DistanceMethod:
     def from_spec(cls, entry: dict[str, Any], directory: Path, features: list[str],
                   device: str) -> DistanceMethod:
         space = load_space(entry["space"], directory, features, device)
-        return cls(space, entry.get("input", "quantile"),
+        return cls(space, entry["input"],
                    {mode: DistanceModel.from_dict(m, space) for mode, m in entry["modes"].items()})
 
     @property
@@ -117,20 +116,10 @@ class ScoreMethod:
                            method, "calibrated")
 
 
-def method_kind(entry: dict[str, Any]) -> str:
-    """The kind of a saved method entry: the one it states, else (saved before entries stated
-    it) the one its keys imply."""
-    if "kind" in entry:
-        return entry["kind"]
-    if "phenoage_line" in entry:
-        return PHENOAGE
-    return SUPERVISED if "supervised" in entry else DISTANCE
-
-
 def load_method(name: str, entry: dict[str, Any], directory: Path, features: list[str],
                 device: str) -> DistanceMethod | ScoreMethod:
     """The method ``name`` saved in ``entry`` of the sex folder ``directory``."""
-    kind = method_kind(entry)
+    kind = entry.get("kind")
     if kind == DISTANCE:
         return DistanceMethod.from_spec(entry, directory, features, device)
     if kind in (PHENOAGE, SUPERVISED):

@@ -190,7 +190,7 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
                  followup: pd.DataFrame | str | Path | None = None,
                  linked: dict[str, pd.DataFrame] | None = None,
                  absolute: tuple[pd.DataFrame | None, ...] | None = None,
-                 pdf: bool = True, n_bootstrap: int = 200) -> Path:
+                 pdf: bool = True) -> Path:
     """Write ``report.html`` (the four main pages), ``report_appendix.html`` (everything
     else), a PDF of each where Chromium is installed, ``report_summary.png`` (the central
     figure) and the main pages' frames as CSV.
@@ -202,14 +202,12 @@ def write_report(path: Path, *, rows: pd.DataFrame, thresholds: pd.DataFrame,
     "beyond_age", "group_ordering", the main pages' gain over age and group ordering, read as
     the stage wrote them). ``absolute``: (candidates, outcomes, metrics, deciles) of the
     absolute-risk models (:mod:`sphr.risk.report.absolute`); its outcomes
-    (``RUN/ingest/outcomes.parquet``) give the Kaplan-Meier curves and the flow, and the
-    yardstick of a run folder written before the stage wrote it (``n_bootstrap`` resamples).
+    (``RUN/ingest/outcomes.parquet``) give the Kaplan-Meier curves and the flow.
     """
     t0 = time.perf_counter()
     path = Path(path)
     sexes = list(summary.get("sexes") or sorted(rows["sex"].unique()))
-    main = main_context(rows, summary, sexes, absolute, linked, n_bootstrap=n_bootstrap,
-                        seed=int(summary.get("seed", 0)))
+    main = main_context(rows, summary, sexes, absolute, linked)
     frames = main.pop("frames")
     common = _common(summary, path)
     appendix = _appendix_context(path, rows=rows, thresholds=thresholds, validation=validation,

@@ -103,21 +103,13 @@ def outcome_frame(rows: pd.DataFrame, outcomes: pd.DataFrame | None) -> pd.DataF
     return out.assign(event=out["event"].astype(bool))[cols].reset_index(drop=True)
 
 
-def yardstick(linked: dict[str, pd.DataFrame] | None, rows: pd.DataFrame,
-              outcomes: pd.DataFrame | None, *, n_bootstrap: int = 200, seed: int = 0
-              ) -> dict[str, pd.DataFrame]:
+def yardstick(linked: dict[str, pd.DataFrame] | None) -> dict[str, pd.DataFrame]:
     """``{"beyond_age", "group_ordering"}``: the tables the risk stage wrote
-    (``RUN/risk/linked_*.parquet``, handed over in ``linked``), read as they are. Only a run
-    folder written before the stage wrote them has them computed here, the stage's way
-    (:func:`sphr.risk.beyond.beyond_age_tables` on the held-out people)."""
+    (``RUN/risk/linked_*.parquet``, handed over in ``linked``), read as they are; none
+    without linked outcomes. Never recomputed: a run folder of an older layout, written before
+    the stage wrote them, is refused when it is read (:func:`sphr.risk.pipeline.merge_risk`)."""
     linked = linked or {}
-    if all(linked.get(k) is not None for k in YARDSTICK):
-        return {k: linked[k] for k in YARDSTICK}
-    from sphr.risk.beyond import scored_tables
-
-    if outcomes is None or outcomes.empty or rows.empty:
-        return {}
-    return scored_tables(rows, outcomes, n_bootstrap=n_bootstrap, seed=seed, partition="test")
+    return {k: linked[k] for k in YARDSTICK if linked.get(k) is not None}
 
 
 def ordering(table: pd.DataFrame | None) -> pd.DataFrame:

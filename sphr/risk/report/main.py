@@ -174,18 +174,17 @@ def _group_tables(order: pd.DataFrame, rows: pd.DataFrame, method: str | None,
 
 
 def main_context(rows: pd.DataFrame, summary: dict[str, Any], sexes: list[str],
-                 absolute: tuple | None, linked: dict[str, pd.DataFrame] | None = None, *,
-                 n_bootstrap: int = 200, seed: int = 0) -> dict[str, Any]:
+                 absolute: tuple | None, linked: dict[str, pd.DataFrame] | None = None
+                 ) -> dict[str, Any]:
     """The template context of the main report's four pages, and the frames it was formatted
     from (``frames``: ordering, gain, flow; written beside the report as CSV). The group
     ordering and the gain over age are the risk stage's tables in ``linked``
-    (:func:`~sphr.risk.report.frames.yardstick`; ``n_bootstrap`` and ``seed`` only for a run
-    folder written before the stage wrote them)."""
+    (:func:`~sphr.risk.report.frames.yardstick`)."""
     outcomes = absolute[1] if absolute else None
     facts = cohort_facts(summary)
     method = fr.shipped_method(rows, summary)
     frame = fr.outcome_frame(rows, outcomes)
-    tables = fr.yardstick(linked, rows, outcomes, n_bootstrap=n_bootstrap, seed=seed)
+    tables = fr.yardstick(linked)
     order = fr.ordering(tables.get("group_ordering"))
     gain = fr.gain(tables.get("beyond_age"))
     first = fr.outcome_order(frame["outcome"])[0] if len(frame) else None

@@ -14,7 +14,7 @@ import pandas as pd
 from sphr.report import (
     table,
 )
-from sphr.risk.calibration import SAVED_BEFORE_TAIL_SETTING, STANDARDIZATION_TEXT, TAIL_TEXT
+from sphr.risk.calibration import STANDARDIZATION_TEXT, TAIL_TEXT
 from sphr.risk.curves import OUTCOME, shares
 from sphr.risk.intervals import HIGHER_RISK, LOWER_Q, LOWER_RISK, NORMAL, NORMAL_Q
 from sphr.risk.report.names import age_order, main_outcome, method_name, ordered
@@ -26,7 +26,7 @@ def _ci(v: float, lo: float, hi: float) -> str:
 
 def tail_of(summary: dict[str, Any]) -> str:
     """The bounds' fallback a risk report's summary names (``[risk] tail_bound``)."""
-    return summary.get("tail_bound", SAVED_BEFORE_TAIL_SETTING)
+    return summary["tail_bound"]
 
 
 def _centile_paragraph(summary: dict[str, Any]) -> str:
@@ -51,8 +51,7 @@ model fitted without their fold. This replaces the age-group bounds above in a c
 def definitions(summary: dict[str, Any]) -> str:
     n_lo, n_hi = NORMAL_Q
     l_lo, l_hi = LOWER_Q
-    # reports written before the setting existed were all standardized this way
-    standardization = summary.get("standardization", "training_groups")
+    standardization = summary["standardization"]
     standardized = STANDARDIZATION_TEXT[standardization]
     tail = TAIL_TEXT[tail_of(summary)]
     return f"""<ul class="defs">
