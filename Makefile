@@ -14,7 +14,7 @@ PIP_VERSION := 26.3
 UV_VERSION := 0.13.9
 LOCK_PYTHON := 3.10
 
-.PHONY: install pipeline test test-fast test-clusters lint ui lock
+.PHONY: install pipeline test test-fast test-clusters lint ui lock refit-spread
 
 # pip byte-compiles every installed file on one core (about 70 s of a 130 s install on
 # 2 cores); compileall does the same work on all cores. The .pyc files matter: with
@@ -68,3 +68,10 @@ lock: $(STAMP)
 	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
 	$(BIN)/python -m uv pip compile pyproject.toml --extra dev --extra ray --extra k8s --universal \
 		--python-version $(LOCK_PYTHON) --quiet -o $(LOCK) $(if $(UPGRADE),--upgrade,)
+
+# The release step of the refit spread the report shows (docs/BENCHMARKS.md, "Refit spread"):
+# benchmarks/real_nhanes.py --record-spread writes the study's result,
+# benchmarks/results/refit_spread.json; this checks it and copies it into the package data
+# sphr/risk/refit_spread.json (a wheel's report reads it offline). No benchmark writes there.
+refit-spread: $(STAMP)
+	$(BIN)/python scripts/release_refit_spread.py

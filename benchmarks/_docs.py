@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sphr.io import write_text
+
 
 def write_generated(path: Path, markers: tuple[str, str], body: str) -> None:
     """Replace what lies between ``markers`` (begin, end) in ``path`` with ``body`` as given;
@@ -13,4 +15,4 @@ def write_generated(path: Path, markers: tuple[str, str], body: str) -> None:
     raises ``ValueError`` and is left as it was."""
     doc = path.read_text()
     begin, end = doc.index(markers[0]), doc.index(markers[1])
-    path.write_text(doc[:begin + len(markers[0])] + body + doc[end:])
+    write_text(doc[:begin + len(markers[0])] + body + doc[end:], path)

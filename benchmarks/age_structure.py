@@ -54,6 +54,7 @@ import pandas as pd
 from scipy.stats import t as student_t
 
 from sphr import stats
+from sphr.health_distance import health_distance, health_reference
 from sphr.stats import rank_normal
 
 SEXES = ("female", "male")
@@ -267,7 +268,8 @@ def dispersion_table(people: pd.DataFrame, markers: list[str]) -> pd.DataFrame:
                          "variance": float(z.var(0, ddof=1).mean()),
                          "variance_bfh": float(b.var(0, ddof=1).mean()) if len(b) > 1 else np.nan,
                          "distance_to_bfh_median": float(np.median(
-                             np.linalg.norm(z - np.median(b, 0), axis=1))) if len(b) else np.nan})
+                             health_distance(z, health_reference(
+                                 b, reference="median_of_embedded")))) if len(b) else np.nan})
     return pd.DataFrame(rows)
 
 

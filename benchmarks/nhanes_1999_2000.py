@@ -63,6 +63,7 @@ import pandas as pd
 from sphr.cohorts.normalize import MarkerScaler, QuantileNormalizer
 from sphr.cohorts.ranges import MG_DL_PER_MMOL_L_GLUCOSE, P0_RANGES, ClinicalRange
 from sphr.errors import InputError
+from sphr.health_distance import health_distance
 from sphr.labels import SEXES
 from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL, calibrated_groups, upper_bound
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_RISK, NORMAL
@@ -240,7 +241,7 @@ class SexReference:
         return self.normalizer.transform(X).astype(np.float64)
 
     def raw_euclidean(self, Z: np.ndarray) -> np.ndarray:
-        return np.sqrt(((Z - self.center) ** 2).sum(axis=1))
+        return health_distance(Z, self.center)
 
     def mahalanobis(self, Z: np.ndarray) -> np.ndarray:
         d = Z - self.mean

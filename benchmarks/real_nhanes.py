@@ -54,6 +54,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sphr.io import atomic_path, write_text
+
 # the parts live in benchmarks/nhanes_crossfit/ (a script's own folder is on sys.path; a test
 # loading this file by path needs it added): appended, not prepended, so that benchmarks/'
 # scripts (train.py, evaluate.py, ...) shadow no installed module of the same name there
@@ -231,7 +233,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "standardization=calibration_line (docs/METHODS.md)")
     parser.add_argument("--record-spread", action="store_true",
                         help="with --refits: keep the refit spread in "
-                             f"{SPREAD_FILE.relative_to(REPO)} for the report")
+                             f"{SPREAD_FILE.relative_to(REPO)} (`make refit-spread` then "
+                             "releases it into the package for the report)")
     parser.add_argument("--refits", type=int, default=1, metavar="K",
                         help="fit each fold K times, refit r with seed refit_seed(--seed, r) (the "
                         "folds fixed; refit 0 = the run without it) and report each score's C "
@@ -314,7 +317,8 @@ def add_refits_and_tracking(args: argparse.Namespace, result: dict,
     if len(tracks):  # one refit too: each fold's held-out C beside its training's tracking
         per_fold = result.get("refits") or refit_spread(
             runs, result["c_index"], fold_of(EXPORT, OUTCOMES, args.folds, args.seed), args.seed)
-        tracks.to_parquet(args.out / "tracking.parquet")
+        with atomic_path(args.out / "tracking.parquet") as tmp:
+            tracks.to_parquet(tmp)
         result["tracking"] = tracking_summary(tracks, heldout_fold_c(per_fold, spaces[0], "sphr"))
     if args.record_spread and "refits" in result:
         record_spread(SPREAD_FILE, args, result)
@@ -322,12 +326,14 @@ def add_refits_and_tracking(args: argparse.Namespace, result: dict,
 
 def write_outputs(args: argparse.Namespace, result: dict) -> None:
     """real_nhanes.json and real_nhanes.md in ``--out``, and the docs' generated block."""
-    (args.out / "real_nhanes.json").write_text(json.dumps(result, indent=1))
-    (args.out / "real_nhanes.md").write_text(
-        markdown(result) + ("\n" + refit_markdown(result["refits"]) if "refits" in result else "")
-        + ("\n" + dc_rule_markdown(result["rule"], LABELS) if "rule" in result else "")
-        + ("\n" + beyond_markdown(result, LABELS) if "beyond_age" in result else "")
-        + ("\n" + tracking_markdown(result["tracking"]) if "tracking" in result else ""))
+    # atomically: a run stopped mid-write leaves the last whole result, not half of one
+    write_text(json.dumps(result, indent=1), args.out / "real_nhanes.json")
+    text = (markdown(result)
+            + ("\n" + refit_markdown(result["refits"]) if "refits" in result else "")
+            + ("\n" + dc_rule_markdown(result["rule"], LABELS) if "rule" in result else "")
+            + ("\n" + beyond_markdown(result, LABELS) if "beyond_age" in result else "")
+            + ("\n" + tracking_markdown(result["tracking"]) if "tracking" in result else ""))
+    write_text(text, args.out / "real_nhanes.md")
     if args.docs is not None:
         write_docs(args.docs, markdown(result) + "\n" + beyond_markdown(result, LABELS))
 

@@ -56,6 +56,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sphr.health_distance import health_distance, health_reference
 from sphr.stats import spearman
 
 HAZARDS = ("hazard_diabetes", "hazard_cardiovascular", "hazard_death")
@@ -140,11 +141,9 @@ def embedded_reference_distance(Z_train: np.ndarray, train: pd.DataFrame, Z: np.
     """Distance to the median of the embedded real training BFH of the person's age group."""
     bfh = (train["label"].to_numpy() == 2) & ~train["augmented"].to_numpy(bool)
     g_train = train["age_group"].astype(str).to_numpy()
-    d = np.empty(len(Z))
-    for g in np.unique(groups):
-        centre = np.median(Z_train[bfh & (g_train == g)], 0)
-        d[groups == g] = np.linalg.norm(Z[groups == g] - centre, axis=1)
-    return d
+    centres = {g: health_reference(Z_train[bfh & (g_train == g)], reference="median_of_embedded")
+               for g in np.unique(groups)}
+    return health_distance(Z, centres, groups)
 
 
 def _hazards(truth: pd.DataFrame, eids: np.ndarray) -> dict[str, np.ndarray]:
@@ -169,7 +168,7 @@ def _reference(run: Path, sex: str, eids: np.ndarray, assoc) -> tuple[dict, pd.D
     first = next(iter(refs))
     res["shift_from_youngest"] = {
         g: round(float(np.linalg.norm(r - refs[first])), 3) for g, r in refs.items()}
-    res["fixed_youngest"] = assoc(np.linalg.norm(te[cols].to_numpy(float) - refs[first], axis=1))
+    res["fixed_youngest"] = assoc(health_distance(te[cols].to_numpy(float), refs[first]))
     return res, te
 
 

@@ -38,6 +38,7 @@ from scipy import stats
 sys.path.append(str(Path(__file__).resolve().parent))
 from nhanes_crossfit.fits import scores_file
 
+from sphr.io import write_text
 from sphr.risk.calibration import LOWER_LEVEL, TAIL_BOUNDS, tail_bound
 
 #: the pre-registered distributions (scipy frozen), before the robust z scale
@@ -198,7 +199,7 @@ def main() -> None:
               "rule": {"band": list(BAND), "sizes": list(SIZES), "reps": args.reps,
                        "seed": args.seed, "level": LOWER_LEVEL}}
     if args.out:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        write_text(json.dumps(result, indent=1) + "\n", args.out)
     print(json.dumps(result))
 
 

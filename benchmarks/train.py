@@ -52,6 +52,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from sphr.io import atomic_path
+
 
 def synthetic(rows: int, n_triplets: int,
               seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -295,7 +297,7 @@ def main() -> None:
         out[key] = value
         print(f"{key}: {value}", file=sys.stderr, flush=True)
         if args.json_out:
-            with open(args.json_out, "w") as f:
+            with atomic_path(args.json_out) as tmp, open(tmp, "w") as f:
                 json.dump(out, f, indent=1)
 
     for bs in (256, 4096):

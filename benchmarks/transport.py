@@ -50,6 +50,8 @@ from nhanes_crossfit.cindex import c_indices, paired
 from nhanes_crossfit.common import EXPORT, OUTCOMES, SEXES, death_outcome
 from nhanes_crossfit.fits import fit_and_score, split_export
 
+from sphr.io import atomic_path, write_text
+
 #: the candidates of the pre-registered rule (docs/METHODS.md), smallest first
 CANDIDATES: dict[str, tuple[str, ...]] = {
     "bounds": ("standardizers", "bounds"),
@@ -95,7 +97,8 @@ def shifted(path: Path, out: Path) -> Path:
         v = pd.to_numeric(frame[col], errors="coerce")
         v = v * amount if kind == "times" else v + amount * v.std()
         frame[col] = [("" if np.isnan(x) else f"{x:.4g}") for x in v]
-    frame.to_csv(out, index=False)
+    with atomic_path(out) as tmp:
+        frame.to_csv(tmp, index=False)
     return out
 
 
@@ -286,8 +289,8 @@ def main() -> None:
     result["drift"] = drift
     result.update({"seed": args.seed, "bootstrap": args.bootstrap, "profile": "demo",
                    "fit_s": round(fit_s, 1), "seconds": round(time.perf_counter() - t0, 1)})
-    (args.out / "transport.json").write_text(json.dumps(result, indent=1))
-    (args.out / "transport.md").write_text(markdown(result))
+    write_text(json.dumps(result, indent=1), args.out / "transport.json")
+    write_text(markdown(result), args.out / "transport.md")
     if args.docs is not None:
         write_docs(args.docs, markdown(result))
     print(json.dumps(result))

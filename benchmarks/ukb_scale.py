@@ -49,6 +49,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import measure
 
+from sphr.io import write_text
+
 SEXES = ("female", "male")
 
 
@@ -128,7 +130,7 @@ def main() -> None:
                         logs / f"{name.replace('/', '_')}.log", child)
         stages[name] = {"s": round(s, 1), "peak_mb": round(mb),
                         "child_peak_mb": round(child.get("peak_mb", 0))}
-        record_file.write_text(json.dumps(records, indent=1))
+        write_text(json.dumps(records, indent=1), record_file)
         print(f"{name}: {s:.1f} s, {mb:.0f} MiB", file=sys.stderr)
 
     slowest = max(stages, key=lambda k: stages[k]["s"])
@@ -150,7 +152,7 @@ def main() -> None:
         "synth_s": records["synth"]["s"],
         "cohort_rows": cohorts,
     }
-    (workdir / "ukb_scale.json").write_text(json.dumps(result, indent=1))
+    write_text(json.dumps(result, indent=1), workdir / "ukb_scale.json")
     print(json.dumps(result))
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from sphr.evaluate.paper import LOSS_NAMES, LOSSES
+from sphr.io import write_text
 
 ROOT = Path(__file__).resolve().parent.parent
 WORLDS = ("linear", "nonlinear")
@@ -412,7 +413,7 @@ def main() -> int:
         a8 = table_a8(out / "linear", out, log)
         md += a8_section(a8)
         summary["table_a8"] = a8
-    (out / "summary.md").write_text("\n".join(md) + "\n")
+    write_text("\n".join(md) + "\n", out / "summary.md")
     print(f"wrote {out / 'summary.md'}")
     print(json.dumps(summary))
     return 0

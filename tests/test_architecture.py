@@ -47,7 +47,7 @@ RANK: dict[str, int] = {"shared": -1, "synth": 0, "ingest": 0, "cohorts": 1, "tr
                         "evaluate": 4, "risk": 4, "report": 5}
 SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.errors", "sphr.labels",
                            "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles",
-                           "sphr.survival", "sphr.stats", "sphr.beyond_age",
+                           "sphr.survival", "sphr.stats", "sphr.health_distance", "sphr.beyond_age",
                            "sphr.representation", "sphr.options")
 #: above every stage: the CLI registers every stage's command, and the run's settings
 #: (sphr.settings) compose every stage's config class. They may import any stage; no stage

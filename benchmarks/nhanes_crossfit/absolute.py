@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 from _docs import write_generated
 
+from sphr.io import atomic_path, write_text
+
 from .common import EXPORT, OUTCOMES, SEXES, death_outcome
 from .fits import crossfit, fold_of
 
@@ -158,16 +160,18 @@ def run_absolute(args: argparse.Namespace) -> dict:
     if not args.reuse:
         _, scored = crossfit(args.out, args.folds, args.seed, args.profile, ("marker",),
                              args.jobs, absolute_only=True)
-        pd.concat([pd.read_parquet(f["absolute_marker"]) for f in scored.values()],
-                  ignore_index=True).to_parquet(path)
+        with atomic_path(path) as tmp:
+            pd.concat([pd.read_parquet(f["absolute_marker"]) for f in scored.values()],
+                      ignore_index=True).to_parquet(tmp)
     result = evaluate_absolute(pd.read_parquet(path), args.bootstrap, args.seed)
     text = absolute_markdown(result)
-    result["metrics"].to_csv(args.out / "absolute_metrics.csv", index=False)
-    result["deciles"].to_csv(args.out / "absolute_deciles.csv", index=False)
+    for name in ("metrics", "deciles"):  # atomically, as every result of a run
+        with atomic_path(args.out / f"absolute_{name}.csv") as tmp:
+            result[name].to_csv(tmp, index=False)
     summary = {"seconds": round(time.perf_counter() - t0, 1), "coverage": result["coverage"],
                "rule": result["rule"], "bootstrap": args.bootstrap, "seed": args.seed}
-    (args.out / "absolute.json").write_text(json.dumps(summary, indent=1))
-    (args.out / "absolute.md").write_text(text)
+    write_text(json.dumps(summary, indent=1), args.out / "absolute.json")
+    write_text(text, args.out / "absolute.md")
     if args.docs is not None:
         write_generated(args.docs, ABSOLUTE_GENERATED, "\n" + text)
     return summary

@@ -1,5 +1,9 @@
-"""``--record-spread``: the refit spread kept in the risk stage's package data for the report
-(sphr.risk.refits), filed under the profile and the candidate the run's settings name."""
+"""``--record-spread``: the refit spread, filed under the profile and the candidate the run's
+settings name, in the study's results file ``benchmarks/results/refit_spread.json``.
+
+A benchmark never writes into the library: the report reads the spread from the risk stage's
+package data (``sphr/risk/refit_spread.json``, sphr.risk.refits), which only the release step
+``make refit-spread`` (scripts/release_refit_spread.py) writes, after validating this file."""
 
 from __future__ import annotations
 
@@ -10,8 +14,8 @@ from pathlib import Path
 
 from .common import REPO, train_overrides
 
-#: where the measured refit spread is kept for the report (package data of sphr.risk)
-SPREAD_FILE = REPO / "sphr" / "risk" / "refit_spread.json"
+#: where a measured refit spread is kept: the study's results, outside the package
+SPREAD_FILE = REPO / "benchmarks" / "results" / "refit_spread.json"
 
 
 def candidate_name(train: dict, profile: str) -> str:
@@ -49,17 +53,19 @@ def measuring_command(args: argparse.Namespace) -> str:
 
 
 def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
-    """Keep this run's refit spread of the default space's scores in ``path`` under its
-    profile and candidate (other entries kept), with the date, commit, command, n and
-    deaths; the report shows it beside SPHR's rows (sphr.risk.refits)."""
+    """Keep this run's refit spread of the default space's scores in ``path`` (atomically)
+    under its profile and candidate (other entries kept; a first run starts from the shipped
+    spreads), with the date, commit, command, n and deaths; once released into the package
+    (``make refit-spread``) the report shows it beside SPHR's rows (sphr.risk.refits)."""
     import datetime
 
     from sphr.io import write_json
+    from sphr.risk.refits import measured_spreads
 
     space = args.spaces.split(",")[0]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                             capture_output=True, text=True).stdout.strip() or None
-    held = json.loads(path.read_text()) if path.exists() else {}
+    held = json.loads(path.read_text()) if path.exists() else measured_spreads()
     entry = {"date": datetime.date.today().isoformat(), "commit": commit,
              "command": measuring_command(args),
              # --reuse: the scores of an earlier run at an earlier commit, re-read here

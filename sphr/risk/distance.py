@@ -33,6 +33,7 @@ from sklearn.exceptions import NotFittedError
 
 from sphr.cohorts.age import DEFAULT_AGE_GROUPS, assign_age_groups, group_names
 from sphr.errors import ConfigError, InputError
+from sphr.health_distance import health_distance, health_reference
 from sphr.labels import BONA_FIDE_HEALTHY
 from sphr.risk.calibration import (
     LOWER_LEVEL,
@@ -56,7 +57,6 @@ from sphr.risk.intervals import (
     NORMAL_Q,
     Intervals,
     assign_groups,
-    euclidean,
     paper_intervals,
 )
 from sphr.risk.spaces import Space, build_space
@@ -96,20 +96,26 @@ def bfh_rows(frame: pd.DataFrame) -> np.ndarray:
     return (frame["label"].to_numpy() == BONA_FIDE_HEALTHY) & ~frame["augmented"].to_numpy(bool)
 
 
+def _distance(Z: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The health distance in float64 (the risk stage's precision) to one reference."""
+    return health_distance(np.asarray(Z, np.float64), np.asarray(r, np.float64))
+
+
 def stratum_record(space: Space, mode: str, X: np.ndarray, Z: np.ndarray, own: int,
                    window: list[str]) -> dict[str, Any]:
     """One age group's entry of a fitted model: its reference (the embedded median BFH
     profile), the distances of the BFH percentile profiles (mode ``paper``'s intervals) and
     the percentiles of its own BFH's distances. ``X``: the reference rows, ``Z``: the group's
     own BFH embedded."""
-    qs = (50.0, *NORMAL_Q, *LOWER_Q)
+    qs = (*NORMAL_Q, *LOWER_Q)
     profiles = dict(zip(qs, np.percentile(X, qs, axis=0), strict=True))
     G = {q: space.transform(p[None, :])[0] for q, p in profiles.items()}
+    r = health_reference(X, reference="embedded_median_profile", embed=space.transform)
     # a space with its own fixed reference (homeostatic dysregulation: the young
     # reference's mean) maps that reference to the origin
-    r = np.zeros_like(G[50.0]) if getattr(space, "origin_reference", False) else G[50.0]
-    pdist = {q: float(euclidean(G[q][None, :], r)[0]) for q in qs if q != 50.0}
-    own_d = euclidean(Z, r)
+    r = np.zeros_like(r) if getattr(space, "origin_reference", False) else r
+    pdist = {q: float(_distance(G[q][None, :], r)[0]) for q in qs}
+    own_d = _distance(Z, r)
     iv = paper_intervals(pdist.__getitem__) if mode == "paper" else None
     return {"n_bfh": own, "n_reference": int(X.shape[0]), "pooled_groups": window,
             "reference": r.tolist(),
@@ -254,9 +260,8 @@ class DistanceModel(BaseEstimator):
             raise InputError(f"age groups {unknown} are not in the fitted model "
                              f"({', '.join(self.strata_)})", field="age_group")
         Z = self.space_.transform(self._matrix(frame))
-        refs = np.stack([np.asarray(self.strata_[g]["reference"]) for g in groups]) if len(groups) \
-            else np.empty((0, Z.shape[1]))
-        return euclidean(Z, refs), groups
+        refs = {g: np.asarray(self.strata_[g]["reference"], np.float64) for g in set(groups)}
+        return health_distance(np.asarray(Z, np.float64), refs, groups), groups
 
     def score_samples(self, frame: pd.DataFrame) -> np.ndarray:
         """The age-standardized distance of every row (larger is worse)."""

@@ -93,10 +93,6 @@ def assign_groups(distance: np.ndarray, iv: Intervals) -> np.ndarray:
     return np.where(in_n, NORMAL, np.where(in_lr, LOWER_RISK, HIGHER_RISK)).astype(object)
 
 
-def euclidean(Z: np.ndarray, r: np.ndarray) -> np.ndarray:
-    return np.sqrt(((np.asarray(Z, np.float64) - np.asarray(r, np.float64)) ** 2).sum(axis=1))
-
-
 def paper_intervals(percentile_distance) -> Intervals:
     """``percentile_distance(q)`` = d(G(P_q(B)), r); Eq. A.4 with both repairs."""
     return make_intervals(tuple(percentile_distance(q) for q in NORMAL_Q),

@@ -3,9 +3,14 @@ stability from fit to fit").
 
 SPHR's C for death moves from fit to fit. ``benchmarks/real_nhanes.py --refits K
 --record-spread`` measures that spread on the development set (every fold fitted K times,
-cross-fitted) and keeps it in ``refit_spread.json`` beside this module, per training profile
-and training candidate (``default``, ``ensemble=5``, ``selection=severity``,
-``anchor=1.0``). When the risk stage fits, :func:`sphr_record` finds the profile and
+cross-fitted) and keeps it in the study's results, ``benchmarks/results/refit_spread.json``,
+per training profile and training candidate (``default``, ``ensemble=5``,
+``selection=severity``, ``anchor=1.0``). The report reads it from ``refit_spread.json``
+beside this module (:data:`SPREAD_FILE`): package data, so a report works offline from a
+wheel, and written only by the release step ``make refit-spread``
+(scripts/release_refit_spread.py), which checks the results file with
+:func:`check_spreads` and copies it byte for byte; no benchmark writes into the package.
+When the risk stage fits, :func:`sphr_record` finds the profile and
 candidate of the SPHR model it was given and copies the matching spread into
 ``risk_model.json`` (``shipped_sphr``, ``sphr_refits``), so the report, and every later
 ``sphr score`` of that model, shows it beside SPHR's rows.
@@ -21,8 +26,12 @@ from sphr.profiles import PROFILES
 from sphr.risk.config import SHIPPED_SPHR, SPHR_VARIANTS
 from sphr.train.config import CANDIDATE, RUNTIME, SEED, TrainConfig, settings_with
 
-#: the measured spreads (written by benchmarks/real_nhanes.py --record-spread)
+#: the measured spreads the report reads: package data, released from the study's results
+#: (benchmarks/results/refit_spread.json) by ``make refit-spread``, never by a benchmark
 SPREAD_FILE = Path(__file__).with_name("refit_spread.json")
+#: what every recorded run holds (the report shows the spread, its interval and the run's n)
+SPREAD_ENTRY_KEYS: tuple[str, ...] = ("date", "commit", "command", "k", "folds", "space", "n",
+                                      "deaths", "spread")
 #: the training settings a candidate may change, with their defaults (their fields' role)
 CANDIDATE_SETTINGS: dict[str, Any] = {
     name: getattr(TrainConfig(), name) for name in settings_with(TrainConfig, role=CANDIDATE)}
@@ -88,3 +97,30 @@ def sphr_record(train_reports: list[dict[str, Any]], methods: list[str],
                                      for sex, by in entry["spread"].items()}}
     return {"shipped_sphr": shipped, "training": {"profile": profile, "candidate": candidate},
             "spread": entry}
+
+
+def check_spreads(spreads: Any) -> list[str]:
+    """What is wrong with a refit spread file's content (empty: nothing): profile ->
+    candidate -> run, each profile one of :data:`sphr.profiles.PROFILES`, each candidate a key
+    :func:`candidate_key` writes, each run with :data:`SPREAD_ENTRY_KEYS` and a spread per sex
+    and method."""
+    if not isinstance(spreads, dict):
+        return ["not a mapping of profile -> candidate -> run"]
+    problems = []
+    for profile, runs in spreads.items():
+        if profile not in PROFILES or not isinstance(runs, dict):
+            problems.append(f"{profile!r}: not a profile's mapping of candidates")
+            continue
+        for name, run in runs.items():
+            where = f"{profile}/{name}"
+            changed = dict(kv.split("=", 1) for kv in name.split(",")) if name != "default" \
+                else {}
+            if name != "default" and candidate_key(changed) != name:
+                problems.append(f"{where}: not a candidate key (sorted key=value, comma-joined)")
+            missing = [k for k in SPREAD_ENTRY_KEYS if not isinstance(run, dict) or k not in run]
+            if missing:
+                problems.append(f"{where}: missing {', '.join(missing)}")
+            elif not (isinstance(run["spread"], dict) and all(
+                    isinstance(by, dict) for by in run["spread"].values())):
+                problems.append(f"{where}: spread is not sex -> method -> figures")
+    return problems

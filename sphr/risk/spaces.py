@@ -53,6 +53,7 @@ import numpy as np
 
 from sphr.cohorts.ranges import P0_RANGES
 from sphr.errors import ConfigError, InputError
+from sphr.health_distance import health_distance, health_reference
 from sphr.representation import Representation
 from sphr.risk.config import METHODS, SPHR_VARIANTS
 from sphr.train.embedding import SPHREmbedding
@@ -371,8 +372,9 @@ class JointSpace(Space):
     def _fit(self, X: np.ndarray, ages: np.ndarray | None = None) -> None:
         X = np.asarray(X, np.float64)
         parts = (self.space.fit(X, ages=ages).transform(X), X)
-        scales = np.array([np.median(np.linalg.norm(P - np.median(P, axis=0), axis=1))
-                           for P in parts])
+        # each part's scale: its BFH's median health distance to their own median
+        scales = np.array([np.median(health_distance(
+            P, health_reference(P, reference="median_of_embedded"))) for P in parts])
         self.scales_ = np.where(scales > 0, scales, 1.0)
 
     def _transform(self, X: np.ndarray) -> np.ndarray:

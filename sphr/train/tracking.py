@@ -13,9 +13,10 @@ rows and model selection's validation rows; a cross-fit's held-out fold never re
   development cross-fit does), Harrell's C of the health distance for death on the fitting
   rows.
 
-The health distance here is the Euclidean distance from the coordinate-wise median of the
-embedded real bona fide healthy fitting rows: one reference per sex, a cheap stand-in for the
-risk stage's references per age group.
+The health distance here is :func:`sphr.health_distance.health_distance` from the
+coordinate-wise median of the embedded real bona fide healthy fitting rows (reference
+``median_of_embedded``, no age groups): one reference per sex, a cheap stand-in for the risk
+stage's references per age group (``embedded_median_profile``, per age group).
 """
 
 from __future__ import annotations
@@ -52,11 +53,14 @@ class RowFacts:
 
 
 def health_distance(z: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """Euclidean distance of each row of ``z`` from the coordinate-wise median of
-    ``reference`` (NaN everywhere when the reference is empty)."""
+    """Distance of each row of ``z`` from the coordinate-wise median of the embedded BFH rows
+    ``reference``, one reference for the sex (:mod:`sphr.health_distance`, reference
+    ``median_of_embedded``; NaN everywhere when the reference is empty)."""
+    from sphr import health_distance as hd
+
     if len(reference) == 0:
         return np.full(len(z), np.nan)
-    return np.linalg.norm(z - np.median(reference, axis=0), axis=1)
+    return hd.health_distance(z, hd.health_reference(reference, reference="median_of_embedded"))
 
 
 def severity_concordance(distance: np.ndarray, labels: np.ndarray) -> float:
