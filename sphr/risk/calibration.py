@@ -70,10 +70,6 @@ TAIL_TEXT = {
 #: (docs/notes/SPHR_RISK.md, "The Higher Risk bound with fewer than 99 calibration BFH"), so
 #: today's stays; on z it is conservative (0.3% of the demo's held-out BFH above the 99% bound)
 TAIL_BOUND = "lognormal"
-#: the fallback of a model written before the fallback was a setting: read only by
-#: sphr.risk.distance's DistanceModel.from_dict, which another change owns (a model folder of
-#: such a layout is refused before: sphr.risk.model.persistence.read_spec); delete with it
-SAVED_BEFORE_TAIL_SETTING = "lognormal"
 
 
 def upper_bound(scores: np.ndarray, level: float, tail: str = TAIL_BOUND) -> Bound:

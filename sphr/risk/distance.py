@@ -38,7 +38,6 @@ from sphr.labels import BONA_FIDE_HEALTHY
 from sphr.risk.calibration import (
     LOWER_LEVEL,
     NORMAL_LEVEL,
-    SAVED_BEFORE_TAIL_SETTING,
     STANDARDIZATIONS,
     TAIL_BOUND,
     TAIL_BOUNDS,
@@ -302,8 +301,8 @@ class DistanceModel(BaseEstimator):
         model = cls(data["method"], data["mode"], data["features"],
                     age_groups=tuple(tuple(g) for g in data["age_groups"]),
                     min_group_size=data["min_group_size"],
-                    standardization=data.get("standardization", "training_groups"),
-                    tail_bound=data.get("tail_bound", SAVED_BEFORE_TAIL_SETTING), space=space)
+                    standardization=data["standardization"], tail_bound=data["tail_bound"],
+                    space=space)
         model._check_params()
         model.space_ = space
         model.strata_ = data["strata"]
