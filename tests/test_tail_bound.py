@@ -122,13 +122,16 @@ def test_the_setting_reaches_the_bounds_and_survives_save_load_and_reanchoring(t
     assert moved.bounds_.lower.method == tail and moved.bounds_.tail == tail
 
 
-def test_a_model_saved_before_the_setting_keeps_the_log_normal_fallback():
+def test_a_saved_bound_keeps_its_fallback_and_an_unsaved_one_is_refused():
     from sphr.risk.calibration import CalibratedBounds
     from sphr.risk.comparators import ScoreModel
 
     bounds = CalibratedBounds.fit(np.random.default_rng(1).normal(size=40), "yeo_johnson")
-    old = {k: v for k, v in bounds.as_dict().items() if k != "tail"}
-    assert CalibratedBounds.from_dict(old).tail == "lognormal"
+    assert CalibratedBounds.from_dict(bounds.as_dict()).tail == "yeo_johnson"
+    # an older model folder, saved before the setting, is refused by its layout stamp
+    # (tests/test_old_layouts.py); a bound without its fallback is never guessed
+    with pytest.raises(KeyError):
+        CalibratedBounds.from_dict({k: v for k, v in bounds.as_dict().items() if k != "tail"})
     score = ScoreModel("phenoage", ((36, 45), (46, 50)), standardize_min_group=2,
                        tail_bound="yeo_johnson")
     assert score.tail_bound == "yeo_johnson"

@@ -113,9 +113,10 @@ def _metrics_table(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def group_sentences(absolute_rows: pd.DataFrame, rows: pd.DataFrame, outcomes: pd.DataFrame,
-                    outcome: str) -> list[str]:
+                    outcome: str, min_n: int = 5) -> list[str]:
     """One sentence per sex and risk group of the test partition: the group's median person's
-    10-year risk with its interval and risk-equivalent age, and the group's observed risk."""
+    10-year risk with its interval and risk-equivalent age, and the group's observed risk.
+    A group of fewer than ``min_n`` held-out people gets no sentence."""
     groups = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test")]
     method = next((m for m in GROUP_METHODS if (groups["method"] == m).any()), None)
     if method is None:
@@ -129,7 +130,7 @@ def group_sentences(absolute_rows: pd.DataFrame, rows: pd.DataFrame, outcomes: p
         who = {"female": "woman", "male": "man"}.get(sex, "person")
         for g in GROUPS:
             d = data.loc[(data["sex"] == sex) & (data["group"] == g)].sort_values("risk_10y")
-            if len(d) < 5:
+            if len(d) < min_n:
                 continue
             p = d.iloc[(len(d) - 1) // 2]
             obs, lo, hi = (float(v[0]) for v in kaplan_meier(

@@ -14,7 +14,6 @@ Everything else is in the appendix (``report_appendix.html``, :mod:`.assembly`).
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +110,7 @@ def _absolute_block(absolute: tuple | None, rows: pd.DataFrame, summary: dict[st
     curves = pd.concat([net_benefit(s["time"], s["event"], s["risk_10y"], HORIZON).assign(sex=sex)
                         for sex, s in test.groupby("sex", sort=True)], ignore_index=True)
     # the sentences obey the suppression rule: a group of at least GROUP_MIN_N people
-    sentences = [s for s in group_sentences(ship, rows, outcomes, outcome)
-                 if int(re.search(r"\((\d+) held-out", s).group(1)) >= GROUP_MIN_N]
+    sentences = group_sentences(ship, rows, outcomes, outcome, min_n=GROUP_MIN_N)
     label = LABELS.get(method, method)
     return {
         "outcome": outcome.replace("_", " "), "label": label,
