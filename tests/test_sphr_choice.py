@@ -19,13 +19,36 @@ def test_the_cheaper_profile_ships_when_both_pass_whatever_their_dc():
     per_profile, export = sphr_choice.ship(rows)
     assert export == "demo" and per_profile["demo"]["training"] == "anchor=3.0"
     assert per_profile["paper"]["mean_dc"] == 0.080  # said, not shipped
-    rows = [{**r, "per_sex": {sex: {"mean_dc": r["mean_dc"], "interval": [0.01, 0.1],
-                                    "refit_dc": [r["mean_dc"]] * 3, "mean_c": 0.6, "c_sd": 0.01,
-                                    "passes": r["passes"]} for sex in ("female", "male")}}
+    text = sphr_choice.markdown(_per_sex(rows), per_profile, export)
+    table = _table(text)
+    assert [(t["profile"], t["training"], t["passes in both"]) for t in table] == [
+        (r["profile"], r["training"], "yes" if r["passes"] else "no") for r in rows]
+    for t, r in zip(table, rows, strict=True):  # each sex's own numbers, in its own column
+        assert t["women"].startswith(f"{r['mean_dc'] - 0.01:+.3f} [")
+        assert t["men"].startswith(f"{r['mean_dc'] + 0.01:+.3f} [")
+        assert t["women"].endswith(", fails") == (not r["passes"])
+    shipped = next(line for line in text.splitlines() if line.startswith("Shipped by the rule"))
+    assert "`anchor=3.0` at the `demo`" in shipped and "+0.056" in shipped
+    other = [line for line in text.splitlines() if line.startswith("At the `paper` profile")]
+    assert len(other) == 1 and "`anchor=3.0`" in other[0] and "+0.080" in other[0]
+    nothing = sphr_choice.markdown(_per_sex(rows[-1:]), {"demo": None}, None)
+    assert "Shipped by the rule: nothing" in nothing
+
+
+def _per_sex(rows: list[dict]) -> list[dict]:
+    """Rows with per-sex results that differ by sex, so a swapped column shows."""
+    return [{**r, "per_sex": {sex: {"mean_dc": r["mean_dc"] + shift, "interval": [0.01, 0.1],
+                                    "refit_dc": [r["mean_dc"]] * 3, "mean_c": 0.6,
+                                    "c_sd": 0.01, "passes": r["passes"]}
+                              for sex, shift in (("female", -0.01), ("male", 0.01))}}
             for r in rows]
-    text = sphr_choice.markdown(rows, per_profile, export)
-    assert "Shipped by the rule: SPHR + markers trained with `anchor=3.0` at the `demo`" in text
-    assert "At the `paper` profile the rule's choice is" in text
+
+
+def _table(text: str) -> list[dict[str, str]]:
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))
+            for line in lines[2:]]
 
 
 def test_a_profile_ships_only_when_its_own_candidate_passes():

@@ -3,9 +3,11 @@ every triplet, no labels needed (the paper profile's model selection would need 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import numpy as np
+import pytest
 from benchmark_loader import load_benchmark
 
 
@@ -16,12 +18,23 @@ def test_quality_config_trains_every_epoch_without_labels():
     finally:
         sys.path[:] = path
         sys.modules.pop("train", None)
-    from sphr.train import train_sphr
+    from sphr.errors import ConfigError
+    from sphr.train import TrainConfig, train_sphr
 
-    cfg = module.quality_config(epochs=2, batch_size=64, device="cpu", seed=0, fast={})
-    assert cfg.validation_size == 0 and cfg.patience is None and cfg.epochs == 2
+    cfg = module.quality_config(epochs=3, batch_size=64, device="cpu", seed=0, fast={})
+    # the paper profile with only the listing's way of training changed
+    paper = TrainConfig.profile("paper")
+    changed = {k for k, v in dataclasses.asdict(cfg).items()
+               if dataclasses.asdict(paper)[k] != v}
+    assert changed <= {"epochs", "batch_size", "device", "seed", "checkpoint_every",
+                       "validation_size", "patience"}, changed
     rng = np.random.default_rng(0)
     X = rng.standard_normal((120, 8)).astype(np.float32)
     T = rng.integers(0, 120, size=(300, 3))
     res = train_sphr(X, T, cfg)  # no labels: the listing has none either
-    assert len(res.loss_curve) == 2 and np.isfinite(res.loss_curve).all()
+    # every triplet trains (none held out for validation), every epoch runs, nothing selects
+    assert res.n_triplets == len(T) and res.validation == {}
+    assert len(res.loss_curve) == 3 and np.isfinite(res.loss_curve).all()
+    # the paper profile's own model selection holds triplets out and needs the labels
+    with pytest.raises(ConfigError, match="labels"):
+        train_sphr(X, T, dataclasses.replace(paper, epochs=3, batch_size=64, device="cpu"))
