@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The CUDA check of the graph trainer in one call (6.5 minutes on an H200, 2026-11-28): the
 # -m gpu tests of the trainer (the CUDA graph epoch against the per-batch step, one host read per epoch,
-# stacks of seeds and data sets), then benchmarks/train.py --device cuda --epochs 2. Run from
+# stacks of seeds and data sets, the cross-fit's fold fits of different sizes as one captured
+# stack), then benchmarks/train.py --device cuda --epochs 2 (with the five fold fits of one
+# sex as one stack against one model, stacked_folds5_over_one). Run from
 # the repository root on a fresh GPU machine:
 #
 #     bash benchmarks/gpu_check.sh
@@ -10,8 +12,8 @@
 # train_cuda.json (written after each measurement, so a run cut short keeps what it
 # measured), train_cuda.log, profile.log and profile.json (benchmarks/train_profile.py: the
 # PyTorch profiler over one graph-replayed epoch, where its time goes); the last lines
-# printed are a summary; profile_stack.log and .json: the seven-model stack against one model
-# (kernels a step, seconds an epoch).
+# printed are a summary; profile_stack.log and .json: the seven-model stack and the five fold
+# fits' stack against one model (kernels a step, seconds an epoch).
 #
 # Install: where PyPI answers, a virtual environment with the project as pyproject pins it
 # (python -m venv .venv && .venv/bin/pip install -e '.[dev]', torch 2.13.0). The lent GPU
@@ -101,7 +103,9 @@ except (OSError, ValueError) as err:
 for k in ("device", "ours_precision", "ours_cuda_graphs_b256", "ours_graph_failed_b256",
           "ours_s_per_epoch_b256", "ours_1000_epochs_s_b256", "fused_nograph_s_per_epoch_b256",
           "graph_steps4_s_per_epoch_b256", "graph_steps16_s_per_epoch_b256",
-          "graph_host_syncs_per_epoch_b256", "stacked_k7_graph_s_per_epoch_b256",
+          "graph_host_syncs_per_epoch_b256", "stacked_folds5_graph_s_per_epoch_b256",
+          "stacked_folds5_cuda_graphs", "stacked_folds5_over_one",
+          "stacked_k7_graph_s_per_epoch_b256", "stacked_k7_over_one",
           "stacked_k14_graph_s_per_epoch_b256", "stacked_k7_nograph_s_per_epoch_b256",
           "loss_comparison7_s_per_epoch_b256", "ours_validation_s_per_epoch_b256",
           "matmul_floor_s_per_epoch_b256", "ours_s_per_epoch_b4096", "ours_1000_epochs_s_b4096",

@@ -28,7 +28,9 @@ On a CUDA device ``ours`` is the compiled step's epoch as CUDA graph replays
 at batch 256: the per-batch fused step without graphs (``fused_nograph_s_per_epoch_b256``,
 the 0.92 s of 2026-11-25), graphs of several steps (``graph_steps{4,16}_...``), stacks of
 pure-loss models as one graph, K = 7 (seven losses/settings, seven seeds) and K = 14 (the
-same on two data sets of one shape, the two sexes) with the K = 7 stack without graphs,
+same on two data sets of one shape, the two sexes) with the K = 7 stack without graphs, the
+cross-fit's five fold fits of one sex as one stack (``stacked_folds5_...``; each stack also
+as a ratio to one model, ``..._over_one``),
 the 7-loss comparison (its 3 pure losses captured, the other 4 eager; null without
 pytorch-metric-learning), and the host synchronisations per epoch once the graphs are
 captured (``graph_host_syncs_per_epoch_b256``, torch's sync debug mode; 1 is the epoch's
@@ -60,6 +62,12 @@ def synthetic(rows: int, n_triplets: int,
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 3, rows)
     X = (rng.normal(size=(rows, 64)) + 0.4 * y[:, None] * rng.normal(size=64)).astype(np.float32)
+    return X, sample_triplets(y, n_triplets, rng), y
+
+
+def sample_triplets(y: np.ndarray, n_triplets: int, rng: np.random.Generator) -> np.ndarray:
+    """Random (anchor, same-class positive, other-class negative) row triples."""
+    rows = len(y)
     by = [np.flatnonzero(y == c) for c in range(3)]
     a = rng.integers(0, rows, n_triplets)
     p = np.empty_like(a)
@@ -69,7 +77,21 @@ def synthetic(rows: int, n_triplets: int,
         p[sel] = rng.choice(by[c], len(sel))
         others = np.concatenate([by[k] for k in range(3) if k != c])
         n[sel] = rng.choice(others, len(sel))
-    return X, np.stack([a, p, n], 1), y
+    return np.stack([a, p, n], 1)
+
+
+def fold_sets(X: np.ndarray, y: np.ndarray, n_triplets: int, folds: int = 5, seed: int = 0):
+    """The cross-fit's training sets of one sex: fold k's fit sees every row outside fold k,
+    with as many triplets as the profile mines (so the fold fits stack)."""
+    from sphr.train import TrainData
+
+    rng = np.random.default_rng(seed)
+    fold = rng.permutation(len(X)) % folds
+    out = []
+    for k in range(folds):
+        keep = fold != k
+        out.append(TrainData(X[keep], sample_triplets(y[keep], n_triplets, rng), y[keep]))
+    return out
 
 
 class TripletRows(Dataset):
@@ -227,9 +249,10 @@ def host_syncs(X, T, y, *, epochs: int, device: str, precision: str) -> list[int
     return [b - a for a, b in itertools.pairwise([0, *counts])]
 
 
-def cuda_extras(X, T, y, *, epochs: int, device: str, precision: str, emit) -> None:
+def cuda_extras(X, T, y, *, epochs: int, device: str, precision: str, emit,
+                one: float) -> None:
     """The CUDA graph measurements at batch 256 (see the module docstring); ``emit(key,
-    value)`` records each as it comes."""
+    value)`` records each as it comes; ``one``: one model's s/epoch, for the stacks' ratios."""
     from sphr.train import COMPARISON_LOSSES, TrainData, train_jobs, train_many
 
     base = {"epochs": epochs, "batch_size": 256, "device": device, "precision": precision,
@@ -237,6 +260,13 @@ def cuda_extras(X, T, y, *, epochs: int, device: str, precision: str, emit) -> N
     # in order of what they decide, so a run cut short loses the least
     res, _ = ours_train(X, T, y, cuda_graphs="off", **base)
     emit("fused_nograph_s_per_epoch_b256", round(epoch_seconds(res.timings)[0], 4))
+    # the cross-fit's five fold fits of one sex as one stack: what the main command trains
+    # per sex on a GPU (sphr.train.run.train_folds packs them there)
+    results = train_jobs([(d, paper_config(**base)) for d in fold_sets(X, y, len(T))])
+    folds5 = stack_seconds(results)
+    emit("stacked_folds5_graph_s_per_epoch_b256", round(folds5, 4))
+    emit("stacked_folds5_cuda_graphs", all(r.timings["cuda_graphs"] for r in results))
+    emit("stacked_folds5_over_one", round(folds5 / one, 2))
     seven = [paper_config(**base, loss=loss, margin=m, p=p, seed=i)
              for i, (loss, m, p) in enumerate(SEVEN)]
     first = TrainData(X, T, y)
@@ -246,6 +276,7 @@ def cuda_extras(X, T, y, *, epochs: int, device: str, precision: str, emit) -> N
         results = train_jobs(jobs)
         emit(f"stacked_{name}_graph_s_per_epoch_b256", round(stack_seconds(results), 4))
         emit(f"stacked_{name}_cuda_graphs", all(r.timings["cuda_graphs"] for r in results))
+        emit(f"stacked_{name}_over_one", round(stack_seconds(results) / one, 2))
     emit("graph_host_syncs_per_epoch_b256",
          host_syncs(X, T, y, epochs=4, device=device, precision=precision))
     for steps in (4, 16):
@@ -333,7 +364,7 @@ def main() -> None:
     emit("dynamo_graph_breaks", dict(counters["graph_break"]))
     if device.type == "cuda" and compiled:
         cuda_extras(X, T, y, epochs=args.epochs + 1, device=str(device), precision=precision,
-                    emit=emit)
+                    emit=emit, one=float(out["ours_s_per_epoch_b256"]))
     out["dynamo_graph_breaks"] = dict(counters["graph_break"])
     print(json.dumps(out))
 

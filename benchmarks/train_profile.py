@@ -8,7 +8,8 @@ time, then one JSON object with the epoch's wall time, its steps, the kernels a 
 the device's busy time in them: ``kernel_s`` near ``epoch_s`` means the GPU is the bound, far
 below it means launches or the host are.
 
-``--stack`` instead profiles ``train.py``'s seven pure-loss models as one stack and the first
+``--stack`` instead profiles ``train.py``'s seven pure-loss models as one stack, the
+cross-fit's five fold fits of one sex as one stack, and the first
 of them alone, each trained twice in a row and profiled the second time (the in-process
 compile cache then holds its step): kernels a step and seconds an
 epoch of each, and their ratio, the stack's cost in one model's.
@@ -62,7 +63,7 @@ def stack_profile(args: argparse.Namespace, X, T, y) -> dict:
     """Seven pure-loss models as one stack against the first alone: kernels a step, seconds
     an epoch (the trainer's clock) and the ratios."""
     from torch.profiler import profile
-    from train import SEVEN, paper_config
+    from train import SEVEN, fold_sets, paper_config
 
     from sphr.train import TrainData, train_jobs
 
@@ -74,7 +75,8 @@ def stack_profile(args: argparse.Namespace, X, T, y) -> dict:
     activities = _activities(args.device)[-1:]  # the device's own: no host-op overhead
     steps = args.epochs * -(-len(T) // args.batch_size)
     out: dict[str, object] = {"device": args.device, "epochs": args.epochs}
-    for name, jobs in (("one", seven[:1]), ("stack7", seven)):
+    folds5 = [(d, paper_config(**base)) for d in fold_sets(X, y, len(T))]
+    for name, jobs in (("one", seven[:1]), ("stack7", seven), ("folds5", folds5)):
         train_jobs(jobs)  # compiles and warms up: the profiled run below reuses its steps
         with profile(activities=activities) as prof:
             results = train_jobs(jobs)
@@ -83,7 +85,8 @@ def stack_profile(args: argparse.Namespace, X, T, y) -> dict:
         out[f"{name}_kernels_per_step"] = round(len(_kernels(prof)) / steps, 1)
         out[f"{name}_cuda_graphs"] = results[0].timings.get("cuda_graphs")
         print(_table(prof, activities, 15), file=sys.stderr)
-    out["stack7_over_one"] = round(out["stack7_s_per_epoch"] / out["one_s_per_epoch"], 2)
+    for name in ("stack7", "folds5"):
+        out[f"{name}_over_one"] = round(out[f"{name}_s_per_epoch"] / out["one_s_per_epoch"], 2)
     return out
 
 

@@ -567,6 +567,51 @@ def test_gpu_two_data_sets_and_seeds_in_one_graph_stack(data):
         assert apart <= CUDA_APART, (cj.loss, cj.seed)
 
 
+def _fold_sets(X, T, y, folds: int = 3):
+    """The cross-fit's training sets: fold k's fit holds every row outside fold k (so the
+    sets differ in rows) and as many triplets as the others (so they stack)."""
+    from sphr.train import TrainData
+
+    rng = np.random.default_rng(7)
+    fold = rng.permutation(len(X)) % folds
+    out = []
+    for k in range(folds):
+        keep = np.flatnonzero(fold != k)
+        yk = y[keep]
+        by = [np.flatnonzero(yk == c) for c in range(3)]
+        a = rng.integers(0, len(keep), len(T))
+        pos = np.array([rng.choice(by[yk[i]]) for i in a])
+        neg = np.array([rng.choice(np.flatnonzero(yk != yk[i])) for i in a])
+        out.append(TrainData(X[keep], np.stack([a, pos, neg], 1), yk))
+    return out
+
+
+@pytest.mark.parametrize("device", [
+    "cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="needs CUDA")])])
+def test_fold_fits_of_different_sizes_train_as_one_stack(data, device):
+    """The cross-fit's fold fits of one sex (one config, data sets of different row counts)
+    train as one stack, on a GPU as one captured graph, each model as it trains alone."""
+    from sphr.train import train_jobs
+    from sphr.train.seeds import derived_seed
+    from sphr.train.stacked import init_model
+
+    sets = _fold_sets(*data)
+    c = cfg(device=device, compile=device == "cuda", epochs=3, batch_size=128)
+    stacked = train_jobs([(d, c) for d in sets])
+    assert [r.timings["models_in_stack"] for r in stacked] == [3, 3, 3]
+    if device == "cuda":
+        assert all(r.timings["cuda_graphs"] for r in stacked)
+    start = init_model(sets[0].X.shape[1], derived_seed(c.seed, "init"), c.out_dim,
+                       c.dropout).state_dict()
+    for d, r in zip(sets, stacked, strict=True):
+        alone = train_sphr(d.X, d.triplets, c, labels=d.labels)
+        apart = _apart(list(r.model.state_dict().values()),
+                       list(alone.model.state_dict().values()), list(start.values()))
+        print(f"{device}: fold stacked vs alone {apart:.4f} of the movement")
+        assert apart <= (CUDA_APART if device == "cuda" else 1e-3)
+
+
 def test_dropout_masks_keep_the_configured_share(data):
     from sphr.train.stack_data import Prepared as _Prepared
     from sphr.train.trainer import _Stack

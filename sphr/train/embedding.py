@@ -76,6 +76,16 @@ class SPHREmbedding(Representation):
         self.training_: TrainResult | None = result
         return self
 
+    @classmethod
+    def from_training(cls, result: TrainResult, config: TrainConfig,
+                      feature_names: Sequence[str] | None = None) -> SPHREmbedding:
+        """The fitted estimator of a model the trainer trained elsewhere (one of a stack,
+        :func:`~sphr.train.trainer.train_jobs`), as :meth:`fit` would have left it."""
+        out = cls(config)
+        out._set_fitted(result.model, config, feature_names)
+        out.training_ = result
+        return out
+
     def _set_fitted(self, model: Any, config: TrainConfig, feature_names: Sequence[str] | None
                     ) -> None:
         self.model_ = model

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from sphr.io import staged_outputs, write_bytes, write_json, write_parquet
 from sphr.profiles import DEFAULT_PROFILE
 from sphr.train.config import TrainConfig
 from sphr.train.embedding import SPHREmbedding
+from sphr.train.stack_data import TrainData
 from sphr.train.tracking import TRACK_COLUMNS, RowFacts
 from sphr.train.trainer import TrainResult
 
@@ -135,6 +137,28 @@ def model_metadata(out_dir: str | Path) -> dict[str, Any]:
     return meta
 
 
+@dataclass(frozen=True)
+class CohortFit:
+    """What one fit reads from a cohort folder: the cohort, its training and test matrices,
+    and the training set the trainer takes (rows, triplets, classes, augmented flags, facts)."""
+
+    cohort: Any
+    X_test: np.ndarray
+    data: TrainData
+
+
+def cohort_fit(cohort_dir: str | Path, death: pd.DataFrame | None = None) -> CohortFit:
+    """A cohort folder read for training (``death`` as in :func:`run_train`)."""
+    from sphr.artifacts import load_cohort
+
+    cohort = load_cohort(cohort_dir)
+    X = cohort.matrix("train")
+    data = TrainData(X, read_triplets(cohort.directory / "triplets.npz", len(X)),
+                     cohort.train["label"].to_numpy(np.int64),
+                     cohort.train["augmented"].to_numpy(bool), row_facts(cohort.train, death))
+    return CohortFit(cohort, cohort.matrix("test"), data)
+
+
 def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None, *,
               resume: bool = False, checkpoint_dir: str | Path | None = None,
               death: pd.DataFrame | None = None) -> dict[str, Any]:
@@ -145,28 +169,33 @@ def run_train(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig |
     time_years, event) adds the training rows' death C-index to the per-epoch tracking (a
     cross-fit's training folds only: it is never a held-out row's).
     """
-    from sphr.artifacts import embedding_frame, load_cohort
-
     config = config or TrainConfig.profile(DEFAULT_PROFILE)
     out_dir = Path(out_dir)
-    cohort = load_cohort(cohort_dir)
-    X, X_test = cohort.matrix("train"), cohort.matrix("test")
-    triplets = read_triplets(cohort.directory / "triplets.npz", len(X))
-    labels = cohort.train["label"].to_numpy(np.int64)
+    fit = cohort_fit(cohort_dir, death)
     if checkpoint_dir is None and config.checkpoint_every > 0:
         checkpoint_dir = out_dir / "checkpoint"
-    sphr = SPHREmbedding(config).fit(X, labels=labels, triplets=triplets,
-                                     augmented=cohort.train["augmented"].to_numpy(bool),
-                                     feature_names=cohort.features,
+    d = fit.data
+    sphr = SPHREmbedding(config).fit(d.X, labels=d.labels, triplets=d.triplets,
+                                     augmented=d.augmented, feature_names=fit.cohort.features,
                                      checkpoint_dir=checkpoint_dir, resume=resume,
-                                     facts=row_facts(cohort.train, death))
+                                     facts=d.facts)
+    return write_fit(fit, sphr, out_dir)
+
+
+def write_fit(fit: CohortFit, sphr: SPHREmbedding, out_dir: str | Path) -> dict[str, Any]:
+    """A trained model's folder, written at once: ``model.pt``, both partitions' embeddings,
+    the loss curve and ``train_report.json`` (returned)."""
+    from sphr.artifacts import embedding_frame
+
     res: TrainResult = sphr.training_
-    Z_train, Z_test = sphr.transform(X), sphr.transform(X_test)
+    config, cohort, d = sphr.config_, fit.cohort, fit.data
+    Z_train, Z_test = sphr.transform(d.X), sphr.transform(fit.X_test)
     report = {
         "cohort": str(cohort.directory), "sex": cohort.sex, "loss": config.loss,
-        "config": config.to_dict(), "data": data_key(X, labels, triplets), "device": res.device,
-        "n_triplets": res.n_triplets,
-        "n_train_rows": len(X), "n_test_rows": len(X_test), "n_features": len(cohort.features),
+        "config": config.to_dict(), "data": data_key(d.X, d.labels, d.triplets),
+        "device": res.device, "n_triplets": res.n_triplets,
+        "n_train_rows": len(d.X), "n_test_rows": len(fit.X_test),
+        "n_features": len(cohort.features),
         "epochs": len(res.loss_curve), "final_loss": res.loss_curve[-1] if res.loss_curve else None,
         "timings": res.timings,
         "model_selection": model_selection_summary(res),
@@ -238,12 +267,42 @@ def train_fold(cohort_dir: str | Path, out_dir: str | Path, fold: int,
     return run_train(cohort, out, config)
 
 
-def train_folds(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None
-                ) -> list[dict[str, Any]]:
+def train_folds(cohort_dir: str | Path, out_dir: str | Path, config: TrainConfig | None = None,
+                *, pack: bool | None = None) -> list[dict[str, Any]]:
     """The cross-fit's SPHR models: :func:`run_train` on each fold cohort of ``cohort_dir``
     (``folds/fold<k>``, fitted on the other folds) into ``out_dir/fold<k>``, with the same
     settings as the model of the single split; a fold's held-out people never reach its fit
     because its cohort folder does not hold them in training. Folds already fitted
-    (:func:`completed_fit`) are kept."""
+    (:func:`completed_fit`) are kept.
+
+    ``pack`` trains the folds still to fit as one stack (:func:`~sphr.train.trainer.train_jobs`:
+    one model per fold, each on its own fold's rows and triplets; a fold's triplet count is
+    the profile's, so they stack). ``None`` packs on a GPU, where a stack of models costs
+    little more than one, and not on the CPU, where it costs about their sum and a fold
+    trained alone is the bit-identical fit an engine's worker makes (packed models agree with
+    alone-trained ones up to float rounding)."""
+    config = config or TrainConfig.profile(DEFAULT_PROFILE)
+    todo = [k for k, c, o in fold_fits(cohort_dir, out_dir) if completed_fit(c, o, config) is None]
+    if pack is None:
+        from sphr.device import resolve_device
+
+        pack = resolve_device(config.device).type == "cuda"
+    if pack and len(todo) > 1 and config.checkpoint_every == 0:
+        _train_packed(cohort_dir, out_dir, todo, config)
     return [train_fold(cohort_dir, out_dir, k, config)
             for k, _, _ in fold_fits(cohort_dir, out_dir)]
+
+
+def _train_packed(cohort_dir: str | Path, out_dir: str | Path, folds: list[int],
+                  config: TrainConfig) -> None:
+    """Folds ``folds`` trained as one stack, each written as :func:`run_train` writes it."""
+    from sphr.train.trainer import train_jobs
+
+    places = {k: (c, o) for k, c, o in fold_fits(cohort_dir, out_dir)}
+    fits = [cohort_fit(places[k][0]) for k in folds]
+    results = train_jobs([(fit.data, config) for fit in fits])
+    log.info("folds %s trained packed, %s models a stack", folds,
+             max(r.timings.get("models_in_stack", 1) for r in results))
+    for k, fit, res in zip(folds, fits, results, strict=True):
+        sphr = SPHREmbedding.from_training(res, config, fit.cohort.features)
+        write_fit(fit, sphr, places[k][1])
