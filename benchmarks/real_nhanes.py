@@ -54,7 +54,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sphr.errors import ConfigError
 from sphr.io import atomic_path, write_text
+from sphr.options import OVERRIDE_METAVAR, parse_override
 
 # the parts live in benchmarks/nhanes_crossfit/ (a script's own folder is on sys.path; a test
 # loading this file by path needs it added): appended, not prepended, so that benchmarks/'
@@ -82,13 +84,11 @@ from nhanes_crossfit.common import (
     OUTCOMES,
     REPO,
     SEXES,
-    cohort_overrides,
     death_outcome,
     interval,
-    key_value_item,
     refit_dir,
     refit_seed,
-    train_overrides,
+    stage_settings,
 )
 from nhanes_crossfit.fits import (
     collect,
@@ -176,7 +176,6 @@ __all__ = [
     "stability_rule",
     "tracking_markdown",
     "tracking_summary",
-    "train_overrides",
     "training_tracks",
     "write_docs",
 ]
@@ -219,18 +218,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=2, help="folds fitted at the same time")
     parser.add_argument("--variants", action="store_true",
                         help="also score the SPHR variants of the risk stage (docs/METHODS.md)")
-    parser.add_argument("--cohort", action="append", default=[], type=key_value_item,
-                        metavar="KEY=VALUE",
-                        help="a cohort setting for every fold, e.g. triplet_classes=severity")
-    parser.add_argument("--train", action="append", default=[], type=key_value_item,
-                        metavar="KEY=VALUE",
-                        help="a training setting for every fold's SPHR fit, e.g. "
-                             "selection=severity or anchor=1 (docs/METHODS.md); device=cuda "
-                             "with compile=true trains on a GPU")
-    parser.add_argument("--risk", action="append", default=[], type=key_value_item,
-                        metavar="KEY=VALUE",
-                        help="a risk-stage setting for every fold, e.g. "
-                             "standardization=calibration_line (docs/METHODS.md)")
+    parser.add_argument("--device", default=None,
+                        help="where every fold's SPHR fit trains (cuda with --set "
+                        "train.compile=true on a GPU; default: the profile's)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        type=parse_override, metavar=OVERRIDE_METAVAR,
+                        help="a setting of every fold's fits, as the main command's --set: "
+                        "cohorts.triplet_classes=severity, train.selection=severity, "
+                        "train.anchor=1 (docs/METHODS.md), risk.standardization=calibration_line")
+    # the older spellings stay, so the commands recorded in the spread file and the notes
+    # still run: --train KEY=VALUE is --set train.KEY=VALUE
+    for flag, stage in (("--cohort", "cohorts"), ("--train", "train"), ("--risk", "risk")):
+        parser.add_argument(flag, dest="overrides", action="append", metavar="KEY=VALUE",
+                            type=lambda text, stage=stage: parse_override(f"{stage}.{text}"),
+                            help=f"the same as --set {stage}.KEY=VALUE")
     parser.add_argument("--record-spread", action="store_true",
                         help="with --refits: keep the refit spread in "
                              f"{SPREAD_FILE.relative_to(REPO)} (`make refit-spread` then "
@@ -266,6 +267,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.refits < 1:
         parser.error(f"--refits must be >= 1, got {args.refits}")
+    try:  # refused when the arguments are read, before any fold is split
+        for attr, values in stage_settings(args.overrides).items():
+            setattr(args, attr, values)
+    except ConfigError as err:
+        parser.error(str(err))
+    if args.device is not None:  # a run-wide setting in the main command, as here
+        args.train["device"] = args.device
     return args
 
 
@@ -276,8 +284,7 @@ def death_table(args: argparse.Namespace, tables: dict[str, pd.DataFrame]
     first = next(iter(tables.values()))
     result: dict = {"n": len(first), "deaths": int(first["died"].sum()), "folds": args.folds,
                     "seed": args.seed, "profile": args.profile, "bootstrap": args.bootstrap,
-                    "cohort": cohort_overrides(args.cohort), "train": train_overrides(args.train),
-                    "risk": train_overrides(args.risk),
+                    "cohort": args.cohort, "train": args.train, "risk": args.risk,
                     "c_index": {}, "n_scored": {}}
     draws = {}
     for space, wide in tables.items():

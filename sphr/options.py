@@ -97,16 +97,41 @@ class SettingOptions:
 
     cls: type
     added: tuple[_Added, ...]
+    #: the settings table the command's ``--set KEY=VALUE`` items belong to (None: no --set)
+    stage: str | None = None
+    #: other tables the command's ``--set`` may name (the loss comparison's ``train``)
+    also: tuple[str, ...] = ()
 
     def values(self, args: argparse.Namespace) -> dict[str, Any]:
         """The fields the parsed options set (an option left at None sets nothing: the
-        profile's or the dataclass's value stays)."""
+        profile's or the dataclass's value stays), then the ``--set`` items of the command's
+        own table, each checked as the settings file's key would be."""
         out = {}
         for a in self.added:
             value = getattr(args, a.dest)
             if value is not None:
                 out[a.field] = a.read(value) if a.read is not None else value
+        if self.stage is not None:
+            out.update(self.overrides(args, self.stage, self.cls))
         return out
+
+    def overrides(self, args: argparse.Namespace, stage: str, cls: type) -> dict[str, Any]:
+        """The ``--set`` items naming ``stage``, as fields of ``cls`` checked by the settings
+        file's check (:func:`sphr.values.check_table`): an unknown key or a value of the
+        wrong type is a ConfigError naming the item. An item of a table the command does not
+        set is refused too, so no override is dropped unread."""
+        from sphr.errors import ConfigError, check_keys
+        from sphr.values import check_value, field_types
+
+        items = list(getattr(args, "overrides", None) or ())
+        foreign = sorted({o.stage for o in items} - {self.stage, *self.also})
+        if foreign:
+            raise ConfigError(f"--set {foreign[0]}.*: this command sets "
+                              + " and ".join(f"[{t}]" for t in (self.stage, *self.also)))
+        table = override_tables([o for o in items if o.stage == stage]).get(stage, {})
+        types_ = field_types(cls)
+        check_keys(table, types_, f"--set {stage}.KEY")
+        return {k: check_value(v, types_[k], f"--set {stage}.{k}") for k, v in table.items()}
 
     def dest(self, name: str) -> str:
         """The argparse destination of field ``name``'s option."""
@@ -159,12 +184,15 @@ def _help(doc: str, spec: Option, kwargs: Mapping[str, Any]) -> str:
 
 
 def add_settings(parser: argparse.ArgumentParser, cls: type, *, defaults: Any = None,
-                 skip: Sequence[str] = (), options: Mapping[str, Option] | None = None
-                 ) -> SettingOptions:
+                 skip: Sequence[str] = (), options: Mapping[str, Option] | None = None,
+                 stage: str | None = None, also: Sequence[str] = ()) -> SettingOptions:
     """One option per field of dataclass ``cls`` (less ``skip``), its help the field's ``#:``
     doc. ``defaults``: an instance whose values the options default to (a list for a tuple);
     None: every option defaults to None, so only what is given changes the profile's
-    config (a flag then defaults to None too). ``options``: where an option differs."""
+    config (a flag then defaults to None too). ``options``: where an option differs.
+    ``stage``: the settings table ``cls`` is; the command then takes the project's one
+    override syntax, ``--set STAGE.KEY=VALUE`` (:func:`parse_override`), for its fields and
+    for the tables in ``also``."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     added = []
@@ -183,19 +211,106 @@ def add_settings(parser: argparse.ArgumentParser, cls: type, *, defaults: Any = 
         kwargs["help"] = _help(doc, spec, kwargs)
         action = parser.add_argument(flag, **kwargs)
         added.append(_Added(f.name, action.dest, spec.read if spec.read is not None else read))
-    return SettingOptions(cls, tuple(added))
+    if stage is not None:
+        tables = ", ".join(f"[{t}]" for t in (stage, *also))
+        parser.add_argument("--set", dest="overrides", action="append", default=[],
+                            metavar=OVERRIDE_METAVAR,
+                            type=lambda text: parse_override(text, stage),
+                            help=f"set any key of {tables} as the settings file would (KEY=VALUE "
+                            f"for [{stage}]; a value reads as in TOML, null for unset); after "
+                            "the options above")
+    return SettingOptions(cls, tuple(added), stage, tuple(also))
+
+
+#: what ``null`` / ``none`` in an override means: the setting's "unset" (TOML has no null)
+NULL_WORDS = frozenset({"null", "none"})
 
 
 def parse_value(text: str) -> Any:
-    """A command-line option value: true / false, int, float, else the string."""
+    """A command-line value, the project's one reading of one: true / false (also yes / no,
+    on / off), null / none for unset, else a TOML value where it reads as one (``200``,
+    ``0.5``, ``[[40, 50], [51, 73]]``, ``{high = 6.0}``, ``"a b"``, ``2023-03-31``), else the
+    text itself (``severity``), so a settings file's value and an override's read alike."""
     low = text.strip().lower()
     if low in {"true", "yes", "on"}:
         return True
     if low in {"false", "no", "off"}:
         return False
-    for cast in (int, float):
+    if low in NULL_WORDS:
+        return None
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: JSON reads the numbers, lists and strings
         try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text.strip()
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text.strip()
+    try:
+        return tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text.strip()
+
+
+@dataclass(frozen=True)
+class Override:
+    """One ``--set STAGE.KEY=VALUE`` item: the stage's table, the key's path within it (a
+    nested key such as ``cohorts.ranges.glucose.high`` has several parts) and the value."""
+
+    stage: str
+    path: tuple[str, ...]
+    value: Any
+
+    @property
+    def key(self) -> str:
+        return self.path[0]
+
+    def as_table(self) -> dict[str, Any]:
+        """The override as the settings file's table would hold it: ``{key: {sub: value}}``."""
+        value: Any = self.value
+        for part in reversed(self.path[1:]):
+            value = {part: value}
+        return {self.path[0]: value}
+
+
+#: the metavar every command shows for its ``--set``
+OVERRIDE_METAVAR = "STAGE.KEY=VALUE"
+
+
+def parse_override(text: str, stage: str | None = None) -> Override:
+    """``STAGE.KEY=VALUE`` (or a bare ``KEY=VALUE`` for the command's own ``stage``) as an
+    :class:`Override`, its value read by :func:`parse_value`. The argparse ``type`` of every
+    ``--set``: a malformed item is refused when the arguments are read, naming it."""
+    name, eq, raw = text.partition("=")
+    parts = tuple(p.strip() for p in name.split("."))
+    if not eq or not all(parts):
+        raise argparse.ArgumentTypeError(f"expected {OVERRIDE_METAVAR}, got {text!r}")
+    if stage is not None and len(parts) == 1:  # a nested key always names its table
+        parts = (stage, *parts)
+    if len(parts) < 2:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no stage: write {OVERRIDE_METAVAR} (e.g. train.epochs=200)")
+    return Override(parts[0], parts[1:], parse_value(raw))
+
+
+def override_tables(overrides: Sequence[Override],
+                    base: Mapping[str, Mapping[str, Any]] | None = None
+                    ) -> dict[str, dict[str, Any]]:
+    """Overrides as a settings file's tables, over ``base`` (a file's tables, not changed)
+    and later items winning; a nested key changes the keys it names and keeps the others."""
+    tables: dict[str, dict[str, Any]] = json_copy(base or {})
+    for o in overrides:
+        _deep_set(tables.setdefault(o.stage, {}), o.as_table())
+    return tables
+
+
+def json_copy(tables: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of nested tables (dicts copied, other values shared)."""
+    return {k: json_copy(v) if isinstance(v, Mapping) else v for k, v in tables.items()}
+
+
+def _deep_set(into: dict[str, Any], table: Mapping[str, Any]) -> None:
+    for key, value in table.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _deep_set(into[key], value)
+        else:
+            into[key] = value

@@ -1,4 +1,6 @@
-"""Checking a settings value against its dataclass field's type, and plain (JSON-ready) data.
+"""Checking a settings value against its dataclass field's type, and plain (JSON-ready) data: the
+one check of a settings file's table (:mod:`sphr.settings`), a Dagster config and every command's
+``--set`` override (:mod:`sphr.options`). Shared: it imports no stage.
 
 A value of the wrong type is a :class:`~sphr.errors.ConfigError` naming where it came from
 (the file, the table and the key) and the type it must have.
@@ -16,7 +18,8 @@ from typing import Any
 from sphr.errors import ConfigError, check_keys
 
 
-def _types(cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+def field_types(cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Each field of dataclass ``cls`` (less ``skip``) with its type."""
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name not in skip}
 
@@ -73,7 +76,7 @@ def check_value(value: Any, tp: Any, where: str) -> Any:
             return value
         if not isinstance(value, dict):
             raise bad
-        return tp(**check_table(value, _types(tp), where))
+        return tp(**check_table(value, field_types(tp), where))
     if tp is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if tp is str and isinstance(value, dt.date):  # a TOML date where a date string is kept

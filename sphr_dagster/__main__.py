@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sphr.errors import ConfigError
+from sphr.options import OVERRIDE_METAVAR, parse_override
 from sphr.profiles import PROFILES
 from sphr.settings import (
     EXPORT_PROFILE,
@@ -47,7 +48,8 @@ OUTPUTS = (("risk report", "risk/report.html"), ("risk report PDF", "risk/report
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
     """The run's settings: the library's defaults, the profile's, ``--config``'s, the flags."""
-    return resolve(args.config, world=args.world, profile=args.profile, export=args.export,
+    return resolve(args.config, world=args.world, overrides=getattr(args, "overrides", ()),
+                   profile=args.profile, export=args.export,
                    outcomes=args.outcomes, ranges=args.ranges, run_dir=args.run_dir,
                    device=args.device, jobs=getattr(args, "jobs", None),
                    engine=args.engine, fit_cpus=args.fit_cpus, fit_gpus=args.fit_gpus,
@@ -249,6 +251,11 @@ def _settings_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, default=None, metavar="FILE",
                    help="settings file (TOML): [run], [synth], [ingest], [cohorts], [train], "
                    "[baselines], [evaluate], [risk], [retrieval]; the options here override it")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   type=parse_override, metavar=OVERRIDE_METAVAR,
+                   help="set one key of a stage's table as --config's file would, over it "
+                   "(e.g. --set train.epochs=200 --set cohorts.ranges.glucose.high=6.0; a value "
+                   "reads as in TOML, null for unset); repeatable")
     p.add_argument("--export", default=None, metavar="FILE",
                    help="a UK Biobank export (default: the synthetic cohort)")
     p.add_argument("--outcomes", default=None, metavar="FILE",

@@ -48,7 +48,7 @@ RANK: dict[str, int] = {"shared": -1, "synth": 0, "ingest": 0, "cohorts": 1, "tr
 SHARED: tuple[str, ...] = ("sphr.io", "sphr.layout", "sphr.artifacts", "sphr.errors", "sphr.labels",
                            "sphr.device", "sphr.plots", "sphr.progress", "sphr.profiles",
                            "sphr.survival", "sphr.stats", "sphr.health_distance", "sphr.beyond_age",
-                           "sphr.representation", "sphr.options")
+                           "sphr.representation", "sphr.options", "sphr.values")
 #: above every stage: the CLI registers every stage's command, and the run's settings
 #: (sphr.settings) compose every stage's config class. They may import any stage; no stage
 #: imports them (a stage's settings class lives in the stage's own config module)

@@ -97,15 +97,15 @@ def test_reuse_refits_reads_back_a_finished_refit_and_fits_only_the_others(tmp_p
     from nhanes_crossfit import fits
 
     args = Namespace(out=tmp_path, refits=2, reuse=False, reuse_refits=True, folds=2, seed=0,
-                     profile="demo", jobs=1, variants=False, cohort=[], reuse_fits=False,
-                     train=["anchor=3", "checkpoint_every=5"], risk=[])
+                     profile="demo", jobs=1, variants=False, cohort={}, reuse_fits=False,
+                     train={"anchor": 3, "checkpoint_every": 5}, risk={})
     carried = pd.DataFrame({"eid": [7, 8], "sex": ["female", "male"], "sphr_joint": [0.1, 0.2]})
     carried.to_parquet(tmp_path / "crossfit_scores_marker.parquet")  # refit 0, from elsewhere
     with pytest.raises(SystemExit, match=r"crossfit_scores\.json: missing"):
         fits.refit_score_tables(args, ("marker",))
     # kept with the settings it was fitted under: where and how fast it ran is no part of them
     (tmp_path / "crossfit_scores.json").write_text(json.dumps(fits.refit_settings(
-        Namespace(**{**vars(args), "train": ["anchor=3.0", "device=cuda"]}), 0)))
+        Namespace(**{**vars(args), "train": {"anchor": 3.0, "device": "cuda"}}), 0)))
     asked: list[tuple] = []
 
     def crossfit(out, folds, *a, only=None, **kw):
@@ -134,7 +134,7 @@ def test_reuse_refits_reads_back_a_finished_refit_and_fits_only_the_others(tmp_p
     assert asked[-1] == (0, 1)
     runs = fits.refit_score_tables(args, ("marker",))  # both written now: nothing is fitted
     assert asked[-1] == (0, 1) and len(asked) == 2 and len(runs) == 2
-    other = Namespace(**{**vars(args), "train": ["anchor=1"]})  # another candidate's scores
+    other = Namespace(**{**vars(args), "train": {"anchor": 1}})  # another candidate's scores
     with pytest.raises(SystemExit, match=re.escape("field 'training' is 'anchor=3.0', this "
                                                    "run's is 'anchor=1.0'")):
         fits.refit_score_tables(other, ("marker",))

@@ -63,32 +63,36 @@ def test_refit_spread_reads_each_refit_and_each_fold():
         assert per["mean_fold_sd"] > 0
 
 
+def _train(*items: str, device: str | None = None) -> dict:
+    """The training settings ``--set train.ITEM`` (and ``--device``) give every fold."""
+    return real_nhanes.parse_args([x for i in items for x in ("--set", f"train.{i}")]
+                                  + (["--device", device] if device else [])).train
+
+
 def test_train_overrides_and_the_candidate_name():
-    over = real_nhanes.train_overrides(["selection=severity", "ensemble=5", "lr=0.002"])
+    over = _train("selection=severity", "ensemble=5", "lr=0.002")
     assert over == {"selection": "severity", "ensemble": 5, "lr": 0.002}
     assert real_nhanes.candidate_name(over, "paper") == "ensemble=5,lr=0.002,selection=severity"
     assert real_nhanes.candidate_name({}, "paper") == "default"
 
 
-def test_an_item_without_key_value_stops_the_run_naming_its_flag(capsys):
-    from nhanes_crossfit.common import cohort_overrides
-
-    # cohort values stay as written; only the first "=" splits
-    assert cohort_overrides(["augment=false", "note=a=b"]) == {"augment": "false", "note": "a=b"}
-    args = real_nhanes.parse_args(["--train", "anchor=1", "--risk", "tail=x", "--cohort", "a=b"])
-    assert (args.train, args.risk, args.cohort) == (["anchor=1"], ["tail=x"], ["a=b"])
-    # refused when the arguments are read, before any fold is split, naming flag and item
-    for flag in ("--train", "--risk", "--cohort"):
-        for bad in ("anchor", "=3"):
-            with pytest.raises(SystemExit):
-                real_nhanes.parse_args([flag, bad])
-            err = capsys.readouterr().err
-            assert f"argument {flag}: expected KEY=VALUE, got '{bad}'" in err
-    # the settings readers refuse the same items when called without the parser
-    with pytest.raises(argparse.ArgumentTypeError, match="'tail'"):
-        real_nhanes.train_overrides(["tail"])
-    with pytest.raises(argparse.ArgumentTypeError, match="'augment'"):
-        cohort_overrides(["augment"])
+def test_the_folds_settings_are_the_main_commands_set_and_refused_when_read(capsys):
+    args = real_nhanes.parse_args(["--set", "train.anchor=1", "--set", "risk.tail_bound=lognormal",
+                                   "--set", "cohorts.triplet_classes=severity",
+                                   "--set", "cohorts.age_groups=[[40, 55], [56, 73]]"])
+    assert (args.train, args.risk) == ({"anchor": 1}, {"tail_bound": "lognormal"})
+    assert args.cohort == {"triplet_classes": "severity", "age_groups": [[40, 55], [56, 73]]}
+    # refused when the arguments are read, before any fold is split, naming the item
+    for bad, says in (("anchor", "expected STAGE.KEY=VALUE, got 'anchor'"),
+                      ("=3", "expected STAGE.KEY=VALUE"),
+                      ("anchor=1", "'anchor=1' names no stage"),
+                      ("train.anchr=1", "[train]: no key 'anchr'"),
+                      ("train.epochs=many", "[train] epochs must be integer, got 'many'"),
+                      ("evaluate.n_splits=3", "a cross-fit's folds take [cohorts], [train], "
+                                              "[risk]")):
+        with pytest.raises(SystemExit):
+            real_nhanes.parse_args(["--set", bad])
+        assert says in capsys.readouterr().err, bad
 
 
 def test_an_override_that_restates_the_profile_names_the_default_candidate():
@@ -99,7 +103,7 @@ def test_an_override_that_restates_the_profile_names_the_default_candidate():
 
     # the demo profile trains the shipped candidate (the anchor at weight 3), the paper's none
     for profile, own in (("demo", "anchor=3.0"), ("paper", "default")):
-        over = real_nhanes.train_overrides(["ensemble=1", "selection=loss"])
+        over = _train("ensemble=1", "selection=loss")
         name = real_nhanes.candidate_name(over, profile)
         assert name == own == candidate_of(TrainConfig.profile(profile).to_dict())
         assert candidate_of(TrainConfig.profile(profile, **over).to_dict()) == name
@@ -109,7 +113,8 @@ def test_an_override_that_restates_the_profile_names_the_default_candidate():
     assert real_nhanes.candidate_name({"epochs": 8}, "demo") == "anchor=3.0"
     assert real_nhanes.candidate_name({"epochs": 8}, "paper") == "epochs=8"
     # on a GPU: the candidate is what was trained, not where
-    gpu = real_nhanes.train_overrides(["anchor=1", "ensemble=5", "device=cuda", "compile=true"])
+    gpu = _train("anchor=1", "ensemble=5", "compile=true", device="cuda")
+    assert gpu["device"] == "cuda"
     assert gpu["compile"] is True
     assert real_nhanes.candidate_name(gpu, "paper") == "anchor=1.0,ensemble=5"
 
@@ -120,7 +125,7 @@ def test_record_spread_keeps_other_entries(tmp_path):
     path = tmp_path / "spread.json"
     path.write_text(json.dumps({"paper": {"default": {"k": 2}}}))
     args = argparse.Namespace(spaces="marker,quantile", folds=5, profile="demo",
-                              train=["ensemble=5"], refits=3, seed=0, bootstrap=1000,
+                              train={"ensemble": 5}, refits=3, seed=0, bootstrap=1000,
                               reuse=False)
     spread = {"female": {"sphr": {"mean": 0.55, "sd": 0.01, "min": 0.54, "max": 0.56}}}
     result = {"n": 10, "deaths": 2, "refits": {"k": 3, "spread": {"marker": spread}}}
@@ -131,7 +136,7 @@ def test_record_spread_keeps_other_entries(tmp_path):
     assert entry["spread"] == spread and entry["k"] == 3 and entry["space"] == "marker"
     assert entry["command"] == ("python benchmarks/real_nhanes.py --profile demo --refits 3 "
                                 "--folds 5 --seed 0 --spaces marker,quantile --bootstrap 1000 "
-                                "--no-main --train ensemble=5 --record-spread")
+                                "--no-main --set train.ensemble=5 --record-spread")
 
 
 def test_tracking_summary_splits_fits_by_whether_the_heldout_c_inverted():

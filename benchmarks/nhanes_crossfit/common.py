@@ -1,12 +1,10 @@
 """What every part of the cross-fitted NHANES benchmark shares: the development set's files,
-the sexes, the refit seeds and directories, the death outcome, ``--train``, ``--risk`` and
-``--cohort`` items read as settings, the percentile interval of a row of bootstrap draws, and
-a table's rows of scores by sex."""
+the sexes, the refit seeds and directories, the death outcome, ``--set`` items read as the
+folds' settings, the percentile interval of a row of bootstrap draws, and a table's rows of
+scores by sex."""
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,37 +18,25 @@ OUTCOMES = DATA / "nhanes_ukb_outcomes.json"
 SEXES = ("female", "male")
 
 
-def key_value_item(item: str) -> str:
-    """The argparse ``type`` of ``--train``, ``--risk`` and ``--cohort``: an item without ``=``
-    or a key is refused when the arguments are read, before any fold is split, and argparse
-    names the flag (a bare word once became a setting with an empty value)."""
-    key, sep, _ = item.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {item!r}")
-    return item
+#: the tables a cross-fit's ``--set STAGE.KEY=VALUE`` may name, and the attribute of the
+#: parsed arguments each fills (the settings of every fold's fits)
+SET_STAGES: dict[str, str] = {"cohorts": "cohort", "train": "train", "risk": "risk"}
 
 
-def _pairs(items: list[str]) -> list[tuple[str, str]]:
-    """Each item's key and value, split at its first ``=`` (a value may hold more)."""
-    return [tuple(key_value_item(item).split("=", 1)) for item in items]
+def stage_settings(items: list) -> dict[str, dict]:
+    """``--set`` items (:class:`sphr.options.Override`) as each stage's settings for every
+    fold, checked by the main command's check of a settings file's tables (an unknown key or
+    a value of the wrong type is a ConfigError naming it)."""
+    from sphr.errors import ConfigError
+    from sphr.options import override_tables
+    from sphr.settings.run import check_tables
 
-
-def train_overrides(items: list[str]) -> dict:
-    """``--train`` (or ``--risk``) ``KEY=VALUE`` items as settings: a value that reads as JSON
-    (a number, true, null) is that, anything else a string."""
-    out = {}
-    for key, value in _pairs(items):
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
-def cohort_overrides(items: list[str]) -> dict[str, str]:
-    """``--cohort KEY=VALUE`` items as cohort settings, values kept as written (the cohort
-    stage reads them as its config file would)."""
-    return dict(_pairs(items))
+    tables = check_tables(override_tables(items), "--set")
+    other = sorted(set(tables) - set(SET_STAGES))
+    if other:
+        raise ConfigError(f"--set {other[0]}.*: a cross-fit's folds take "
+                          + ", ".join(f"[{s}]" for s in SET_STAGES))
+    return {attr: dict(tables.get(stage, {})) for stage, attr in SET_STAGES.items()}
 
 
 def refit_seed(seed: int, refit: int) -> int:

@@ -21,11 +21,9 @@ from .common import (
     EXPORT,
     OUTCOMES,
     SEXES,
-    cohort_overrides,
     death_outcome,
     refit_dir,
     refit_seed,
-    train_overrides,
 )
 
 
@@ -249,9 +247,8 @@ def refit_settings(args: argparse.Namespace, refit: int) -> dict:
     return {"export_sha256": hashlib.sha256(EXPORT.read_bytes()).hexdigest()[:16],
             "profile": args.profile, "folds": args.folds, "seed": args.seed, "refit": refit,
             "refit_seed": refit_seed(args.seed, refit),
-            "training": candidate_name(train_overrides(args.train), args.profile),
-            "cohort": cohort_overrides(args.cohort),
-            "risk": train_overrides(getattr(args, "risk", [])),
+            "training": candidate_name(args.train, args.profile),
+            "cohort": args.cohort, "risk": getattr(args, "risk", {}),
             "variants": bool(args.variants)}
 
 
@@ -288,11 +285,10 @@ def refit_score_tables(args: argparse.Namespace, spaces: tuple[str, ...]
     kept = {r for r in range(refits)
             if getattr(args, "reuse_refits", False) and carried_refit(args, r, spaces)}
     todo = tuple(r for r in range(refits) if r not in kept)
-    cohort = cohort_overrides(args.cohort)
+    cohort = args.cohort
     _, scored = crossfit(args.out, args.folds, args.seed, args.profile, spaces, args.jobs,
                          args.variants, cohort, args.reuse_fits, refits=refits,
-                         train=train_overrides(getattr(args, "train", [])),
-                         risk=train_overrides(getattr(args, "risk", [])),
+                         train=getattr(args, "train", {}), risk=getattr(args, "risk", {}),
                          only=todo) if todo else (None, {})
     death = death_outcome()
     out = []

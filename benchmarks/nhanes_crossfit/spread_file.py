@@ -12,7 +12,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from .common import REPO, train_overrides
+from .common import REPO
 
 #: where a measured refit spread is kept: the study's results, outside the package
 SPREAD_FILE = REPO / "benchmarks" / "results" / "refit_spread.json"
@@ -47,9 +47,15 @@ def measuring_command(args: argparse.Namespace) -> str:
     parts = ["python benchmarks/real_nhanes.py", f"--profile {args.profile}",
              f"--refits {args.refits}", f"--folds {args.folds}", f"--seed {args.seed}",
              f"--spaces {args.spaces}", f"--bootstrap {args.bootstrap}", "--no-main",
-             *(f"--train {t}" for t in args.train),
-             *(f"--risk {t}" for t in getattr(args, "risk", [])), "--record-spread"]
+             *(f"--set train.{k}={_value(v)}" for k, v in args.train.items()),
+             *(f"--set risk.{k}={_value(v)}" for k, v in getattr(args, "risk", {}).items()),
+             "--record-spread"]
     return " ".join(parts)
+
+
+def _value(value: object) -> str:
+    """A setting as ``--set`` reads it back (:func:`sphr.options.parse_value`)."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
@@ -74,10 +80,10 @@ def record_spread(path: Path, args: argparse.Namespace, result: dict) -> dict:
              "n": result["n"], "deaths": result["deaths"],
              "spread": result["refits"]["spread"][space],
              "interval": result["refits"].get("interval", {}).get(space),
-             "risk": train_overrides(getattr(args, "risk", [])),
+             "risk": getattr(args, "risk", {}),
              "beyond_age": result["refits"].get("beyond_age", {}).get(space),
              "rule": result.get("rule")}
-    name = candidate_name(train_overrides(args.train), args.profile)
+    name = candidate_name(args.train, args.profile)
     held.setdefault(args.profile, {})[name] = entry
     write_json(held, path)
     return entry

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     options = add_settings(p, BaselinesConfig, defaults=defaults, options={
         "representations": Option(note=f"a comma-separated subset of {','.join(BASELINES)}"),
         "diffmap_landmarks": Option("--landmarks"),
-        "deep_patient_epochs": Option("--dp-epochs")})
+        "deep_patient_epochs": Option("--dp-epochs")}, stage="baselines")
     p.set_defaults(func=_run, setting_options=options)
 
 

@@ -48,7 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                          note="this option: a JSON file of them", unset="the P0 ranges"),
         "sexes": Option("--sex", {"type": str, "metavar": None, "action": "append",
                                   "choices": ("female", "male"), "default": None},
-                        read=tuple, note="repeatable", unset=" and ".join(defaults.sexes))})
+                        read=tuple, note="repeatable", unset=" and ".join(defaults.sexes))},
+        stage="cohorts")
     p.set_defaults(func=_run, setting_options=options)
 
 

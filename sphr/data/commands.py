@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "reading only the columns sphr uses.")
     p.add_argument("export", type=Path)
     p.add_argument("--out", type=Path, required=True, help="output folder")
-    options = add_settings(p, IngestSettings, defaults=IngestSettings(), skip=OUTCOME_FILE_KEYS)
+    options = add_settings(p, IngestSettings, defaults=IngestSettings(), skip=OUTCOME_FILE_KEYS,
+                           stage="ingest")
     p.add_argument("--outcomes", type=Path, default=None,
                    help='JSON override of the outcome table and censoring dates, e.g. '
                    '{"outcomes": {"copd": {"codes": ["J44"], "sources": ["hospital"]}}, '

@@ -28,8 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from sphr.evaluate.config import NN_EHR_CONFIG, EvalConfig
     from sphr.evaluate.names import XGB_METHODS
     from sphr.evaluate.paper import LOSSES
-    from sphr.options import Option, add_settings
-    from sphr.train.commands import key_value
+    from sphr.options import Option, add_settings, parse_override
 
     p = sub.add_parser(
         "evaluate",
@@ -59,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "default": NN_EHR_CONFIG.epochs},
                      read=lambda epochs: dataclasses.replace(NN_EHR_CONFIG, epochs=epochs),
                      note="this option: its epochs"),
-        "xgboost_method": Option(kwargs={"choices": XGB_METHODS})})
+        "xgboost_method": Option(kwargs={"choices": XGB_METHODS})},
+        stage="evaluate", also=("train",))
     p.add_argument("--refit-baselines", action="store_true",
                    help="refit every baseline into RUN/baselines (the baselines stage) first")
     p.add_argument("--no-fit-baselines", action="store_true",
@@ -76,8 +76,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "comparison lacks (read it as `sphr train COHORT --losses` left it)")
     p.add_argument("--loss-profile", default=DEFAULT_PROFILE, choices=PROFILES,
                    help="TrainConfig profile of the loss comparison (when it is trained)")
-    p.add_argument("--loss-set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
-                   help="override a TrainConfig field for every loss (e.g. epochs=50)")
+    # the older spelling stays, so a user's script keeps working: one item of --set train.*
+    p.add_argument("--loss-set", dest="overrides", action="append", metavar="KEY=VALUE",
+                   type=lambda text: parse_override(f"train.{text}"),
+                   help="the same as --set train.KEY=VALUE (e.g. epochs=50)")
     p.add_argument("--loss-classifiers", type=_csv, default=["xgboost"],
                    help="classifiers for the loss table (paper: xgboost)")
     p.set_defaults(func=_run, setting_options=options)
@@ -92,8 +94,11 @@ def prepare(args: argparse.Namespace, sexes: list[str]) -> dict[str, dict[str, o
     from sphr.baselines.pipeline import fit_baselines, write_baselines
     from sphr.evaluate.inputs import missing_baselines
     from sphr.layout import baselines_dir, cohort_dir
+    from sphr.train.config import TrainConfig
 
     losses = [] if args.no_losses else args.losses
+    # --set train.KEY=VALUE: the loss comparison's training, checked before any fit
+    train_overrides = args.setting_options.overrides(args, "train", TrainConfig)
     params = {"diffmap": {"n_landmarks": args.landmarks},
               "deep_patient": {"epochs": args.dp_epochs}}
     done: dict[str, dict[str, object]] = {}
@@ -112,7 +117,7 @@ def prepare(args: argparse.Namespace, sexes: list[str]) -> dict[str, dict[str, o
 
             report = train_loss_comparison(cohort, None, losses, profile=args.loss_profile,
                                            seed=args.seed, device=args.device,
-                                           overrides=dict(args.loss_set))
+                                           overrides=train_overrides)
             done[sex]["losses_trained"] = report["trained"]
     return done
 

@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "losses": Option(kwargs={"nargs": "+", "type": str, "metavar": "LOSS"},
                          note="this option: space-separated"),
         "seeds": Option(kwargs={"nargs": "+", "type": int, "metavar": None}, read=tuple,
-                        note="this option: space-separated")})
+                        note="this option: space-separated")}, stage="retrieval")
     p.add_argument("--out", default=None,
                    help="output folder (default runs/demo/retrieval/<dataset>)")
     p.add_argument("--threads", type=int, default=None,

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "n_bootstrap": Option("--bootstrap"),
         "sexes": Option(note="this option: comma-separated"),
         "distance_space": Option(kwargs={"choices": DISTANCE_SPACES}),
-        "absolute_method": Option(kwargs={"choices": ABSOLUTE_CANDIDATES})})
+        "absolute_method": Option(kwargs={"choices": ABSOLUTE_CANDIDATES})}, stage="risk")
     p.add_argument("--png", action="store_true",
                    help="also render report.html to report.png with headless Chromium")
     p.set_defaults(func=_risk, setting_options=options)
@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                   note="this option: comma-separated")
     shown["outcomes"] = dataclasses.replace(shown["outcomes"], unset="the default outcome table",
                                             kwargs={"metavar": "FILE"})
-    options = add_settings(p, ScoreSettings, options=shown)
+    options = add_settings(p, ScoreSettings, options=shown, stage="score")
     # sphr.cli reads the [score] table of --config into args.file_settings
     p.set_defaults(func=_score, setting_options=options, settings_table="score")
 

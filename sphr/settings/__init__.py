@@ -31,7 +31,8 @@ stage keeps in its own ``config`` module (``IngestSettings`` in :mod:`sphr.data.
 ``ComparisonSettings`` in :mod:`sphr.train.config`), imports them only when asked, so a
 command's parser stays light, and no stage imports it (tests/test_architecture.py). The
 package's modules: :mod:`~sphr.settings.stages` (the tables and their dataclasses),
-:mod:`~sphr.settings.values` (checking a value against its type) and
+:mod:`~sphr.values` (checking a value against its type; shared, as every command checks
+its `--set` overrides with it) and
 :mod:`~sphr.settings.run` (the file and :func:`resolve`).
 """
 
@@ -62,7 +63,7 @@ from sphr.settings.stages import (
     stage_docs,
     stage_types,
 )
-from sphr.settings.values import check_table, check_value, plain, type_name
+from sphr.values import check_table, check_value, plain, type_name
 
 #: the stages' own settings classes, under the names they had here (imported on first use)
 _LAZY: dict[str, tuple[str, ...]] = {

@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sphr.errors import ConfigError, check_keys
+from sphr.options import Override, override_tables
 from sphr.profiles import DEFAULT_PROFILE, PROFILES
 from sphr.settings.stages import (
     COMMAND_TABLES,
@@ -29,7 +30,7 @@ from sphr.settings.stages import (
     stage_defaults,
     stage_types,
 )
-from sphr.settings.values import _types, check_table, check_value, plain
+from sphr.values import check_table, check_value, field_types, plain
 
 #: where ``python -m sphr_dagster run`` records what it ran (:func:`write_run_settings`)
 RUN_SETTINGS_FILE = "run_settings.json"
@@ -49,18 +50,24 @@ def read_settings_file(path: str | Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: no such settings file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    return check_tables(raw, str(path))
+
+
+def check_tables(raw: Mapping[str, Any], source: str) -> dict[str, dict[str, Any]]:
+    """Settings tables (a file's, or ``--set`` items' as :func:`sphr.options.override_tables`
+    builds them) each checked against its stage: the one check of both."""
     tables = (RUN_TABLE, *STAGES, *COMMAND_TABLES)
     out: dict[str, dict[str, Any]] = {}
     for name, table in raw.items():
         if name not in tables:
-            raise ConfigError(f"{path}: unknown table [{name}]; the tables are "
+            raise ConfigError(f"{source}: unknown table [{name}]; the tables are "
                               + ", ".join(f"[{t}]" for t in tables))
         if name == RUN_TABLE:
-            check_table(table, _types(RunOptions), f"{path}: [{name}]")
+            check_table(table, field_types(RunOptions), f"{source}: [{name}]")
         elif name in COMMAND_TABLES:
-            check_table(table, _types(command_class(name)), f"{path}: [{name}]")
+            check_table(table, field_types(command_class(name)), f"{source}: [{name}]")
         else:
-            check_table(table, stage_types(name), f"{path}: [{name}]", not_keys(name))
+            check_table(table, stage_types(name), f"{source}: [{name}]", not_keys(name))
         out[name] = dict(table)
     return out
 
@@ -71,7 +78,7 @@ def command_table(path: str | Path, name: str) -> dict[str, Any]:
     table of the file checked first; an unknown key or a wrong type names the file and the
     key); empty without one."""
     table = read_settings_file(path).get(name, {})
-    return check_table(table, _types(command_class(name)), f"{path}: [{name}]")
+    return check_table(table, field_types(command_class(name)), f"{path}: [{name}]")
 
 
 def _json_file(path: str | Path, what: str) -> dict:
@@ -90,7 +97,7 @@ def _over(default: Any, value: Any, tp: Any, where: str) -> Any:
     """A table's ``value`` over the profile's ``default``: a table (censoring dates, a nested
     config) changes the keys it names and keeps the others."""
     if dataclasses.is_dataclass(default) and isinstance(value, dict):
-        return dataclasses.replace(default, **check_table(value, _types(type(default)), where))
+        return dataclasses.replace(default, **check_table(value, field_types(type(default)), where))
     value = check_value(value, tp, where)
     if isinstance(default, dict) and isinstance(value, dict):
         return {**default, **value}
@@ -186,9 +193,10 @@ def _run_options(file_run: Mapping[str, Any], folder: Path | None,
 
 
 def resolve(config_file: str | Path | None = None, *, world: str | None = None,
-            **flags: Any) -> RunSettings:
+            overrides: Sequence[Override] = (), **flags: Any) -> RunSettings:
     """The run's settings: the defaults, the profile's, ``config_file``'s, then ``flags``
-    (the ``[run]`` keys as the command line gives them, None: not given; ``world``: [synth]'s).
+    (the ``[run]`` keys as the command line gives them, None: not given; ``world``: [synth]'s)
+    and ``overrides`` (``--set STAGE.KEY=VALUE``, over the file's keys, checked as they are).
 
     With an export the default profile is ``paper`` and both comparisons are off; without
     one (the synthetic demo) ``demo`` and both on."""
@@ -197,6 +205,12 @@ def resolve(config_file: str | Path | None = None, *, world: str | None = None,
         raise TypeError(f"resolve() got unknown option(s) {sorted(unknown)}")
     source = str(config_file) if config_file is not None else "the settings"
     tables = read_settings_file(config_file) if config_file is not None else {}
+    if overrides:
+        if any(o.stage == RUN_TABLE for o in overrides):
+            raise ConfigError(f"--set {RUN_TABLE}.*: the [{RUN_TABLE}] keys are the command's "
+                              "own options (--export, --profile, ...)")
+        check_tables(override_tables(overrides), "--set")
+        tables = override_tables(overrides, tables)
     folder = Path(config_file).resolve().parent if config_file is not None else None
     opts = _run_options(tables.get(RUN_TABLE, {}), folder, flags)
     stages = {s: stage_defaults(s, opts["profile"]) for s in STAGES}

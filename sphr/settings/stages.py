@@ -19,7 +19,7 @@ from typing import Any
 from sphr.layout import DEFAULT_RUN_DIR
 from sphr.options import field_docs
 from sphr.profiles import DEFAULT_PROFILE
-from sphr.settings.values import _types, check_table
+from sphr.values import check_table, field_types
 
 #: the profile a run on a real export takes unless asked otherwise: the one whose shipped
 #: SPHR candidate passed the pre-registered rule by dC on the development cross-fit
@@ -133,9 +133,9 @@ def not_keys(stage: str) -> dict[str, str]:
 def stage_types(stage: str) -> dict[str, Any]:
     """Every key of ``[stage]`` with its type: the dataclass's fields (not the run's) and extras."""
     spec = STAGES[stage]
-    types_ = _types(stage_class(stage), runtime_fields(stage))
+    types_ = field_types(stage_class(stage), runtime_fields(stage))
     if spec.extra:
-        types_.update(_types(_load(spec.extra)))
+        types_.update(field_types(_load(spec.extra)))
     return types_
 
 
@@ -174,7 +174,7 @@ def library_config(stage: str, values: Mapping[str, Any], **runtime: Any) -> Any
     comparison's losses) are checked too and left to their own reader."""
     cls = stage_class(stage)
     checked = check_table(values, stage_types(stage), f"[{stage}]", not_keys(stage))
-    fields = _types(cls)
+    fields = field_types(cls)
     return cls(**{**{k: v for k, v in checked.items() if k in fields}, **runtime})
 
 

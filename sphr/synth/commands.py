@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "format": Option(kwargs={"choices": FORMATS}),
         "world": Option(kwargs={"choices": WORLDS}),
         "linked": Option("--no-linked-records", {"dest": "linked", "action": "store_false"},
-                         note="this option: leave them out")})
+                         note="this option: leave them out")}, stage="synth")
     p.add_argument("--out", type=Path, required=True, help="export file to write")
     p.set_defaults(func=_synth, setting_options=options)
 

@@ -24,8 +24,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a cohort folder from sphr cohorts (RUN/cohorts/<sex>)")
     p.add_argument("--losses", type=_losses, default=None, metavar="LOSS,...|all",
                    help=f"train the loss comparison instead (all: {','.join(COMPARISON_LOSSES)})")
-    p.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
-                   dest="settings", help="set any TrainConfig field (e.g. lr=0.0005)")
     p.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES,
                    help="demo: a few epochs at batch 512; paper: 1000 epochs at batch 256")
     # the settings: one option per TrainConfig field, its help the field's doc
@@ -33,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "loss": Option(unset="nplb"),
         "device": Option(kwargs={"default": TrainConfig.device}),
         "precision": Option(kwargs={"choices": PRECISIONS}),
-        "cuda_graphs": Option(kwargs={"choices": CUDA_GRAPHS})})
+        "cuda_graphs": Option(kwargs={"choices": CUDA_GRAPHS})}, stage="train")
     p.add_argument("--fast", action="store_true",
                    help="this machine's fastest native settings: bf16 where the hardware has "
                    "it, torch.compile where it can build kernels (see benchmarks/train.py)")
@@ -46,19 +44,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="output folder (default: RUN/train/<sex>/<loss>, or with --losses "
                    "RUN/train/<sex>/comparison, beside RUN/cohorts/<sex>)")
     p.set_defaults(func=_run, setting_options=options)
-
-
-def key_value(value: str) -> tuple[str, object]:
-    """``KEY=VALUE`` with VALUE read as JSON where it is (``epochs=50``, ``compile=true``)."""
-    import json
-
-    key, sep, raw = value.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
-    try:
-        return key.strip(), json.loads(raw)
-    except json.JSONDecodeError:
-        return key.strip(), raw
 
 
 def _losses(value: str) -> list[str]:
@@ -83,8 +68,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.losses is not None:
         return _run_comparison(args)
-    args.loss = args.loss or "nplb"
-    overrides = {"loss": args.loss, "device": args.device, **_overrides(args)}
+    given = args.setting_options.values(args)  # --set train.loss=... names the loss too
+    args.loss = given.get("loss") or "nplb"
+    overrides = {"loss": args.loss, "device": given.get("device", args.device),
+                 **_overrides(args)}
     config = TrainConfig.profile(args.profile, **overrides)
     out = args.out or default_out(args.cohort_dir, args.loss)
     report = run_train(args.cohort_dir, out, config, resume=args.resume)
@@ -134,7 +121,7 @@ def _run_comparison(args: argparse.Namespace) -> int:
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
     """TrainConfig fields set on the command line but the loss and the device (the profile's
-    values for the rest): --fast's, then the options', then --set's."""
+    values for the rest): --fast's, then the options' and --set's (in that order)."""
     overrides: dict[str, object] = {}
     if args.fast:  # explicit --precision / --compile still win
         from sphr.device import fast_settings
@@ -142,5 +129,4 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
         overrides.update(fast_settings(args.device))
     overrides.update({k: v for k, v in args.setting_options.values(args).items()
                       if k not in ("loss", "device")})
-    overrides.update(dict(args.settings))
     return overrides
