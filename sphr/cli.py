@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sphr {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--verbose", action="store_true",
+                        help="on an unexpected error, show the traceback here too")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -62,7 +64,48 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except SphrError as exc:
         print(f"sphr {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        if exc.filename is None:  # not about a file the user named: an internal error
+            return _internal_error(args, exc)
+        # a path the user gave that cannot be read or written is bad input, said in one line
+        print(f"sphr {args.command}: error: {exc.filename}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # any other error: one line, its traceback in a file
+        return _internal_error(args, exc)
+
+
+#: the exit codes: bad input or settings, and anything else (the main command's too)
+EXIT_BAD_INPUT, EXIT_INTERNAL = 2, 1
+#: the traceback file of an unexpected error, in the command's output folder when it has one
+ERROR_LOG = "sphr_error.log"
+
+
+def _internal_error(args: argparse.Namespace, exc: BaseException) -> int:
+    """An error the library did not expect: its type and message in one line, the traceback
+    in :data:`ERROR_LOG` (the command's output folder, else the temporary folder), and on the
+    terminal too with ``--verbose``."""
+    import tempfile
+    import traceback
+    from pathlib import Path
+
+    text = "".join(traceback.format_exception(exc))
+    if args.verbose:
+        print(text, file=sys.stderr, end="")
+    folders = [getattr(args, name, None) for name in ("out", "run_dir")]
+    folder = next((Path(f) for f in folders if f is not None and Path(f).is_dir()),
+                  Path(tempfile.gettempdir()))
+    log = folder / ERROR_LOG
+    try:
+        log.write_text(f"sphr {' '.join(sys.argv[1:])}\n{text}")
+        where = f"traceback in {log}"
+    except OSError:
+        where = "run with --verbose for the traceback"
+    message = " ".join(str(exc).split()) or "(no message)"
+    print(f"sphr {args.command}: internal error: {type(exc).__name__}: {message} ({where})",
+          file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def _read_settings_table(args: argparse.Namespace) -> None:

@@ -24,15 +24,27 @@ def field_types(cls: type, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name not in skip}
 
 
+def _plural(name: str) -> str:
+    """"integer" -> "integers", "a list of integers" -> "lists of integers"; a choice of
+    types ("string or a table of strings") reads as "values each string or ..."."""
+    if " or " in name:
+        return f"values each {name}"
+    for one, many in (("a list", "lists"), ("a table", "tables"), ("any value", "any values"),
+                      ("boolean", "booleans")):
+        if name.startswith(one):
+            return many + name[len(one):]
+    return f"{name}s"
+
+
 def type_name(tp: Any) -> str:
     """``tuple[str, ...]`` -> "a list of strings", for the error messages."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         return " or ".join(type_name(a) for a in args if a is not type(None))
     if origin in (tuple, list):
-        return f"a list of {type_name(args[0])}s" if args else "a list"
+        return f"a list of {_plural(type_name(args[0]))}" if args else "a list"
     if origin is dict or tp is dict:
-        return f"a table of {type_name(args[1])}s" if args else "a table"
+        return f"a table of {_plural(type_name(args[1]))}" if args else "a table"
     if dataclasses.is_dataclass(tp):
         return f"a table ({tp.__name__})"
     names = {bool: "boolean (true / false)", int: "integer", float: "number", str: "string"}

@@ -32,7 +32,14 @@ from sphr.settings import (
     resolve,
     write_run_settings,
 )
-from sphr_dagster.failures import EXIT_BAD_INPUT, FAILED_FILE, LOG_DIR, exit_code
+from sphr_dagster.failures import (
+    EXIT_BAD_INPUT,
+    FAILED_FILE,
+    LOG_DIR,
+    exit_code,
+    failure_record,
+    write_failed,
+)
 from sphr_dagster.home import PROJECT_ROOT, ensure_dagster_home
 
 if TYPE_CHECKING:
@@ -106,8 +113,6 @@ def check_before_running(settings: RunSettings) -> int | None:
 
 def report_failures(failed: list[StageResult], run_dir: Path) -> int:
     """One line per failed step, where its log is, ``RUN/run_failed.json``; the exit code."""
-    from sphr.io import write_json
-
     failures = [f for r in failed for f in r.failures]
     for r in failed:
         where = f"{r.name}{f' ({r.partition})' if r.partition and r.partition != r.name else ''}"
@@ -118,11 +123,9 @@ def report_failures(failed: list[StageResult], run_dir: Path) -> int:
         print(f"   full log: {r.log or 'above'}; run {r.run_id} in the UI "
               f"(`python -m sphr_dagster ui --run-dir {run_dir}`) can re-execute from the "
               "failure", file=sys.stderr)
-    write_json({"failed": [{"name": r.name, "partition": r.partition, "run_id": r.run_id,
-                            "log": r.log, "failures": [{"step": f.step, "error": f.error,
-                                                        "message": f.message}
-                                                       for f in r.failures]}
-                           for r in failed]}, run_dir / FAILED_FILE)
+    write_failed(run_dir / FAILED_FILE, [failure_record(r.name, r.partition, r.run_id, r.log,
+                                                        list(r.failures or ()))
+                                         for r in failed])
     return exit_code(failures)
 
 

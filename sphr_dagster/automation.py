@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from sphr.labels import SEXES
-from sphr_dagster.resources import DataSource
+from sphr_dagster.resources import DataSource, RunStorage
 
 #: files the sensor treats as exports (the reader auto-detects the format)
 EXPORT_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".parquet")
@@ -130,3 +130,54 @@ def new_export_sensor(context: dg.SensorEvaluationContext, data_source: DataSour
                                cursor=json.dumps(seen, sort_keys=True))
     return dg.SensorResult(run_requests=requests, asset_events=observations,
                            cursor=json.dumps(seen, sort_keys=True))
+
+
+#: the jobs that run unattended (schedules, the sensor): their failures are recorded as the
+#: main command records its own
+UNATTENDED_JOBS = (risk_refresh, retrain, cohort_refresh)
+#: the run tag that carries a failed run's first reason into the UI's run list
+FAILURE_TAG = "sphr/failed_because"
+
+
+def job_failed_file(run_dir: Path, job: str) -> Path:
+    """Where a job's last failure is recorded: ``RUN/logs/<job>_failed.json``."""
+    from sphr_dagster.failures import LOG_DIR
+
+    return run_dir / LOG_DIR / f"{job}_failed.json"
+
+
+def _run_dir(run: dg.DagsterRun, storage: RunStorage) -> Path:
+    """The run directory the failed run wrote to: its own run config's, else the resource's."""
+    config = (run.run_config or {}).get("resources", {}).get("storage", {}).get("config", {})
+    return Path(config.get("root") or storage.root).expanduser().resolve()
+
+
+@dg.run_failure_sensor(monitored_jobs=list(UNATTENDED_JOBS), name="unattended_failure_reason",
+                       default_status=dg.DefaultSensorStatus.RUNNING,
+                       description="When a scheduled or sensor-started job fails: each failed "
+                       "step's one-line reason (the library's message for bad input, else the "
+                       "error's type and message) as the run's sphr/failed_because tag and in "
+                       "RUN/logs/<job>_failed.json, as the main command reports its own.")
+def unattended_failure_reason(context: dg.RunFailureSensorContext, storage: RunStorage):
+    from sphr_dagster.failures import failure_record, step_failures, write_failed
+
+    run = context.dagster_run
+    failures = step_failures(context.instance, run.run_id)
+    lines = [f"{f.step}: {f.line()}" for f in failures] or [
+        " ".join((context.failure_event.message or "the run failed").split())]
+    write_failed(job_failed_file(_run_dir(run, storage), run.job_name),
+                 [failure_record(run.job_name, run.tags.get("dagster/partition"), run.run_id,
+                                 None, failures)])
+    context.instance.add_run_tags(run.run_id, {FAILURE_TAG: lines[0][:1000]})
+    for line in lines:
+        context.log.info(f"{run.job_name} run {run.run_id}: {line}")
+
+
+@dg.run_status_sensor(run_status=dg.DagsterRunStatus.SUCCESS,
+                      monitored_jobs=list(UNATTENDED_JOBS), name="unattended_success",
+                      default_status=dg.DefaultSensorStatus.RUNNING,
+                      description="When such a job succeeds, its earlier failure record goes, so "
+                      "RUN/logs/<job>_failed.json always speaks of the latest run.")
+def unattended_success(context: dg.RunStatusSensorContext, storage: RunStorage):
+    run = context.dagster_run
+    job_failed_file(_run_dir(run, storage), run.job_name).unlink(missing_ok=True)

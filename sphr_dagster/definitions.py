@@ -23,6 +23,8 @@ from sphr_dagster.automation import (
     retrieval_comparison,
     risk_refresh,
     sphr_pipeline,
+    unattended_failure_reason,
+    unattended_success,
     weekly_risk_refresh,
 )
 from sphr_dagster.resources import default_resources
@@ -53,6 +55,6 @@ defs = dg.Definitions(
     asset_checks=CHECKS,
     jobs=[cohort_refresh, sphr_pipeline, retrieval_comparison, risk_refresh, retrain],
     schedules=[weekly_risk_refresh, monthly_retrain],
-    sensors=[new_export_sensor],
+    sensors=[new_export_sensor, unattended_failure_reason, unattended_success],
     resources=default_resources(),
 )

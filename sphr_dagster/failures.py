@@ -91,6 +91,22 @@ def step_failures(instance: Any, run_id: str) -> list[StepFailure]:
     return out
 
 
+def failure_record(name: str, partition: str | None, run_id: str, log: str | None,
+                   failures: list[StepFailure]) -> dict[str, Any]:
+    """One failed run as ``RUN/run_failed.json`` lists it: what ran, where its log is, and
+    each failed step's error and message."""
+    return {"name": name, "partition": partition, "run_id": run_id, "log": log,
+            "failures": [{"step": f.step, "error": f.error, "message": f.message}
+                         for f in failures]}
+
+
+def write_failed(path: Path, records: list[dict[str, Any]]) -> None:
+    """The failed runs' records at ``path`` (atomically: a reader sees all or nothing)."""
+    from sphr.io import write_json
+
+    write_json({"failed": records}, path)
+
+
 def exit_code(failures: list[StepFailure]) -> int:
     return EXIT_BAD_INPUT if failures and all(f.bad_input for f in failures) else EXIT_INTERNAL
 

@@ -402,11 +402,11 @@ DAGSTER_LAYERS: dict[str, int] = {
     "sphr_dagster": 0, "sphr_dagster.config": 0, "sphr_dagster.resources": 0,
     "sphr_dagster.metadata": 0, "sphr_dagster.partitions": 0, "sphr_dagster.io_manager": 0,
     "sphr_dagster.home": 0, "sphr_dagster.fits": 0, "sphr_dagster.slurm": 0,
-    "sphr_dagster.k8s_client": 0,
+    "sphr_dagster.k8s_client": 0, "sphr_dagster.failures": 0,
     "sphr_dagster.assets": 1, "sphr_dagster.checks": 1, "sphr_dagster.automation": 1,
     "sphr_dagster.definitions": 2,
     "sphr_dagster.run_config": 3, "sphr_dagster.runner": 3, "sphr_dagster.k8s": 3,
-    "sphr_dagster.__main__": 3, "sphr_dagster.failures": 3,
+    "sphr_dagster.__main__": 3,
 }
 DAGSTER_MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(DAGSTER.rglob("*.py"))}
 

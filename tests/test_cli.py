@@ -48,3 +48,47 @@ def test_every_entry_point_defaults_to_one_profile():
     assert CohortConfig().n_triplets == cohort.n_triplets
     assert TrainingConfig().epochs == LossComparisonConfig().epochs == train.epochs
     assert TrainingConfig().patience == LossComparisonConfig().patience == train.patience
+
+
+def _score_fails_with(monkeypatch, capsys, tmp_path, error: BaseException, *flags: str):
+    """`sphr score` whose work raises ``error``: its exit code, stderr, and the output folder."""
+    import sphr.risk.commands as commands
+    from sphr.cli import main
+
+    def fail(args):
+        raise error
+
+    monkeypatch.setattr(commands, "_score", fail)
+    out = tmp_path / "scored"
+    out.mkdir(exist_ok=True)
+    code = main([*flags, "score", str(tmp_path), str(tmp_path / "x.csv"), "--out", str(out)])
+    return code, capsys.readouterr().err, out
+
+
+def test_an_unexpected_error_is_one_line_and_its_traceback_a_file(monkeypatch, capsys,
+                                                                  tmp_path):
+    code, err, out = _score_fails_with(monkeypatch, capsys, tmp_path,
+                                       ValueError("n_neighbors = 50 >\nn_samples_fit = 43"))
+    assert code == 1
+    assert err.strip().splitlines() == [
+        f"sphr score: internal error: ValueError: n_neighbors = 50 > n_samples_fit = 43 "
+        f"(traceback in {out / 'sphr_error.log'})"]
+    log = (out / "sphr_error.log").read_text()
+    assert "Traceback" in log and "ValueError" in log and "in fail" in log
+    code, err, _ = _score_fails_with(monkeypatch, capsys, tmp_path, KeyError("age"), "--verbose")
+    assert code == 1 and "Traceback" in err and err.strip().endswith("sphr_error.log)")
+
+
+def test_a_path_that_cannot_be_read_is_bad_input(monkeypatch, capsys, tmp_path):
+    from sphr.errors import InputError
+
+    code, err, _ = _score_fails_with(monkeypatch, capsys, tmp_path,
+                                     IsADirectoryError(21, "Is a directory", "/data/exports"))
+    assert code == 2
+    assert err.strip() == "sphr score: error: /data/exports: Is a directory"
+    code, err, _ = _score_fails_with(monkeypatch, capsys, tmp_path,
+                                     InputError("export.csv, row 3: bad value"))
+    assert code == 2 and err.count("\n") == 1 and "row 3" in err
+    # an OSError about no file the user named (a full disk, a lost socket) is internal
+    code, err, _ = _score_fails_with(monkeypatch, capsys, tmp_path, OSError(28, "No space"))
+    assert code == 1 and "internal error: OSError" in err

@@ -114,3 +114,19 @@ def test_each_minimum_follows_its_setting(tmp_path):
 
 def test_the_development_set_passes(tmp_path):
     preflight(resolve(export=str(DEV)))
+
+
+def test_a_truncated_last_row_is_read_as_the_ingest_will_read_it(tmp_path):
+    """An export cut off mid-row stops the pre-flight naming the row, unless `[ingest]
+    drop_truncated_last_row` says to drop it, as the ingest stage then does."""
+    lines = DEV.read_text().splitlines()
+    cut = lines[-1][: len(lines[-1]) // 3]  # the last row ends in the middle of its fields
+    export = tmp_path / "export.csv"
+    export.write_text("\n".join([*lines[:-1], cut]))
+    with pytest.raises(PreflightError) as err:
+        preflight(resolve(export=str(export)))
+    assert any("row" in p and "truncated" in p.lower() for p in err.value.problems), \
+        err.value.problems
+    config = tmp_path / "run.toml"
+    config.write_text("[ingest]\ndrop_truncated_last_row = true\n")
+    preflight(resolve(config, export=str(export)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -290,3 +291,42 @@ def test_changed_export_marks_downstream_stale(tmp_path, exports):
     status = resolver()
     assert status.get_status(keys[0]) == StaleStatus.STALE
     assert "ukb_export_file" in str(status.get_stale_causes(keys[0]))
+
+
+def test_a_refresh_without_its_export_fails_with_one_reason_recorded(tmp_path):
+    """An unattended job's failure is told as the main command tells its own: the library's
+    one-line reason (an InputError naming the file) as the run's tag and in the run
+    directory's record, which the job's next success removes."""
+    from sphr_dagster.automation import (
+        FAILURE_TAG,
+        job_failed_file,
+        unattended_failure_reason,
+        unattended_success,
+    )
+    from sphr_dagster.resources import RunStorage
+
+    run = tmp_path / "run"
+    missing = tmp_path / "gone.csv"
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([*ASSETS, *CHECKS], selection=dg.AssetSelection.groups("refresh"),
+                            resources=_resources(run, missing), raise_on_error=False,
+                            instance=instance)
+    assert not result.success
+    event = next(e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE)
+    resources = {"storage": RunStorage(root=str(run))}
+    ctx = dg.build_run_status_sensor_context(
+        sensor_name="unattended_failure_reason", dagster_event=event, dagster_instance=instance,
+        dagster_run=result.dagster_run, resources=resources).for_run_failure()
+    unattended_failure_reason(ctx)
+    reason = f"refresh__baseline: {missing}: no export to refresh from"
+    tags = instance.get_run_by_id(result.run_id).tags
+    assert tags[FAILURE_TAG].startswith(reason), tags[FAILURE_TAG]
+    assert "Traceback" not in tags[FAILURE_TAG] and "\n" not in tags[FAILURE_TAG]
+    record = json.loads(job_failed_file(run, result.dagster_run.job_name).read_text())
+    (failure,) = record["failed"][0]["failures"]
+    assert failure["error"] == "InputError" and str(missing) in failure["message"]
+    ctx = dg.build_run_status_sensor_context(
+        sensor_name="unattended_success", dagster_event=event, dagster_instance=instance,
+        dagster_run=result.dagster_run, resources=resources)
+    unattended_success(ctx)
+    assert not job_failed_file(run, result.dagster_run.job_name).exists()

@@ -213,9 +213,10 @@ def baseline_of(settings: RunSettings) -> pd.DataFrame:
     """The export's ingested baseline, in memory (nothing written)."""
     from sphr.data.ingest import ingest
 
-    with _quiet():
-        result = ingest(settings.export,
-                        outcome_config=settings.config("ingest").outcome_config())
+    config = settings.config("ingest")
+    with _quiet():  # read as the ingest stage will read it, a truncated last row included
+        result = ingest(settings.export, outcome_config=config.outcome_config(),
+                        drop_truncated_last_row=config.drop_truncated_last_row)
     return result.baseline.to_pandas()
 
 

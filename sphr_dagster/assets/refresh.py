@@ -25,12 +25,13 @@ def refresh_baseline(context: dg.AssetExecutionContext, data_source: DataSource,
                      storage: RunStorage) -> pd.DataFrame:
     from sphr.data.fingerprint import fingerprint
     from sphr.data.ingest import ingest
+    from sphr.errors import InputError
     from sphr.io import write_json, write_parquet
 
     path = data_source.export_file(storage.run)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no export to refresh from (configure data_source."
-                                "export_path, or materialize export/ukb_export first)")
+        raise InputError(f"{path}: no export to refresh from (configure data_source."
+                         "export_path, or materialize export/ukb_export first)")
     version = fingerprint(path)
     # the linked records as the run's own ingest built them (its outcome table and censoring
     # dates, RUN/run_settings.json), so that the refresh judges its groups on them
