@@ -73,9 +73,9 @@ def score_candidate(work: Path, name: str) -> pd.DataFrame:
     """The risk stage of the fold's fits under candidate ``name``, then ``sphr score`` of the
     held-out fold; its rows (mode calibrated)."""
     from sphr.io import read_json
-    from sphr.risk.apply import run_score
     from sphr.risk.config import RiskConfig
     from sphr.risk.pipeline import run_risk
+    from sphr.risk.serve.apply import run_score
     from sphr.settings.stages import library_config
 
     risk = read_json(work / "run" / "run_settings.json")["stages"]["risk"]

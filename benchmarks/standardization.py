@@ -131,7 +131,7 @@ def normal_by_age(runs: dict[str, str], folds: int = 5) -> tuple[dict, str]:
     the spread (``calibration_shift`` has one scale) shows it here, not in the Spearman."""
     import pandas as pd
 
-    from sphr.risk.validation import wilson
+    from sphr.risk.validation.groups import wilson
 
     shares: dict = {}
     for name, d in runs.items():

@@ -147,7 +147,7 @@ def crossfit_cells(root: Path, space: str = "marker") -> list[dict]:
 def pooled(cells: list[dict]) -> dict:
     """Per candidate: held-out BFH above the bound pooled over cells, with a Wilson interval,
     and held-out people in Higher Risk per sex and score (summed over folds)."""
-    from sphr.risk.validation import wilson
+    from sphr.risk.validation.groups import wilson
 
     out = {}
     for tail in TAIL_BOUNDS:

@@ -80,6 +80,32 @@ def stage_commands(run: Path, export: Path, profile: str, loss_profile: str | No
     return stages
 
 
+def _result(args: argparse.Namespace, records: dict[str, Any], run: Path, folds: int,
+            loss_profile: str | None) -> dict[str, Any]:
+    """The benchmark's JSON: every stage's time and memory, which bound each, the cohorts."""
+    stages = records["stages"]
+    slowest = max(stages, key=lambda k: stages[k]["s"])
+    largest = max(stages, key=lambda k: stages[k]["peak_mb"])
+    cohorts = {}
+    for sex in SEXES:
+        report = run / "cohorts" / sex / "cohort_report.json"
+        if report.exists():
+            d = json.loads(report.read_text())
+            cohorts[sex] = {part: sum(d[part].values())
+                            for part in ("train", "test", "calibration")}
+    result = {
+        "participants": args.participants, "profile": args.profile,
+        "total_s": round(sum(v["s"] for v in stages.values()), 1),
+        "peak_mb": stages[largest]["peak_mb"], "stages": stages,
+        "slowest_stage": slowest, "peak_stage": largest,
+        "loss_profile": loss_profile, "xgboost_method": args.xgboost_method, "folds": folds,
+        "threads": len(os.sched_getaffinity(0)),
+        "synth_s": records["synth"]["s"],
+        "cohort_rows": cohorts,
+    }
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--participants", type=int, default=500_000)
@@ -145,25 +171,7 @@ def main() -> None:
         write_text(json.dumps(records, indent=1), record_file)
         print(f"{name}: {s:.1f} s, {mb:.0f} MiB", file=sys.stderr)
 
-    slowest = max(stages, key=lambda k: stages[k]["s"])
-    largest = max(stages, key=lambda k: stages[k]["peak_mb"])
-    cohorts = {}
-    for sex in SEXES:
-        report = run / "cohorts" / sex / "cohort_report.json"
-        if report.exists():
-            d = json.loads(report.read_text())
-            cohorts[sex] = {part: sum(d[part].values())
-                            for part in ("train", "test", "calibration")}
-    result = {
-        "participants": args.participants, "profile": args.profile,
-        "total_s": round(sum(v["s"] for v in stages.values()), 1),
-        "peak_mb": stages[largest]["peak_mb"], "stages": stages,
-        "slowest_stage": slowest, "peak_stage": largest,
-        "loss_profile": loss_profile, "xgboost_method": args.xgboost_method, "folds": folds,
-        "threads": len(os.sched_getaffinity(0)),
-        "synth_s": records["synth"]["s"],
-        "cohort_rows": cohorts,
-    }
+    result = _result(args, records, run, folds, loss_profile)
     write_text(json.dumps(result, indent=1), workdir / "ukb_scale.json")
     print(json.dumps(result))
 

@@ -158,7 +158,7 @@ def test_too_few_events_are_skipped_with_the_reason():
 def test_absolute_validation_of_a_true_risk_is_calibrated():
     """Simulated with known hazards: the true 10-year risk has O/E and slope near 1, and the
     IPCW Brier without censoring before 10 years is the plain mean squared error."""
-    from sphr.risk.absolute_validation import absolute_validation
+    from sphr.risk.validation.absolute import absolute_validation
     from sphr.survival import brier_weighted
 
     rng = np.random.default_rng(5)
@@ -221,7 +221,7 @@ def test_fit_save_load_score_gives_the_same_absolute_risk(small_run, ukb_export,
             "risk_age"} <= set(ship.columns)
     assert not ship.duplicated(["eid", "outcome"]).any()
     # `sphr score` writes the shipped rows as absolute_risk.parquet, the same numbers
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     run_score(tmp_path / "model", ukb_export, tmp_path / "out", device="cpu")
     written = pd.read_parquet(tmp_path / "out" / "absolute_risk.parquet")

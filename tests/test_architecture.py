@@ -246,11 +246,11 @@ def test_the_parser_sees_function_level_and_importlib_imports(tmp_path, monkeypa
     (pkg / "__init__.py").write_text("")
     (pkg / "x.py").write_text(
         "import importlib\n\n\ndef f():\n    from sphr.train.run import data_key\n"
-        "    return importlib.import_module('sphr.risk.apply'), data_key\n")
-    for name in ("sphr.train.run", "sphr.risk.apply", "sphr.cohorts.x"):
+        "    return importlib.import_module('sphr.risk.serve.apply'), data_key\n")
+    for name in ("sphr.train.run", "sphr.risk.serve.apply", "sphr.cohorts.x"):
         monkeypatch.setitem(MODULES, name, tmp_path / "unused.py")
     monkeypatch.setattr(f"{__name__}.SPHR", tmp_path / "sphr")
-    assert imports_of(pkg / "x.py") == {"sphr.train.run", "sphr.risk.apply"}
+    assert imports_of(pkg / "x.py") == {"sphr.train.run", "sphr.risk.serve.apply"}
 
 
 # ----------------------------------------------------------------------------- import circles
@@ -350,8 +350,8 @@ def test_the_circle_check_finds_constructed_circles(tmp_path, monkeypatch):
 #: stage's commands and reports (the package and each of its modules), and the run
 #: directory's layout (it reads the model folder only)
 NOT_IN_THE_MODEL_WALK: tuple[str, ...] = (
-    "sphr.risk.fit", "sphr.risk.pipeline", "sphr.risk.apply", "sphr.risk.refresh",
-    "sphr.risk.report", "sphr.risk.commands", "sphr.artifacts", "sphr.layout",
+    "sphr.risk.fit", "sphr.risk.pipeline", "sphr.risk.serve", "sphr.risk.report",
+    "sphr.risk.commands", "sphr.artifacts", "sphr.layout",
     "sphr.baselines.pipeline")
 #: the fitted model's own fitting, which reading a saved model and scoring with it never import
 MODEL_FITTING: tuple[str, ...] = ("sphr.risk.model.fitting", "sphr.risk.model.estimator")
@@ -392,6 +392,34 @@ def test_the_model_walk_sees_a_report_module():
     """A module under sphr.risk.report counts as the report (the package has many)."""
     assert _under("sphr.risk.report.figures", NOT_IN_THE_MODEL_WALK)
     assert not _under("sphr.risk.reporting", NOT_IN_THE_MODEL_WALK)
+
+
+#: the risk wing's rooms, lowest first (docs/ARCHITECTURE.md, "The risk wing"): the fit and
+#: the model (every module of sphr.risk not named here) <- validation <- the report <- serving
+#: new people <- the stage's pipeline and commands; a room imports only its own and lower ones
+RISK_ROOMS: dict[str, int] = {"sphr.risk.validation": 1, "sphr.risk.report": 2,
+                              "sphr.risk.serve": 3, "sphr.risk.pipeline": 4,
+                              "sphr.risk.commands": 4, "sphr.risk": 4}
+
+
+def risk_room(module: str) -> int:
+    """The room of a module of sphr.risk (the package itself is the top: it re-exports)."""
+    for prefix, room in RISK_ROOMS.items():
+        if module == prefix or (prefix != "sphr.risk" and module.startswith(prefix + ".")):
+            return room
+    return 0
+
+
+def test_the_risk_wing_imports_run_one_way_through_its_rooms():
+    edges = import_edges(MODULES)
+    bad = sorted((src, dst) for src, dsts in edges.items() if _under(src, ("sphr.risk",))
+                 for dst in dsts if _under(dst, ("sphr.risk",)) and dst != "sphr.risk"
+                 and risk_room(dst) > risk_room(src))
+    assert not bad, bad
+    # each room holds modules, so the rule is not vacuous
+    rooms = {risk_room(m) for m in MODULES if _under(m, ("sphr.risk",))}
+    assert rooms == {0, 1, 2, 3, 4}
+    assert risk_room("sphr.risk.serve.apply") == 3 and risk_room("sphr.risk.fit") == 0
 
 
 # ----------------------------------------------------------------------------- the Dagster package

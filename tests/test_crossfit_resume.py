@@ -24,8 +24,8 @@ def stages(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     import sphr.baselines.pipeline
     import sphr.cohorts.build
     import sphr.data.ingest
-    import sphr.risk.apply
     import sphr.risk.pipeline
+    import sphr.risk.serve.apply
     import sphr.train
 
     calls: list[tuple] = []
@@ -51,7 +51,8 @@ def stages(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     monkeypatch.setattr(sphr.train, "run_train", train)
     monkeypatch.setattr(sphr.baselines.pipeline, "run_baselines", baselines)
     monkeypatch.setattr(sphr.risk.pipeline, "run_risk", lambda *a, **k: calls.append(("risk",)))
-    monkeypatch.setattr(sphr.risk.apply, "run_score", lambda *a, **k: calls.append(("score",)))
+    monkeypatch.setattr(sphr.risk.serve.apply, "run_score",
+                        lambda *a, **k: calls.append(("score",)))
     return calls
 
 

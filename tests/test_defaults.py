@@ -210,8 +210,8 @@ def test_library_signatures_take_the_config_defaults():
     from sphr.cohorts.filtering import CompletenessFilter
     from sphr.cohorts.normalize import QuantileNormalizer
     from sphr.cohorts.triplets import mine_triplets
-    from sphr.risk.discrimination import discrimination
-    from sphr.risk.linked import linked_validation
+    from sphr.risk.validation.discrimination import discrimination
+    from sphr.risk.validation.linked import linked_validation
     from sphr.synth.cohort import generate_cohort
     from sphr.synth.export import build_export_frame, write_export
 

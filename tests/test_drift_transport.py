@@ -1,4 +1,5 @@
-"""Drift in every scoring and re-anchoring (sphr.risk.drift, sphr.risk.reanchor, sphr score)."""
+"""Drift in every scoring and re-anchoring (sphr.risk.serve.drift, sphr.risk.serve.reanchor,
+sphr score)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from test_risk import _cli, small_run
 
 from sphr.errors import InputError
 from sphr.risk.config import REANCHOR_ALL_PARTS
-from sphr.risk.drift import drift_line, feature_drift, sex_drift, status_of, summarize
 from sphr.risk.population import PopulationSummary
+from sphr.risk.serve.drift import drift_line, feature_drift, sex_drift, status_of, summarize
 
 DEV = Path(__file__).resolve().parents[1] / "sphr" / "data" / "real" / "nhanes_ukb_dev.csv"
 
@@ -178,7 +179,7 @@ def _files(model: Path) -> dict[str, str]:
 
 def test_reanchor_refits_only_the_named_parts(run_dir, ukb_export, tmp_path):
     from sphr.io import read_json
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     before = _files(run_dir / "risk" / "model")
     report = run_score(run_dir, ukb_export, tmp_path / "all", device="cpu", reanchor=True,
@@ -217,7 +218,7 @@ def test_reanchor_refits_only_the_named_parts(run_dir, ukb_export, tmp_path):
 
 def test_reanchored_model_holds_95_percent_of_its_calibration_bfh_and_is_reusable(
         run_dir, ukb_export, tmp_path):
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     run_score(run_dir, ukb_export, tmp_path / "a", device="cpu", reanchor=True, min_bfh=FEW)
     rows = pd.read_parquet(tmp_path / "a" / "risk_groups.parquet")
@@ -242,7 +243,7 @@ def test_reanchored_model_holds_95_percent_of_its_calibration_bfh_and_is_reusabl
 
 
 def test_too_few_bfh_stops_with_one_message(run_dir, ukb_export, tmp_path):
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     small = tmp_path / "small.csv"
     lines = ukb_export.read_text().splitlines()
@@ -255,7 +256,7 @@ def test_too_few_bfh_stops_with_one_message(run_dir, ukb_export, tmp_path):
 def test_reanchoring_is_seeded(run_dir, ukb_export, tmp_path):
     """The same reanchor_seed gives the same split, model and rows; another seed another
     split (so the seed is used, not ignored)."""
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     for name, seed in (("x", 3), ("y", 3), ("z", 4)):
         run_score(run_dir, ukb_export, tmp_path / name, device="cpu", reanchor=True,
@@ -273,7 +274,7 @@ def test_the_refresh_can_score_with_a_reanchored_model(run_dir, ukb_export, tmp_
     import dagster as dg
 
     from sphr.data.fingerprint import fingerprint
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
     from sphr_dagster.definitions import ASSETS, CHECKS
     from sphr_dagster.resources import RunStorage, default_resources
 
@@ -299,7 +300,7 @@ def test_reanchoring_fits_nothing_but_the_bounds_on_the_calibration_people(run_d
     has none)."""
     from sphr.risk.config import REANCHOR_ALL_PARTS
     from sphr.risk.model import RiskModel
-    from sphr.risk.reanchor import reanchor
+    from sphr.risk.serve.reanchor import reanchor
 
     fitted = RiskModel.load(run_dir, device="cpu")
     baseline = pd.read_parquet(run_dir / "ingest" / "baseline.parquet")
@@ -346,7 +347,7 @@ def test_reanchoring_fits_nothing_but_the_bounds_on_the_calibration_people(run_d
 def test_reanchoring_keeps_the_absolute_risk_models(run_dir, ukb_export, tmp_path):
     # with the rule's parts (standardizers, bounds) the distance the absolute risk reads is
     # the fitted model's, so each person's absolute risk is the unchanged model's
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     run_score(run_dir, ukb_export, tmp_path / "plain", device="cpu")
     run_score(run_dir, ukb_export, tmp_path / "re", device="cpu", reanchor=True, min_bfh=FEW,

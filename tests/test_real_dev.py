@@ -125,7 +125,7 @@ def test_supervised_comparator_is_fitted_on_linked_deaths_and_judged_on_them(fit
 
 
 def test_score_applies_every_method_to_a_held_out_slice(fitted, tmp_path):
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     run, held_csv = fitted
     report = run_score(run, held_csv, tmp_path / "scored")

@@ -58,8 +58,8 @@ def population(seed: int = 0, n: int = 700) -> tuple[pd.DataFrame, pd.DataFrame]
 
 def stage_tables(rows: pd.DataFrame, outcomes: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The yardstick tables as the risk stage writes them (sphr.risk.pipeline.linked_tables)."""
-    from sphr.risk.beyond import beyond_age_tables
     from sphr.risk.supervised import evaluated_on
+    from sphr.risk.validation.beyond import beyond_age_tables
 
     pop = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test"),
                    ["eid", "sex", "method", "score", "group", "age_years", "label"]]
@@ -280,12 +280,12 @@ def _context(inputs, linked):
 
 
 def test_the_main_pages_read_the_stage_yardstick_not_a_recomputation(inputs, monkeypatch):
-    import sphr.risk.beyond
+    import sphr.risk.validation.beyond
 
     def recomputed(*args, **kwargs):
         raise AssertionError("the report recomputed what the risk stage wrote")
 
-    monkeypatch.setattr(sphr.risk.beyond, "beyond_age_tables", recomputed)
+    monkeypatch.setattr(sphr.risk.validation.beyond, "beyond_age_tables", recomputed)
     linked = {k: v.copy() for k, v in inputs["linked"].items()}
     go, ba = linked["group_ordering"], linked["beyond_age"]
     i = go.index[(go["sex"] == "female") & (go["method"] == "sphr_joint")
@@ -306,12 +306,12 @@ def test_without_the_stage_yardstick_the_report_shows_no_ordering_and_computes_n
         inputs, monkeypatch):
     """Linked outcomes but no yardstick tables (a stage without linked records wrote none;
     an older run folder is refused by merge_risk): no group ordering, nothing recomputed."""
-    import sphr.risk.beyond
+    import sphr.risk.validation.beyond
 
     def recomputed(*args, **kwargs):
         raise AssertionError("the report recomputed what the risk stage writes")
 
-    monkeypatch.setattr(sphr.risk.beyond, "scored_tables", recomputed)
+    monkeypatch.setattr(sphr.risk.validation.beyond, "scored_tables", recomputed)
     ctx = _context(inputs, None)
     assert ctx["frames"]["ordering"].empty and ctx["frames"]["gain"].empty
 
@@ -373,7 +373,7 @@ def test_page_one_splits_the_healthy_no_bound_saw_with_intervals():
     reference count is who the bounds rest on (in a cross-fit, every BFH out of fold)."""
     from sphr.risk.report import frames as fr
     from sphr.risk.report.main import _with_healthy
-    from sphr.risk.validation import wilson
+    from sphr.risk.validation.groups import wilson
 
     groups = ["Normal"] * 190 + ["Lower Risk"] * 8 + ["Higher Risk"] * 2
     rows = pd.DataFrame({"sex": "female", "eid": np.arange(210), "method": "m",

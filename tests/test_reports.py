@@ -89,9 +89,9 @@ def _thresholds(rows: pd.DataFrame) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def risk_inputs():
-    from sphr.risk.discrimination import discrimination
     from sphr.risk.pipeline import normal_share_table, validation_population
-    from sphr.risk.validation import time_correlation, validation_table
+    from sphr.risk.validation.discrimination import discrimination
+    from sphr.risk.validation.groups import time_correlation, validation_table
 
     rows, followup = _population()
     pop = validation_population(rows)
@@ -141,7 +141,7 @@ def test_risk_report_reads_summary_first(risk_report):
 
 
 def test_cumulative_new_diagnosis_follows_the_visits(risk_inputs):
-    from sphr.risk.curves import cumulative_new_diagnosis
+    from sphr.risk.validation.curves import cumulative_new_diagnosis
 
     curves = cumulative_new_diagnosis(risk_inputs["rows"], risk_inputs["followup"])
     assert set(curves.columns) >= {"sex", "method", "outcome", "group", "time_years", "cum_inc",
@@ -294,9 +294,10 @@ def test_sphr_pdf_says_whether_reports_get_their_pdf(monkeypatch, value, wanted)
 
 
 def test_linked_cumulative_incidence_becomes_the_central_figure(tmp_path, risk_inputs):
-    """``linked`` (sphr.risk.linked's frames): its curves come first, the forest after."""
-    from sphr.risk.curves import cumulative_new_diagnosis
+    """``linked`` (sphr.risk.validation.linked's frames): its curves come first, the forest
+    after."""
     from sphr.risk.report import write_report
+    from sphr.risk.validation.curves import cumulative_new_diagnosis
 
     inp = risk_inputs
     curves = cumulative_new_diagnosis(inp["rows"], inp["followup"])

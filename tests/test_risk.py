@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pdf_setup import printing_pdfs
 
-from sphr.errors import InputError
+from sphr.errors import ConfigError, InputError
 from sphr.risk import GROUPS, assign_groups, make_intervals
 from sphr.risk.calibration import pooled_windows
 from sphr.risk.distance import DistanceModel
 from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.model import COLUMNS
-from sphr.risk.validation import higher_vs_normal, time_correlation, validation_table, wilson
+from sphr.risk.validation.groups import higher_vs_normal, time_correlation, validation_table, wilson
 
 # ----------------------------------------------------------------------------- intervals
 
@@ -370,7 +370,7 @@ def test_report_renders_to_a_nonblank_png(risk_out, tmp_path):
 
 
 def test_score_reproduces_risk_groups(risk_out, run_dir, ukb_export, tmp_path):
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     report = run_score(run_dir, ukb_export, tmp_path / "scored")
     scored = pd.read_parquet(tmp_path / "scored" / "risk_groups.parquet")
@@ -508,7 +508,7 @@ def small_cohort():
 
 
 def test_score_refuses_wrong_units(risk_out, run_dir, small_cohort, tmp_path):
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
     from sphr.synth.cohort import SyntheticCohort
     from sphr.synth.export import write_export
 
@@ -524,7 +524,7 @@ def test_score_refuses_wrong_units(risk_out, run_dir, small_cohort, tmp_path):
 
 
 def test_score_refuses_a_missing_feature(risk_out, run_dir, small_cohort, tmp_path):
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
     from sphr.synth.export import write_export
 
     good = write_export(small_cohort, tmp_path / "ok.csv", "ukbconv", decoys=0, seed=3)
@@ -543,9 +543,9 @@ def test_score_labels_with_the_runs_custom_ranges(ingest_dir, ukb_export, tmp_pa
     ``sphr score`` had its own copy of the labelling with the default ranges)."""
     from sphr.cohorts import CohortConfig, run_cohorts
     from sphr.cohorts.ranges import P0_RANGES, assign_classes, ranges_for, with_overrides
-    from sphr.risk.apply import run_score
     from sphr.risk.config import RiskConfig
     from sphr.risk.pipeline import risk_for_sex
+    from sphr.risk.serve.apply import run_score
 
     overrides = {"glucose": {"low": 3.5, "high": 6.1}, "hdl": {"female": {"low": 1.1}}}
     run = tmp_path / "run"
@@ -576,10 +576,10 @@ def test_sphr_variants_are_fitted_on_training_bfh_saved_and_scored_alike(run_dir
     reference comes from the training BFH only, and sphr score reproduces it on new people."""
     from sphr.artifacts import load_cohort
     from sphr.layout import train_dir
-    from sphr.risk.apply import run_score
     from sphr.risk.config import SPHR_VARIANTS, RiskConfig
     from sphr.risk.fit import fit_run
     from sphr.risk.pipeline import run_risk
+    from sphr.risk.serve.apply import run_score
     from sphr.risk.spaces import EmbeddingSpace, build_space
 
     config = RiskConfig(methods=("sphr", *SPHR_VARIANTS), modes=("calibrated",),
@@ -668,3 +668,27 @@ def test_the_fitted_model_names_the_shipped_sphr_score(risk_out):
     assert spec["sphr_refits"]["spread"] is None
     assert RiskModel.load(risk_out / "model").sphr_["shipped_sphr"] == "sphr_joint"
     assert "How far one SPHR fit can be trusted" in (risk_out / "report_appendix.html").read_text()
+
+
+def test_every_method_is_defined_once_and_dispatched_by_its_registry():
+    """The method lists are views of one registry (sphr.risk.config.RISK_METHODS), and every
+    distance method has exactly one way to build its space: a marker space, or an embedding
+    (with the variants' reference rule)."""
+    from sphr.risk import config, spaces
+    from sphr.risk.report.names import METHOD_ORDER, method_name, short_name
+
+    info = config.RISK_METHODS
+    assert config.ALL_METHODS == tuple(info) == (*config.METHODS, *config.SCORE_METHODS)
+    assert set(config.PAPER_METHODS) == {"raw_euclidean", "mahalanobis", "p0_euclidean",
+                                         "deep_patient", "sphr"}
+    marker = set(spaces._MARKER_SPACES)
+    embedded = set(config.EMBEDDED_BY)
+    assert marker == set(config.MARKER_SPACE_METHODS)
+    assert marker | embedded == set(config.METHODS) and not marker & embedded
+    assert set(spaces._REFERENCE_RULES) == set(config.SPHR_VARIANTS) <= embedded
+    for name in info:
+        assert method_name(name) == info[name].display
+        assert short_name(name) == (info[name].short or info[name].display)
+    assert set(info) <= set(METHOD_ORDER)
+    with pytest.raises(ConfigError, match="unknown risk method"):
+        spaces.build_space("nosuch", ["glucose"])

@@ -14,9 +14,9 @@ from sphr.risk.calibration import (
     conformal_rank,
     upper_bound,
 )
-from sphr.risk.discrimination import auroc, auroc_rows, discrimination, risk_ratio
 from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
-from sphr.risk.validation import holm
+from sphr.risk.validation.discrimination import auroc, auroc_rows, discrimination, risk_ratio
+from sphr.risk.validation.groups import holm
 from sphr.survival import c_index
 
 # ----------------------------------------------------------------------------- conformal bounds

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sphr.risk.linked import GROUP_COLOURS, linked_validation, plot_cumulative_incidence
+from sphr.risk.validation.linked import GROUP_COLOURS, linked_validation, plot_cumulative_incidence
 from sphr.survival import hazard_ratio
 
 #: lifelines iterated to the maximum (its default stops ~1e-4 short of it in relative

@@ -35,7 +35,7 @@ def run(tmp_path_factory, ingest_dir, cohorts_dir):
 
 @pytest.fixture(scope="module")
 def scored(run, ukb_export, tmp_path_factory):
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     out = tmp_path_factory.mktemp("scored") / "out"
     return out, run_score(run, ukb_export, out, device="cpu")
@@ -76,7 +76,7 @@ def test_score_judges_its_groups_on_the_exports_linked_records(scored):
 
 
 def test_score_without_linked_records_says_why(run, synthetic_cohort, tmp_path):
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
     from sphr.synth.export import write_export
 
     bare = write_export(synthetic_cohort, tmp_path / "bare.csv", "ukbconv", decoys=0, seed=11,
@@ -94,7 +94,7 @@ def test_score_without_linked_records_says_why(run, synthetic_cohort, tmp_path):
 def test_score_builds_the_outcomes_with_the_release_file(run, ukb_export, scored, tmp_path):
     """--outcomes release.json: the censoring dates of the release, as the pipeline's ingest
     takes them; an earlier death registry date follows nobody past it."""
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     release = tmp_path / "release.json"
     release.write_text(json.dumps({"censoring": {"death": "2015-01-31"}}))
@@ -108,7 +108,7 @@ def test_score_builds_the_outcomes_with_the_release_file(run, ukb_export, scored
 
 def test_the_refresh_judges_its_groups_or_says_why(run, ukb_export):
     from sphr.data.ingest import ingest
-    from sphr.risk.refresh import run_refresh
+    from sphr.risk.serve.refresh import run_refresh
 
     result = ingest(ukb_export)
     baseline, outcomes = result.baseline.to_pandas(), result.outcomes.to_pandas()

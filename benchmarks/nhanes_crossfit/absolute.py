@@ -94,7 +94,7 @@ def absolute_draws(data: pd.DataFrame, n_bootstrap: int, seed: int) -> dict:
 
 def evaluate_absolute(risks: pd.DataFrame, n_bootstrap: int, seed: int) -> dict:
     """The candidates' cross-fitted death metrics per sex, and the rule's choice."""
-    from sphr.risk.absolute_validation import absolute_validation, with_outcome
+    from sphr.risk.validation.absolute import absolute_validation, with_outcome
 
     death = death_outcome().reset_index()
     outcomes = death.assign(outcome="death")

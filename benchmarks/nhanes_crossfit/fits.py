@@ -109,9 +109,9 @@ def score_fold(work: Path, heldout_csv: Path, seed: int, spaces: tuple[str, ...]
                risk: dict | None = None) -> dict[str, str]:
     """The risk stage on the fold's fits, then ``sphr score`` of ``heldout_csv``, per space;
     the scored files by space (``absolute_<space>``: the absolute-risk candidates)."""
-    from sphr.risk.apply import run_score
     from sphr.risk.config import DEFAULT_METHODS, SPHR_VARIANTS, RiskConfig
     from sphr.risk.pipeline import run_risk
+    from sphr.risk.serve.apply import run_score
 
     methods = (*DEFAULT_METHODS, *SPHR_VARIANTS) if variants else DEFAULT_METHODS
     if absolute_only:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from sphr.risk.validation import holm
+from sphr.risk.validation.groups import holm
 
 #: the cohort label of the bona fide healthy (sphr.cohorts)
 BFH = 2

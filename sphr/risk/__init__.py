@@ -35,9 +35,9 @@ docs/METHODS.md#risk-groups).
 ``heldout_bfh.parquet``
     share of the calibration and test BFH in Normal (Wilson 95% CIs).
 ``discrimination.parquet``
-    AUROC, C-index, risk ratio, paired differences (:mod:`sphr.risk.discrimination`).
+    AUROC, C-index, risk ratio, paired differences (:mod:`sphr.risk.validation.discrimination`).
 ``validation.parquet`` / ``validation.md``, ``time_correlation.parquet``
-    Table 4 shape and Appendix C (:mod:`sphr.risk.validation`).
+    Table 4 shape and Appendix C (:mod:`sphr.risk.validation.groups`).
 ``absolute_risk.parquet``
     the 5- and 10-year absolute risk of every participant and linked outcome with enough
     events, its 95% interval and the risk-equivalent age (``eid, sex, outcome, risk_5y,
@@ -55,7 +55,7 @@ docs/METHODS.md#risk-groups).
 
 ``sphr score RUN_DIR NEW_EXPORT --out DIR`` writes ``risk_groups.parquet`` /
 ``.csv`` with the same columns (``partition`` = ``new``, ``label`` from the
-export's answers where known, else -1) for a new export (:mod:`sphr.risk.apply`), every
+export's answers where known, else -1) for a new export (:mod:`sphr.risk.serve.apply`), every
 method included: the supervised comparators' fold models and PhenoAge's line are saved.
 The fitted model is one object, :class:`sphr.risk.model.RiskModel` (``fit`` / ``save`` /
 ``load`` / ``score_cohort``); the module map is in docs/ARCHITECTURE.md.

@@ -127,7 +127,7 @@ def score_settings_from_args(args: argparse.Namespace) -> ScoreSettings:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from sphr.risk.apply import run_score
+    from sphr.risk.serve.apply import run_score
 
     settings = score_settings_from_args(args)
     report = run_score(args.run_dir, args.export, args.out, settings)

@@ -12,38 +12,85 @@ from sphr.labels import SEXES
 from sphr.risk.calibration import STANDARDIZATIONS, TAIL_BOUND, TAIL_BOUNDS
 from sphr.risk.intervals import MODES
 
-#: SPHR variants aimed at risk (docs/METHODS.md, "SPHR variants aimed at risk"): the same
-#: network, another reference or a joint space (``sphr_joint`` is computed by default:
-#: :data:`SHIPPED_SPHR`)
-SPHR_VARIANTS: tuple[str, ...] = ("sphr_age_line", "sphr_young", "sphr_joint")
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """What the project knows of one risk method, in one place: its name, how people read
+    it, and the facts the stage dispatches on. Every list of methods below is a view of
+    :data:`RISK_METHODS` (their order is the registry's)."""
+
+    name: str
+    #: the report's full name, and the figures' short one (None: the full name)
+    display: str
+    short: str | None = None
+    #: ``distance`` (a space and a reference per age group; :mod:`sphr.risk.spaces`) or
+    #: ``score`` (given per person; :mod:`sphr.risk.comparators`)
+    kind: str = "distance"
+    #: one of the paper's five; mode ``paper`` (Eq. A.4) is defined for these
+    paper: bool = False
+    #: measured in the marker space (the others embed first)
+    marker_space: bool = False
+    #: the representation a deep method embeds with (``deep_patient`` / ``sphr``)
+    embedded_by: str | None = None
+    #: an SPHR variant aimed at risk (docs/METHODS.md, "SPHR variants aimed at risk")
+    variant: bool = False
+    #: needs a model file from an earlier stage or an optional input: skipped with a log line
+    #: (and listed in the report) when it is missing
+    optional: bool = False
+
+
+#: every risk method: the distance methods, then the scores researchers already use
+RISK_METHODS: dict[str, MethodInfo] = {m.name: m for m in (
+    MethodInfo("raw_euclidean", "Euclidean (raw)", paper=True, marker_space=True),
+    MethodInfo("mahalanobis", "Mahalanobis (age-group BFH)", short="Mahalanobis", paper=True,
+              marker_space=True),
+    MethodInfo("homeostatic_dysregulation", "Homeostatic dysregulation",
+              short="Homeostatic dysreg.", marker_space=True),
+    MethodInfo("p0_euclidean", "P0 (Euclidean)", paper=True, marker_space=True),
+    MethodInfo("deep_patient", "DeepPatient", paper=True, embedded_by="deep_patient",
+              optional=True),
+    MethodInfo("sphr", "SPHR", paper=True, embedded_by="sphr", optional=True),
+    # the SPHR variants: the same network, another reference or a joint space
+    MethodInfo("sphr_age_line", "SPHR, age-line reference", embedded_by="sphr", variant=True,
+              optional=True),
+    MethodInfo("sphr_young", "SPHR, young reference", embedded_by="sphr", variant=True,
+              optional=True),
+    MethodInfo("sphr_joint", "SPHR + markers (shipped)", short="SPHR + markers",
+              embedded_by="sphr", variant=True, optional=True),
+    MethodInfo("phenoage", "PhenoAge acceleration", short="PhenoAge accel.", kind="score",
+               optional=True),
+    # stands for every supervised comparator (sphr.risk.supervised): one per linked outcome
+    # (supervised_death, ...) and the repeat-visit one, whichever the export allows
+    MethodInfo("supervised_xgboost", "Supervised XGBoost (uses outcome)",
+               short="Supervised ceiling", kind="score", optional=True),
+)}
+
+#: SPHR variants aimed at risk (``sphr_joint`` is computed by default: :data:`SHIPPED_SPHR`)
+SPHR_VARIANTS: tuple[str, ...] = tuple(m for m, i in RISK_METHODS.items() if i.variant)
 #: the absolute-risk candidates that can ship (:data:`sphr.risk.absolute.CANDIDATES`; kept
 #: here too so that this module stays light)
 ABSOLUTE_CANDIDATES: tuple[str, ...] = ("age", "age_distance", "age_phenoage", "ridge_markers")
 #: the distance methods (a space G and a reference per age group; :mod:`sphr.risk.spaces`)
-METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "homeostatic_dysregulation",
-                            "p0_euclidean", "deep_patient", "sphr", *SPHR_VARIANTS)
+METHODS: tuple[str, ...] = tuple(m for m, i in RISK_METHODS.items() if i.kind == "distance")
 #: the paper's five; mode ``paper`` (Eq. A.4) is defined for these
-PAPER_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis", "p0_euclidean", "deep_patient",
-                                  "sphr")
-DISPLAY: dict[str, str] = {
-    "raw_euclidean": "Euclidean (raw)", "mahalanobis": "Mahalanobis (age-group BFH)",
-    "homeostatic_dysregulation": "Homeostatic dysregulation",
-    "p0_euclidean": "P0 (Euclidean)", "deep_patient": "DeepPatient", "sphr": "SPHR",
-    "phenoage": "PhenoAge acceleration", "supervised_xgboost": "Supervised XGBoost (uses outcome)",
-    "age": "Age alone", "sphr_age_line": "SPHR, age-line reference",
-    "sphr_young": "SPHR, young reference", "sphr_joint": "SPHR + markers (shipped)",
-}
-#: scores given per person (:mod:`sphr.risk.comparators`); ``supervised_xgboost`` stands for every
-#: supervised comparator (:mod:`sphr.risk.supervised`): one per linked outcome
-#: (``supervised_death``, ...) and the repeat-visit one, whichever the export allows
-SCORE_METHODS: tuple[str, ...] = ("phenoage", "supervised_xgboost")
+PAPER_METHODS: tuple[str, ...] = tuple(m for m, i in RISK_METHODS.items() if i.paper)
+#: full names of every method, and of age alone (the reports' yardstick)
+DISPLAY: dict[str, str] = {**{m: i.display for m, i in RISK_METHODS.items()},
+                           "age": "Age alone"}
+#: figure labels where the full name is too long for a panel
+SHORT: dict[str, str] = {m: i.short for m, i in RISK_METHODS.items() if i.short}
+#: scores given per person (:mod:`sphr.risk.comparators`)
+SCORE_METHODS: tuple[str, ...] = tuple(m for m, i in RISK_METHODS.items() if i.kind == "score")
 #: the inputs of the marker-space distances (docs/METHODS.md, "The distance space")
 DISTANCE_SPACES: tuple[str, ...] = ("marker", "quantile")
 #: the distance methods that measure in the marker space (the others embed first)
-MARKER_SPACE_METHODS: tuple[str, ...] = ("raw_euclidean", "mahalanobis",
-                                         "homeostatic_dysregulation", "p0_euclidean")
+MARKER_SPACE_METHODS: tuple[str, ...] = tuple(m for m, i in RISK_METHODS.items()
+                                              if i.marker_space)
+#: the representation each deep method embeds with
+EMBEDDED_BY: dict[str, str] = {m: i.embedded_by for m, i in RISK_METHODS.items()
+                               if i.embedded_by}
 #: every method: the distance methods, then the scores researchers already use
-ALL_METHODS: tuple[str, ...] = (*METHODS, *SCORE_METHODS)
+ALL_METHODS: tuple[str, ...] = tuple(RISK_METHODS)
 #: the SPHR risk score the project ships: SPHR's embedding joined with the markers, the one
 #: variant that beat the paper's distance for both fold seeds on the development set
 #: (docs/METHODS.md "SPHR variants aimed at risk", docs/notes/SPHR_RISK.md)
@@ -52,13 +99,11 @@ SHIPPED_SPHR = "sphr_joint"
 #: beside the paper's, but the variants that did not win (options)
 DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in ALL_METHODS
                                          if m not in SPHR_VARIANTS or m == SHIPPED_SPHR)
-#: methods that need a model file from an earlier stage or an optional input; skipped with
-#: a log line (and listed in the report) when it is missing
-OPTIONAL_METHODS: tuple[str, ...] = ("deep_patient", "sphr", *SPHR_VARIANTS, "phenoage",
-                                     "supervised_xgboost")
+#: methods that need a model file from an earlier stage or an optional input
+OPTIONAL_METHODS: tuple[str, ...] = tuple(m for m, i in RISK_METHODS.items() if i.optional)
 #: what ``sphr score --on-drift`` may ask when the export drifted (the first: the default)
 ON_DRIFT: tuple[str, ...] = ("warn", "refuse")
-#: every part of a fitted model that re-anchoring can refit (:mod:`sphr.risk.reanchor`)
+#: every part of a fitted model that re-anchoring can refit (:mod:`sphr.risk.serve.reanchor`)
 REANCHOR_ALL_PARTS: tuple[str, ...] = ("normalizer", "marker_scaler", "references",
                                        "standardizers", "bounds")
 #: the parts ``sphr score --reanchor`` refits: the pre-registered rule's choice on the

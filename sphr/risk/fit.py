@@ -82,7 +82,7 @@ def _raw(cdir: Path, part: str, frame: pd.DataFrame) -> pd.DataFrame:
 
 def first_visit_any(run: Path) -> pd.Series:
     """New diagnosis (any) at the first repeat visit, indexed by eid (absent: no visit)."""
-    from sphr.risk.validation import _new_any
+    from sphr.risk.followup import new_any_diagnosis
 
     path = ingest_dir(run) / "followup.parquet"
     if not path.exists():
@@ -91,7 +91,7 @@ def first_visit_any(run: Path) -> pd.Series:
     fu = fu.loc[fu["instance"] == 1].drop_duplicates("eid").set_index("eid")
     if fu.empty:
         raise InputError("nobody has a repeat visit", file=path)
-    return _new_any(fu).dropna().astype(bool)
+    return new_any_diagnosis(fu).dropna().astype(bool)
 
 
 def _read_comparators(run: Path, inputs: CohortInputs, config: RiskConfig) -> None:

@@ -29,7 +29,7 @@ from sphr.risk.fit import fit_run
 from sphr.risk.intervals import NORMAL
 from sphr.risk.model import RiskModel, check_written_by
 from sphr.risk.supervised import evaluated_on
-from sphr.risk.validation import (
+from sphr.risk.validation.groups import (
     higher_vs_normal,
     holm,
     time_correlation,
@@ -242,8 +242,8 @@ def linked_tables(run: Path, rows: pd.DataFrame, config: RiskConfig) -> dict[str
     path = ingest_dir(run) / "outcomes.parquet"
     if not path.exists():
         return {}
-    from sphr.risk.beyond import scored_tables
-    from sphr.risk.linked import linked_validation
+    from sphr.risk.validation.beyond import scored_tables
+    from sphr.risk.validation.linked import linked_validation
 
     outcomes = pd.read_parquet(path)
     pop = rows.loc[(rows["mode"] == "calibrated") & (rows["partition"] == "test"),
@@ -394,7 +394,7 @@ def discrimination_table(pop: pd.DataFrame, followup: pd.DataFrame, config: Risk
                          ) -> pd.DataFrame:
     """:func:`sphr.risk.discrimination.discrimination` of every method, plus age alone as a
     reference score (its group is undefined)."""
-    from sphr.risk.discrimination import discrimination
+    from sphr.risk.validation.discrimination import discrimination
 
     # a supervised comparator of a linked outcome is judged on that outcome only
     pop = pop.loc[[evaluated_on(m, "new diagnosis") for m in pop["method"]]]

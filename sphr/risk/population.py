@@ -5,7 +5,7 @@ training values, their mean and standard deviation and the 101 percentiles 0, 1,
 (the first and last are the fitted range): no training row. ``sphr risk`` fits it on the
 real (not augmented) training rows of each sex, the rows the normalizer and the marker
 scaler were fitted on, and saves it as ``<sex>/population.json`` of the model folder;
-:mod:`sphr.risk.drift` compares a new export with it. A model fitted without the raw training
+:mod:`sphr.risk.serve.drift` compares a new export with it. A model fitted without the raw training
 rows has it from its normalizer's quantile grid (:meth:`PopulationSummary.from_normalizer`),
 taken as an equally weighted sample of the training distribution.
 """

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -55,13 +55,11 @@ from sphr.cohorts.ranges import P0_RANGES
 from sphr.errors import ConfigError, InputError
 from sphr.health_distance import health_distance, health_reference
 from sphr.representation import Representation
-from sphr.risk.config import METHODS, SPHR_VARIANTS
+from sphr.risk.config import EMBEDDED_BY, METHODS
 from sphr.train.embedding import SPHREmbedding
 
 P0_MARKERS: tuple[str, ...] = tuple(dict.fromkeys(r.marker for r in P0_RANGES))
-#: the representation each deep method embeds with
-EMBEDDED_BY: dict[str, str] = {"deep_patient": "deep_patient", "sphr": "sphr",
-                               **{m: "sphr" for m in SPHR_VARIANTS}}
+
 
 
 def sha256(path: str | Path) -> str:
@@ -91,7 +89,7 @@ class Space(Representation):
     def recentred(self, X: np.ndarray, ages: np.ndarray | None = None) -> Space:
         """The space with its own reference (``origin_reference``) re-estimated on the BFH
         rows ``X`` of another population, everything else kept (re-anchoring,
-        :mod:`sphr.risk.reanchor`); a space without one is returned as it is."""
+        :mod:`sphr.risk.serve.reanchor`); a space without one is returned as it is."""
         return self
 
 
@@ -404,19 +402,28 @@ def load_representation(path: str | Path, device: str = "auto") -> Representatio
     return Representation.load(path)
 
 
+#: each marker-space method's space, from the cohort's features
+_MARKER_SPACES: dict[str, Callable[[list[str]], Space]] = {
+    "raw_euclidean": lambda features: ColumnSelector(features, list(features)),
+    "p0_euclidean": lambda features: ColumnSelector(features, p0_columns(features)),
+    "mahalanobis": lambda features: Whitening(),
+    "homeostatic_dysregulation": YoungWhitening,
+}
+#: each SPHR variant's reference rule around the embedding (plain ``sphr``: none)
+_REFERENCE_RULES: dict[str, Callable[[EmbeddingSpace, list[str]], Space]] = {
+    "sphr_age_line": AgeLineReference,
+    "sphr_young": lambda inner, features: YoungReference(inner),
+    "sphr_joint": lambda inner, features: JointSpace(inner),
+}
+
+
 def build_space(method: str, features: list[str], *,
                 representations: Mapping[str, Representation | str | Path] | None = None,
                 device: str = "auto") -> Space:
     """An unfitted space for ``method``; the deep methods embed with ``representations``
     (``deep_patient`` / ``sphr``: a fitted representation or the file to read it from)."""
-    if method == "raw_euclidean":
-        return ColumnSelector(features, list(features))
-    if method == "p0_euclidean":
-        return ColumnSelector(features, p0_columns(features))
-    if method == "mahalanobis":
-        return Whitening()
-    if method == "homeostatic_dysregulation":
-        return YoungWhitening(features)
+    if method in _MARKER_SPACES:
+        return _MARKER_SPACES[method](features)
     if method not in EMBEDDED_BY:
         raise ConfigError(f"unknown risk method {method!r}: choose from {', '.join(METHODS)}")
     name = EMBEDDED_BY[method]
@@ -427,11 +434,8 @@ def build_space(method: str, features: list[str], *,
         inner = EmbeddingSpace.restore(load_representation(given, device), features, given)
     else:
         inner = EmbeddingSpace.restore(given, features)
-    if method == "sphr_age_line":
-        return AgeLineReference(inner, features)
-    if method == "sphr_young":
-        return YoungReference(inner)
-    return JointSpace(inner) if method == "sphr_joint" else inner
+    rule = _REFERENCE_RULES.get(method)
+    return inner if rule is None else rule(inner, features)
 
 
 def _checked(spec: dict[str, Any], directory: Path) -> Path:
@@ -444,27 +448,45 @@ def _checked(spec: dict[str, Any], directory: Path) -> Path:
     return path
 
 
+def _restore_inner(spec: dict[str, Any], directory: Path, features: list[str],
+                   device: str) -> Space:
+    return load_space(spec["inner"], directory, features, device)
+
+
+def _restore_homeostatic(spec: dict[str, Any], directory: Path, features: list[str],
+                         device: str) -> Space:
+    with np.load(_checked(spec, directory)) as arrays:
+        return YoungWhitening.restore(features, spec["young_max_age"], arrays["mean"],
+                                      arrays["L"])
+
+
+def _restore_embedding(spec: dict[str, Any], directory: Path, features: list[str],
+                       device: str) -> Space:
+    path = _checked(spec, directory)
+    return EmbeddingSpace.restore(load_representation(path, device), features, path)
+
+
+#: how each kind of saved space (:meth:`Space.to_spec`'s ``kind``) is rebuilt, nothing refitted
+_RESTORE: dict[str, Callable[[dict[str, Any], Path, list[str], str], Space]] = {
+    "columns": lambda spec, d, f, dev: ColumnSelector.restore(f, spec["columns"]),
+    "joint": lambda spec, d, f, dev: JointSpace.restore(
+        _restore_inner(spec, d, f, dev), np.asarray(spec["scales"], float), len(f)),
+    "age_line": lambda spec, d, f, dev: AgeLineReference.restore(
+        _restore_inner(spec, d, f, dev), f, np.load(_checked(spec, d))),
+    "young_reference": lambda spec, d, f, dev: YoungReference.restore(
+        _restore_inner(spec, d, f, dev), spec["young_max_age"], np.load(_checked(spec, d)),
+        len(f)),
+    "whitening": lambda spec, d, f, dev: Whitening.restore(np.load(_checked(spec, d))),
+    "homeostatic": _restore_homeostatic,
+    "representation": _restore_embedding,
+    "sphr": _restore_embedding,
+}
+
+
 def load_space(spec: dict[str, Any], directory: Path, features: list[str],
                device: str = "auto") -> Space:
     """Rebuild a space written by :meth:`Space.to_spec`, checking checksums (nothing refitted)."""
-    kind, n = spec["kind"], len(features)
-    if kind == "columns":
-        return ColumnSelector.restore(features, spec["columns"])
-    if kind == "joint":
-        return JointSpace.restore(load_space(spec["inner"], directory, features, device),
-                                  np.asarray(spec["scales"], float), n)
-    if kind in ("age_line", "young_reference"):
-        inner = load_space(spec["inner"], directory, features, device)
-        arr = np.load(_checked(spec, directory))
-        return AgeLineReference.restore(inner, features, arr) if kind == "age_line" else \
-            YoungReference.restore(inner, spec["young_max_age"], arr, n)
-    path = _checked(spec, directory)
-    if kind == "whitening":
-        return Whitening.restore(np.load(path))
-    if kind == "homeostatic":
-        with np.load(path) as arrays:
-            return YoungWhitening.restore(features, spec["young_max_age"], arrays["mean"],
-                                          arrays["L"])
-    if kind in ("representation", "sphr"):
-        return EmbeddingSpace.restore(load_representation(path, device), features, path)
-    raise InputError(f"unknown space kind {kind!r}", file=directory)
+    restore = _RESTORE.get(spec["kind"])
+    if restore is None:
+        raise InputError(f"unknown space kind {spec['kind']!r}", file=directory)
+    return restore(spec, directory, features, device)

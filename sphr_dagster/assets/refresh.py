@@ -3,7 +3,7 @@
 ``refresh/baseline`` ingests the export (the configured file, or the one the
 new-export sensor found), the blocking ``export_drift`` check compares it
 with the training distribution, and ``risk/refresh`` scores everyone into
-``RUN/risk/refresh/<export-version>/`` (sphr.risk.refresh).
+``RUN/risk/refresh/<export-version>/`` (sphr.risk.serve.refresh).
 """
 
 from pathlib import Path
@@ -67,11 +67,11 @@ def _run_outcome_config(run: Path) -> Any:
 @dg.asset_check(asset=refresh_baseline, blocking=True,
                 description="Before scoring: per sex and feature, the new export against the "
                 "training population (standardized mean difference, PSI, KS, out-of-range "
-                "share; sphr.risk.drift, the table sphr score writes). A unit mistake blocks "
+                "share; sphr.risk.serve.drift, the table sphr score writes). A unit mistake blocks "
                 "the refresh; drift (|SMD| or PSI >= 0.25) warns.")
 def export_drift(baseline: pd.DataFrame, storage: RunStorage) -> dg.AssetCheckResult:
     from sphr.errors import InputError
-    from sphr.risk.drift import drift_table, summarize
+    from sphr.risk.serve.drift import drift_table, summarize
 
     try:
         table = drift_table(baseline, storage.scoring_model)
@@ -103,8 +103,8 @@ def export_drift(baseline: pd.DataFrame, storage: RunStorage) -> dg.AssetCheckRe
 def risk_refresh(context: dg.AssetExecutionContext, baseline: pd.DataFrame,
                  storage: RunStorage, compute: Compute) -> dg.MaterializeResult:
     from sphr.io import read_json
-    from sphr.risk.drift import drift_table
-    from sphr.risk.refresh import run_refresh
+    from sphr.risk.serve.drift import drift_table
+    from sphr.risk.serve.refresh import run_refresh
 
     source = read_json(storage.run / "refresh" / "baseline_source.json")
     drift = drift_table(baseline, storage.scoring_model)

@@ -29,8 +29,8 @@ def risk_groups(context: dg.AssetExecutionContext, config: RiskSettings, storage
                 compute: Compute) -> dg.MaterializeResult:
     import pandas as pd
 
-    from sphr.risk.curves import shares
     from sphr.risk.pipeline import risk_for_sex
+    from sphr.risk.validation.curves import shares
 
     sex = context.partition_key
     out = layout.risk_dir(storage.run) / sex

@@ -3,7 +3,8 @@
 
 ``sphr risk`` fits it (:mod:`sphr.risk.fit` reads a run's cohorts into :class:`CohortInputs`,
 :mod:`sphr.risk.pipeline` saves it as ``RUN/risk/model/``); ``sphr score``
-(:mod:`sphr.risk.apply`) and the refresh (:mod:`sphr.risk.refresh`) load it and score new
+(:mod:`sphr.risk.serve.apply`) and the refresh (:mod:`sphr.risk.serve.refresh`) load it and
+score new
 people with it. Loading reads only the model folder: this package, the representations it
 holds, and nothing of the fit or the run directory.
 

@@ -138,7 +138,7 @@ class RiskModel:
     ``sexes_`` (sex -> :class:`SexModel`), ``skipped_`` and ``unscored_`` ("sex/method" ->
     why), ``version_``, ``sphr_`` (the shipped SPHR score and its refit spread),
     ``provenance_`` (None, or for a model :meth:`reanchored` made, what was refitted on whom:
-    :func:`sphr.risk.reanchor.reanchor`); after ``fit`` also ``rows_`` (the ``risk_groups``
+    :func:`sphr.risk.serve.reanchor.reanchor`); after ``fit`` also ``rows_`` (the ``risk_groups``
     rows of every fitted participant), after ``load`` ``path_`` (the folder it was read from).
     """
 
@@ -231,7 +231,7 @@ class RiskModel:
         """A new model with ``sexes`` in place of this one's sex models and everything else as
         fitted (settings, age groups, version, skipped and unscored methods, the SPHR record:
         re-anchoring refits no network); ``provenance`` becomes its ``provenance_``. This
-        model is left as it is (:func:`sphr.risk.reanchor.reanchor` builds the sex models)."""
+        model is left as it is (:func:`sphr.risk.serve.reanchor.reanchor` builds the sex models)."""
         unknown = sorted(set(sexes) - set(self.sexes_))
         if unknown:
             raise InputError(f"re-anchored sex models {unknown} that the model does not have")

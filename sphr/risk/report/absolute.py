@@ -3,7 +3,7 @@ and one sentence a person can read per risk group (docs/METHODS.md, "Absolute ri
 risk-equivalent age").
 
 Everything here is about the held-out test partition: :func:`absolute_tables` chooses those
-rows and evaluates them (:mod:`sphr.risk.absolute_validation`); the figure and sentences
+rows and evaluates them (:mod:`sphr.risk.validation.absolute`); the figure and sentences
 read its output.
 """
 
@@ -16,9 +16,9 @@ import pandas as pd
 
 from sphr.report import FULL_WIDTH, Figure, figure, new_figure, style_axes, styled, table
 from sphr.risk.absolute import ANCHOR, shipped
-from sphr.risk.absolute_validation import HORIZON, absolute_validation, with_outcome
 from sphr.risk.config import DISPLAY, SHIPPED_SPHR, RiskConfig
 from sphr.risk.intervals import GROUPS
+from sphr.risk.validation.absolute import HORIZON, absolute_validation, with_outcome
 from sphr.survival import kaplan_meier
 
 LABELS: dict[str, str] = {

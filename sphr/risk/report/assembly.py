@@ -31,9 +31,7 @@ import pandas as pd
 from sphr.beyond_age import GROUP_MIN_EVENTS, GROUP_MIN_N
 from sphr.io import write_bytes, write_text
 from sphr.report import Figure, print_pdf, render, table
-from sphr.risk.absolute_validation import HORIZON
 from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL
-from sphr.risk.curves import cumulative_new_diagnosis, shares
 from sphr.risk.intervals import GROUPS, HIGHER_RISK
 from sphr.risk.paper import PAPER_TIME_CORRELATION, paper_cell
 from sphr.risk.report.absolute import absolute_section
@@ -62,7 +60,9 @@ from sphr.risk.report.tables import (
     unscored_table,
 )
 from sphr.risk.report.trust import sphr_trust, with_refit_sd
-from sphr.risk.validation import higher_vs_normal, holm, wide_table
+from sphr.risk.validation.absolute import HORIZON
+from sphr.risk.validation.curves import cumulative_new_diagnosis, shares
+from sphr.risk.validation.groups import higher_vs_normal, holm, wide_table
 
 log = logging.getLogger(__name__)
 #: linked tables the appendix shows in their own section, not among "every number": the

@@ -21,9 +21,9 @@ from sphr.report import (
     styled,
     text_width,
 )
-from sphr.risk.curves import OUTCOME, shares
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_RISK
 from sphr.risk.report.names import age_order, is_reference, ordered, short_name
+from sphr.risk.validation.curves import OUTCOME, shares
 
 
 def _grid(n: int) -> tuple[int, int]:

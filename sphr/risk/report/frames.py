@@ -5,7 +5,8 @@ formatted from one of these, never from a number typed into a template.
 * :func:`outcome_frame`: one row per held-out person, method and linked outcome (the
   Kaplan-Meier curves and the flow);
 * :func:`yardstick`: the risk stage's beyond-age tables (``RUN/risk/linked_beyond_age``,
-  ``linked_group_ordering``, :mod:`sphr.risk.beyond`), read, not recomputed: one source for
+  ``linked_group_ordering``, :mod:`sphr.risk.validation.beyond`), read, not recomputed: one
+  source for
   the report, its appendix and the CSV beside them;
 * :func:`ordering`: the group-ordering yardstick per sex, method and outcome, with the
   suppression rule's ``shown``;
@@ -162,7 +163,7 @@ def healthy_check(rows: pd.DataFrame, method: str) -> dict[str, dict[str, Any]]:
     them (each read against centiles fitted without their fold). ``reference``: the healthy
     people the bounds rest on; ``shares``: group -> (share, Wilson 95% interval). A bound
     holds when about 95% / 4% / 1% of them fall in Normal / Lower / Higher Risk."""
-    from sphr.risk.validation import wilson
+    from sphr.risk.validation.groups import wilson
 
     mine = rows.loc[(rows["method"] == method) & (rows["mode"] == "calibrated")]
     out: dict[str, dict[str, Any]] = {}

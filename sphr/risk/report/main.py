@@ -23,7 +23,6 @@ import pandas as pd
 from sphr.beyond_age import GROUP_MIN_N
 from sphr.report import table
 from sphr.risk.absolute import shipped
-from sphr.risk.absolute_validation import HORIZON, with_outcome
 from sphr.risk.calibration import LOWER_LEVEL, NORMAL_LEVEL
 from sphr.risk.intervals import HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.report import frames as fr
@@ -33,6 +32,7 @@ from sphr.risk.report.decision import net_benefit
 from sphr.risk.report.main_figures import decision_plot, gain_plot, km_plot
 from sphr.risk.report.names import method_name
 from sphr.risk.report.tables import tail_of
+from sphr.risk.validation.absolute import HORIZON, with_outcome
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sphr.report import GROUP_COLORS
-from sphr.risk.config import DISPLAY
+from sphr.risk.config import DISPLAY, SHORT
 from sphr.risk.supervised import is_supervised
 
 #: every figure and table lists methods in this order: the distances, then the references
@@ -21,13 +21,6 @@ REFERENCES: frozenset[str] = frozenset({"phenoage", "supervised_xgboost", "age"}
 
 #: the colour of each risk group in every figure
 COLORS = GROUP_COLORS
-#: figure labels: short enough for a panel, the tables keep the full names
-SHORT: dict[str, str] = {"mahalanobis": "Mahalanobis", "supervised_xgboost": "Supervised ceiling",
-                         "sphr_joint": "SPHR + markers",
-                         "phenoage": "PhenoAge accel.", "homeostatic_dysregulation":
-                         "Homeostatic dysreg."}
-
-
 def is_reference(method: str) -> bool:
     """A reference, not a peer of the distances: :data:`REFERENCES` and every supervised
     comparator (``supervised_death``, ...)."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sphr.risk.curves import OUTCOME
 from sphr.risk.intervals import GROUPS, HIGHER_RISK, LOWER_RISK, NORMAL
 from sphr.risk.report.names import (
     SHORT,
@@ -16,6 +15,7 @@ from sphr.risk.report.names import (
     ordered,
     short_name,
 )
+from sphr.risk.validation.curves import OUTCOME
 
 
 def _span(values: pd.Series) -> str:

@@ -15,9 +15,9 @@ from sphr.report import (
     table,
 )
 from sphr.risk.calibration import STANDARDIZATION_TEXT, TAIL_TEXT
-from sphr.risk.curves import OUTCOME, shares
 from sphr.risk.intervals import HIGHER_RISK, LOWER_Q, LOWER_RISK, NORMAL, NORMAL_Q
 from sphr.risk.report.names import age_order, main_outcome, method_name, ordered
+from sphr.risk.validation.curves import OUTCOME, shares
 
 
 def _ci(v: float, lo: float, hi: float) -> str:

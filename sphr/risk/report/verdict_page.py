@@ -2,7 +2,7 @@
 structure (:mod:`sphr.risk.report.main`): the verdict first, then one group-ordering table
 per sex of the shipped groups ("not ordered" where they are not), then what each score adds
 to age (dC). Formatted from the yardstick tables of the people scored
-(:func:`sphr.risk.beyond.scored_tables`), with the main report's own functions
+(:func:`sphr.risk.validation.beyond.scored_tables`), with the main report's own functions
 (:mod:`sphr.risk.report.frames`, :mod:`sphr.risk.report.verdict`): the same words and the
 same suppression rule.
 
@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from sphr.beyond_age import GROUP_MIN_EVENTS, GROUP_MIN_N
-from sphr.risk.beyond import HORIZON
 from sphr.risk.report import frames as fr
 from sphr.risk.report import verdict as vd
 from sphr.risk.report.names import is_reference, method_name, ordered
+from sphr.risk.validation.beyond import HORIZON
 
 Block = tuple[str, Any]
 
@@ -87,7 +87,7 @@ def verdict_blocks(tables: dict[str, pd.DataFrame] | None, rows: pd.DataFrame,
     ``tables``: ``{"beyond_age", "group_ordering"}`` or None (no linked records: the page
     says ``why_not``); ``record``: the model's SPHR record (which SPHR score ships);
     ``people``: whose outcomes these are, as the verdict names them; ``bounds``: per sex and
-    method, how the 99% bound was made (:func:`sphr.risk.apply.higher_risk_bounds`), for the
+    method, how the 99% bound was made (:func:`sphr.risk.serve.apply.higher_risk_bounds`), for the
     sentence on a nearly empty Higher Risk group."""
     head: list[Block] = [("h2", "Verdict")]
     order = fr.ordering((tables or {}).get("group_ordering"))

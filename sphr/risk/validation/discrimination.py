@@ -33,8 +33,9 @@ import numpy as np
 import pandas as pd
 
 from sphr.risk.config import RiskConfig
+from sphr.risk.followup import CONDITIONS, new_any_diagnosis
 from sphr.risk.intervals import HIGHER_RISK, NORMAL
-from sphr.risk.validation import CONDITIONS, _new_any, holm
+from sphr.risk.validation.groups import holm
 from sphr.stats import auroc, auroc_rows
 from sphr.survival import c_index, c_index_weighted, resample_counts
 
@@ -63,7 +64,7 @@ def risk_ratio(k_h: int, n_h: int, k_n: int, n_n: int) -> tuple[float, float, fl
 def outcome_frames(followup: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(first-visit outcomes: eid, new_<outcome> boolean; survival: eid, time_<o>, event_<o>)."""
     fu = followup.copy()
-    fu["new_any"] = _new_any(fu)
+    fu["new_any"] = new_any_diagnosis(fu)
     first = fu.loc[fu["instance"] == 1].drop_duplicates("eid")
     visit1 = first[["eid", *(f"new_{o}" for o in OUTCOMES)]].reset_index(drop=True)
     surv = pd.DataFrame({"eid": np.sort(fu["eid"].unique())})

@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sphr.risk.followup import CONDITIONS, new_any_diagnosis
 from sphr.risk.intervals import GROUPS
 
-CONDITIONS: tuple[str, ...] = ("cancer", "diabetes", "other_serious")
 ROWS: tuple[str, ...] = (*CONDITIONS, "any")
 KEYS: tuple[str, ...] = ("sex", "method", "mode")
 
@@ -44,22 +44,13 @@ def wilson(k: int | np.ndarray, n: int | np.ndarray, z: float = 1.95996398454005
     return np.where(n > 0, lo, np.nan), np.where(n > 0, hi, np.nan)
 
 
-def _new_any(frame: pd.DataFrame) -> pd.Series:
-    """True if any new diagnosis; False only if all three answers are known and negative."""
-    cols = frame[[f"new_{c}" for c in CONDITIONS]].astype("boolean")
-    anyv = cols.fillna(False).any(axis=1)
-    known = cols.notna().all(axis=1)
-    return pd.Series(np.where(anyv, True, np.where(known, False, pd.NA)), index=frame.index,
-                     dtype="boolean")
-
-
 def validation_table(risk: pd.DataFrame, followup: pd.DataFrame, instance: int = 1) -> pd.DataFrame:
     """One row per sex, method, mode, group and condition row (cancer, diabetes, other, any).
 
     ``risk`` holds eid, sex, method, mode, group for the validation population.
     """
     visit = followup.loc[followup["instance"] == instance].drop_duplicates("eid").copy()
-    visit["new_any"] = _new_any(visit)
+    visit["new_any"] = new_any_diagnosis(visit)
     cols = ["eid"] + [f"new_{c}" for c in ROWS]
     merged = risk.merge(visit[cols], on="eid", how="inner")
     records = []

@@ -10,15 +10,16 @@ where known, else -1), ``participants.csv`` (eid, sex, imputed_features, imputed
 candidate: eid, sex, outcome, risk_5y, risk_10y, risk_10y_low, risk_10y_high, risk_age,
 risk_age_outside, partition; :mod:`sphr.risk.absolute`), ``absolute_risk_candidates.parquet``
 (every candidate, with ``method`` and ``recalibrated``), ``drift.csv``
-(:mod:`sphr.risk.drift`, against the model's training population), ``report.md`` /
+(:mod:`sphr.risk.serve.drift`, against the model's training population), ``report.md`` /
 ``report.html`` and ``score_report.json``, all or none.
 
 **Are the groups ordered by risk here?** Where the export has linked records (built as the
 ingest builds ``outcomes.parquet``, with ``ScoreSettings.outcomes``' outcome table and
 censoring dates), the people scored are judged as the risk stage judges its held-out people
-(:func:`sphr.risk.beyond.scored_tables`): ``OUT/outcomes.parquet``,
+(:func:`sphr.risk.validation.beyond.scored_tables`): ``OUT/outcomes.parquet``,
 ``OUT/beyond_age.parquet`` and ``OUT/group_ordering.parquet`` (columns:
-:mod:`sphr.risk.beyond`), and the report opens with the verdict, the group-ordering table per
+:mod:`sphr.risk.validation.beyond`), and the report opens with the verdict, the group-ordering
+table per
 sex and the gain over age per score (:mod:`sphr.risk.report.verdict_page`). Without linked
 records the report says that the ordering cannot be judged on this export, and why.
 
@@ -26,7 +27,7 @@ records the report says that the ordering cannot be judged on this export, and w
 :class:`DriftError`, nothing written) when a feature has drifted or is in other units;
 ``"warn"`` (the default) scores and reports.
 
-**Re-anchoring** (``ScoreSettings.reanchor``, :mod:`sphr.risk.reanchor`, seeded by
+**Re-anchoring** (``ScoreSettings.reanchor``, :mod:`sphr.risk.serve.reanchor`, seeded by
 ``reanchor_seed``, not the bootstrap's seed): the parts the rule chose are
 refitted on the export's own people (never their outcomes) and the re-anchored model is
 written to ``OUT/model/`` with its provenance (``reanchor.json``), a model folder later
@@ -48,9 +49,9 @@ from sphr.errors import InputError
 from sphr.io import staged_outputs, write_json, write_parquet, write_text
 from sphr.risk.absolute import shipped
 from sphr.risk.config import ON_DRIFT, REANCHOR_MIN_BFH, RiskConfig, ScoreSettings
-from sphr.risk.drift import drift_line, drift_table, summarize
 from sphr.risk.model import RiskModel
 from sphr.risk.report.pages import render_page
+from sphr.risk.serve.drift import drift_line, drift_table, summarize
 
 
 class DriftError(InputError):
@@ -153,7 +154,7 @@ class _Scorer:
         """The one place the mode is read: ``fitted`` as it is, or re-anchored."""
         if not settings.reanchor:
             return cls(fitted)
-        from sphr.risk.reanchor import reanchor
+        from sphr.risk.serve.reanchor import reanchor
 
         model, roles = reanchor(fitted, baseline, parts=settings.reanchor_parts,
                                 seed=settings.reanchor_seed, source=export, min_bfh=min_bfh)
@@ -171,7 +172,7 @@ class _Scorer:
         """The re-anchored model as ``OUT/model``, which the report then names."""
         if self.roles is None:
             return
-        from sphr.risk.reanchor import save_reanchored
+        from sphr.risk.serve.reanchor import save_reanchored
 
         save_reanchored(self.model, stage / "model")
         report["model"] = str(out / "model")
@@ -182,9 +183,10 @@ def judge_groups(ingested: Any, rows: pd.DataFrame, config: RiskConfig,
                  ) -> tuple[pd.DataFrame | None, dict[str, pd.DataFrame] | None, dict[str, Any]]:
     """(outcomes, ``{"beyond_age", "group_ordering"}``, what score_report.json says) of the
     people scored, against the linked records the ingest built from the export
-    (:func:`sphr.risk.beyond.scored_tables`, the risk stage's yardstick; bootstrap ``seed``,
+    (:func:`sphr.risk.validation.beyond.scored_tables`, the risk stage's yardstick; bootstrap
+    ``seed``,
     the model's risk seed when None); Nones, and why, where there are none."""
-    from sphr.risk.beyond import judged_groups
+    from sphr.risk.validation.beyond import judged_groups
 
     if ingested.outcomes is None:
         return None, None, {"judged": False, "why": ingested.report["outcomes"]["why"]}

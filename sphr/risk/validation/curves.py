@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sphr.risk.discrimination import outcome_frames
 from sphr.risk.intervals import GROUPS
+from sphr.risk.validation.discrimination import outcome_frames
 from sphr.survival import km_curve
 
 __all__ = ["CURVE_COLUMNS", "OUTCOME", "cumulative_new_diagnosis", "shares"]
@@ -42,7 +42,8 @@ def cumulative_new_diagnosis(rows: pd.DataFrame, followup: pd.DataFrame | None,
     population), ``mode``'s groups. Kaplan-Meier: time = years from baseline to the first
     visit reporting the diagnosis, censored at the last visit with a known answer (people
     attend different visits); the curve stops where fewer than 5 people are still followed.
-    Columns :data:`CURVE_COLUMNS`: the shape of ``sphr.risk.linked``'s cumulative incidence.
+    Columns :data:`CURVE_COLUMNS`: the shape of ``sphr.risk.validation.linked``'s cumulative
+    incidence.
     """
     cols = list(CURVE_COLUMNS)
     pop = rows.loc[(rows["mode"] == mode) & (rows["partition"] == "test")

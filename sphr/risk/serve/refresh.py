@@ -13,11 +13,11 @@ are kept), under ``RUN/risk/refresh/<export-version>/``:
 * ``changes.csv`` and the report's "changes since the previous refresh"
   table: who is new, who left, who moved group;
 * ``drift.csv``: per sex and feature, SMD / PSI / KS / out-of-range share and status
-  against the training population (:func:`sphr.risk.drift.drift_table`, the table
+  against the training population (:func:`sphr.risk.serve.drift.drift_table`, the table
   ``sphr score`` writes);
 * ``beyond_age.parquet`` / ``group_ordering.parquet``: where the export has linked
   records, everyone scored judged as the risk stage judges its held-out people
-  (:func:`sphr.risk.beyond.scored_tables`; columns: :mod:`sphr.risk.beyond`);
+  (:func:`sphr.risk.validation.beyond.scored_tables`; columns: :mod:`sphr.risk.validation.beyond`);
 * ``report.md`` / ``report.html`` (the verdict first, in the main report's structure:
   :mod:`sphr.risk.report.verdict_page`; without linked records it says why the ordering
   cannot be judged) and ``refresh.json`` (date, export version, model sha256, counts,
@@ -39,9 +39,9 @@ import pandas as pd
 from sphr.data.fingerprint import tree_sha256
 from sphr.errors import InputError
 from sphr.io import read_json, staged_outputs, write_json, write_parquet, write_text
-from sphr.risk.drift import drift_line, drift_table
 from sphr.risk.model import RiskModel, find_model_dir
 from sphr.risk.report.pages import render_page
+from sphr.risk.serve.drift import drift_line, drift_table
 
 HEADLINE = (("sphr", "calibrated"), ("mahalanobis", "calibrated"), ("raw_euclidean", "calibrated"))
 INDEX = "index.json"
@@ -136,11 +136,12 @@ def _judged(rows: pd.DataFrame, fitted: RiskModel, outcomes: pd.DataFrame | None
             why_not: str | None) -> tuple[dict[str, pd.DataFrame] | None, list[tuple[str, Any]],
                                           dict[str, Any]]:
     """The yardstick tables of everyone scored against the export's linked records (the risk
-    stage's, :func:`sphr.risk.beyond.scored_tables`), the report's verdict blocks and what
+    stage's, :func:`sphr.risk.validation.beyond.scored_tables`), the report's verdict blocks and
+    what
     refresh.json says; no tables, and why, without records."""
-    from sphr.risk.beyond import judged_groups
     from sphr.risk.config import RiskConfig
     from sphr.risk.report.verdict_page import verdict_blocks
+    from sphr.risk.validation.beyond import judged_groups
 
     config = fitted.config or RiskConfig()
     tables, state = judged_groups(
