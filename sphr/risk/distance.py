@@ -38,6 +38,7 @@ from sphr.labels import BONA_FIDE_HEALTHY
 from sphr.risk.calibration import (
     LOWER_LEVEL,
     NORMAL_LEVEL,
+    STANDARDIZATION_PARTS,
     STANDARDIZATIONS,
     TAIL_BOUND,
     TAIL_BOUNDS,
@@ -201,7 +202,8 @@ class DistanceModel(BaseEstimator):
             own, _ = self.distance(frame)
             self.standardizer_ = AgeStandardizer(
                 group_names(self._groups), self.standardize_min_group,
-                self.standardization.partition("_")[2]).fit(own, groups, ages_of(frame))
+                STANDARDIZATION_PARTS[self.standardization][1]).fit(own, groups,
+                                                                    ages_of(frame))
         return self
 
     def _fit_strata(self, X: np.ndarray, groups: np.ndarray) -> None:
