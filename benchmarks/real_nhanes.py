@@ -56,7 +56,7 @@ import pandas as pd
 
 from sphr.errors import ConfigError
 from sphr.io import atomic_path, write_text
-from sphr.options import OVERRIDE_METAVAR, parse_override
+from sphr.options import add_set_alias, add_set_option
 
 # the parts live in benchmarks/nhanes_crossfit/ (a script's own folder is on sys.path; a test
 # loading this file by path needs it added): appended, not prepended, so that benchmarks/'
@@ -221,17 +221,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", default=None,
                         help="where every fold's SPHR fit trains (cuda with --set "
                         "train.compile=true on a GPU; default: the profile's)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        type=parse_override, metavar=OVERRIDE_METAVAR,
-                        help="a setting of every fold's fits, as the main command's --set: "
-                        "cohorts.triplet_classes=severity, train.selection=severity, "
-                        "train.anchor=1 (docs/METHODS.md), risk.standardization=calibration_line")
+    add_set_option(parser, "a setting of every fold's fits, as the main command's --set: "
+                   "cohorts.triplet_classes=severity, train.selection=severity, "
+                   "train.anchor=1 (docs/METHODS.md), risk.standardization=calibration_line")
     # the older spellings stay, so the commands recorded in the spread file and the notes
     # still run: --train KEY=VALUE is --set train.KEY=VALUE
     for flag, stage in (("--cohort", "cohorts"), ("--train", "train"), ("--risk", "risk")):
-        parser.add_argument(flag, dest="overrides", action="append", metavar="KEY=VALUE",
-                            type=lambda text, stage=stage: parse_override(f"{stage}.{text}"),
-                            help=f"the same as --set {stage}.KEY=VALUE")
+        add_set_alias(parser, flag, stage, f"the same as --set {stage}.KEY=VALUE")
     parser.add_argument("--record-spread", action="store_true",
                         help="with --refits: keep the refit spread in "
                              f"{SPREAD_FILE.relative_to(REPO)} (`make refit-spread` then "

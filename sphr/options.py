@@ -213,12 +213,9 @@ def add_settings(parser: argparse.ArgumentParser, cls: type, *, defaults: Any = 
         added.append(_Added(f.name, action.dest, spec.read if spec.read is not None else read))
     if stage is not None:
         tables = ", ".join(f"[{t}]" for t in (stage, *also))
-        parser.add_argument("--set", dest="overrides", action="append", default=[],
-                            metavar=OVERRIDE_METAVAR,
-                            type=lambda text: parse_override(text, stage),
-                            help=f"set any key of {tables} as the settings file would (KEY=VALUE "
-                            f"for [{stage}]; a value reads as in TOML, null for unset); after "
-                            "the options above")
+        add_set_option(parser, f"set any key of {tables} as the settings file would "
+                       f"(KEY=VALUE for [{stage}]; a value reads as in TOML, null for unset); "
+                       "after the options above", stage)
     return SettingOptions(cls, tuple(added), stage, tuple(also))
 
 
@@ -274,6 +271,22 @@ class Override:
 
 #: the metavar every command shows for its ``--set``
 OVERRIDE_METAVAR = "STAGE.KEY=VALUE"
+
+
+def add_set_option(parser: argparse.ArgumentParser, help: str, stage: str | None = None
+                   ) -> None:
+    """The one ``--set STAGE.KEY=VALUE`` option (repeatable; ``stage``: the table a bare
+    ``KEY=VALUE`` belongs to), collected in ``args.overrides``."""
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar=OVERRIDE_METAVAR, type=lambda text: parse_override(text, stage),
+                        help=help)
+
+
+def add_set_alias(parser: argparse.ArgumentParser, flag: str, stage: str, help: str) -> None:
+    """An older option kept as a spelling of ``--set STAGE.KEY=VALUE`` (after ``--set``, into
+    the same ``args.overrides``), so recorded commands still run."""
+    parser.add_argument(flag, dest="overrides", action="append", metavar="KEY=VALUE",
+                        type=lambda text: parse_override(f"{stage}.{text}"), help=help)
 
 
 def parse_override(text: str, stage: str | None = None) -> Override:

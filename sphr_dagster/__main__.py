@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sphr.errors import ConfigError
-from sphr.options import OVERRIDE_METAVAR, parse_override
+from sphr.options import add_set_option
 from sphr.profiles import PROFILES
 from sphr.settings import (
     EXPORT_PROFILE,
@@ -254,9 +254,7 @@ def _settings_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, default=None, metavar="FILE",
                    help="settings file (TOML): [run], [synth], [ingest], [cohorts], [train], "
                    "[baselines], [evaluate], [risk], [retrieval]; the options here override it")
-    p.add_argument("--set", dest="overrides", action="append", default=[],
-                   type=parse_override, metavar=OVERRIDE_METAVAR,
-                   help="set one key of a stage's table as --config's file would, over it "
+    add_set_option(p, "set one key of a stage's table as --config's file would, over it "
                    "(e.g. --set train.epochs=200 --set cohorts.ranges.glucose.high=6.0; a value "
                    "reads as in TOML, null for unset); repeatable")
     p.add_argument("--export", default=None, metavar="FILE",

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from sphr.evaluate.config import NN_EHR_CONFIG, EvalConfig
     from sphr.evaluate.names import XGB_METHODS
     from sphr.evaluate.paper import LOSSES
-    from sphr.options import Option, add_settings, parse_override
+    from sphr.options import Option, add_set_alias, add_settings
 
     p = sub.add_parser(
         "evaluate",
@@ -77,9 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--loss-profile", default=DEFAULT_PROFILE, choices=PROFILES,
                    help="TrainConfig profile of the loss comparison (when it is trained)")
     # the older spelling stays, so a user's script keeps working: one item of --set train.*
-    p.add_argument("--loss-set", dest="overrides", action="append", metavar="KEY=VALUE",
-                   type=lambda text: parse_override(f"train.{text}"),
-                   help="the same as --set train.KEY=VALUE (e.g. epochs=50)")
+    add_set_alias(p, "--loss-set", "train", "the same as --set train.KEY=VALUE (e.g. epochs=50)")
     p.add_argument("--loss-classifiers", type=_csv, default=["xgboost"],
                    help="classifiers for the loss table (paper: xgboost)")
     p.set_defaults(func=_run, setting_options=options)
