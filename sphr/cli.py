@@ -13,7 +13,7 @@ import logging
 import sys
 
 from sphr import __version__
-from sphr.errors import SphrError
+from sphr.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, SphrError
 
 #: modules with a ``register(subparsers)`` function, in the order of the pipeline
 COMMAND_MODULES: tuple[str, ...] = (
@@ -76,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
         return _internal_error(args, exc)
 
 
-#: the exit codes: bad input or settings, and anything else (the main command's too)
-EXIT_BAD_INPUT, EXIT_INTERNAL = 2, 1
 #: the traceback file of an unexpected error, in the command's output folder when it has one
 ERROR_LOG = "sphr_error.log"
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+#: the exit codes of every command (the sphr commands and the main command alike): bad input
+#: or settings, and anything else
+EXIT_BAD_INPUT, EXIT_INTERNAL = 2, 1
+
 
 class SphrError(Exception):
     """Base class of every error this library raises on purpose."""

@@ -18,14 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sphr.errors import SphrError
+from sphr.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, SphrError
 
 #: the run directory's folder of console logs, one file per materialization
 LOG_DIR = "logs"
 #: written when a run fails (its reasons), removed when the next run starts
 FAILED_FILE = "run_failed.json"
-#: the exit codes: bad input or settings, and anything else
-EXIT_BAD_INPUT, EXIT_INTERNAL = 2, 1
 #: Dagster's wrappers around the error an asset raised (the reason is their cause)
 _WRAPPERS = ("DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError",
              "DagsterExecutionInterruptedError")
